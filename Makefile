@@ -1,0 +1,50 @@
+# The two commands of the README:  `make demo` (the main job) and `make test` (everything CI runs).
+# Both set up what they need from nothing: a virtual environment with the project and its
+# dependencies, and the system packages (Mosquitto) through apt when they are missing.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+GAME   ?= baccarat
+ROUNDS ?= 20
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: demo test lint typecheck unit system-deps venv bench campaigns clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+# Mosquitto is the broker the tests start on a free port (and the demo's when none is given);
+# systemd-analyze checks the unit. Installed only when missing.
+system-deps:
+	@missing=""; \
+	command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || missing="$$missing mosquitto"; \
+	command -v mosquitto_passwd >/dev/null 2>&1 || [ -x /usr/bin/mosquitto_passwd ] || missing="$$missing mosquitto"; \
+	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:$$missing"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+demo: venv system-deps
+	$(BIN)/tabled demo --game $(GAME) --rounds $(ROUNDS)
+
+lint: venv
+	$(BIN)/ruff check daemon drivers simulators tests bench
+
+typecheck: venv
+	$(BIN)/mypy
+
+unit: venv system-deps
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+test: lint typecheck unit
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,380 @@
+"""The normalized event stream of CONTRACT.md, version 1: typed events, parsing and encoding.
+
+This module owns the public event vocabulary that drivers emit and the rules core consumes. It is
+pure: no I/O, no clock, no logging. Parsing is strict about what the contract requires (types,
+card codes, die faces, required fields) and lenient about what it allows (extra fields are kept in
+``extra`` so that a stream survives a round trip unchanged).
+
+It must never accept an event it cannot represent faithfully: anything malformed raises
+:class:`EventError` with a reason a person can act on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, TypeAlias
+
+CONTRACT_VERSION = 1
+
+RANKS = "A23456789TJQK"
+SUITS = "SHCD"
+#: Every valid card code, e.g. ``"TD"`` (ten of diamonds).
+CARD_CODES: frozenset[str] = frozenset(r + s for r in RANKS for s in SUITS)
+
+Seat: TypeAlias = int | Literal["dealer"]
+DEALER: Literal["dealer"] = "dealer"
+
+
+class EventError(ValueError):
+    """A malformed event: not JSON, an unknown type, a bad card or die, a missing field."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Meta:
+    """Where an event came from: the device id, its per-device sequence number, its timestamp."""
+
+    device: str | None = None
+    seq: int | None = None
+    ts: str | None = None
+
+
+_NO_META = Meta()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """Base of every normalized event. ``extra`` keeps fields this version does not know."""
+
+    TYPE: ClassVar[str] = ""
+    meta: Meta = _NO_META
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def type(self) -> str:
+        return self.TYPE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShoeStart(Event):
+    """Baccarat: a new shoe of ``decks`` decks; resets the card counts."""
+
+    TYPE: ClassVar[str] = "shoe_start"
+    decks: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Burn(Event):
+    """Baccarat: a burned card, never dealt to a hand (the card may be unknown)."""
+
+    TYPE: ClassVar[str] = "burn"
+    card: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CutCard(Event):
+    """Baccarat: the cut card came out of the shoe (Art. 3)."""
+
+    TYPE: ClassVar[str] = "cut_card"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Demo(Event):
+    """Baccarat: the next hand is a demonstration hand (Art. 2.2)."""
+
+    TYPE: ClassVar[str] = "demo"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardDealt(Event):
+    """One card: baccarat, the next card out of the shoe; Q Poker, one card to a seat."""
+
+    TYPE: ClassVar[str] = "card"
+    card: str
+    face_up: bool | None = None
+    seat: Seat | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoundStart(Event):
+    """A new round; for Q Poker, ``seats`` are the positions with a bet."""
+
+    TYPE: ClassVar[str] = "round_start"
+    seats: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HandDealt(Event):
+    """Q Poker: a shuffler-dealer delivers a seat's cards at once."""
+
+    TYPE: ClassVar[str] = "hand"
+    seat: Seat
+    cards: tuple[str, ...]
+    face_up: bool | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decision(Event):
+    """Q Poker: a seat plays (``play=True``) or folds (Art. 9.2-9.3)."""
+
+    TYPE: ClassVar[str] = "decision"
+    seat: int
+    play: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reveal(Event):
+    """Q Poker: the dealer turns the dealer's cards; the round is settled."""
+
+    TYPE: ClassVar[str] = "reveal"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Roll(Event):
+    """Craps: the two faces of a throw (a cocked die already read as its clearest face)."""
+
+    TYPE: ClassVar[str] = "roll"
+    dice: tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoRoll(Event):
+    """Craps: no roll, throw again (Art. 1), e.g. a die left the table."""
+
+    TYPE: ClassVar[str] = "no_roll"
+    reason: str = "off_table"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fault(Event):
+    """A device-reported fault, with a stable ``code``."""
+
+    TYPE: ClassVar[str] = "fault"
+    code: str
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Void(Event):
+    """The dealer voids the current round."""
+
+    TYPE: ClassVar[str] = "void"
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Withheld(Event):
+    """Q Poker, an addition to contract v1: ``count`` face-down cards went to ``seat`` here, in
+    dealing order, and their identity is withheld until the rules reveal it. The real ``card`` or
+    ``hand`` events follow later, marked ``"withheld": true``, and fill the placeholder in."""
+
+    TYPE: ClassVar[str] = "withheld"
+    seat: Seat
+    count: int
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.TYPE: cls
+    for cls in (
+        ShoeStart, Burn, CutCard, Demo, CardDealt, RoundStart, HandDealt, Decision, Reveal,
+        Roll, NoRoll, Fault, Void, Withheld,
+    )
+}
+
+_META_KEYS = frozenset({"v", "type", "device", "seq", "ts"})
+# Tuples, not sets: encoding must put the fields in the same order in every process.
+_FIELDS: dict[str, tuple[str, ...]] = {
+    "shoe_start": ("decks",),
+    "burn": ("card",),
+    "cut_card": (),
+    "demo": (),
+    "card": ("card", "face_up", "seat"),
+    "round_start": ("seats",),
+    "hand": ("seat", "cards", "face_up"),
+    "decision": ("seat", "play"),
+    "reveal": (),
+    "roll": ("dice",),
+    "no_roll": ("reason",),
+    "fault": ("code", "detail"),
+    "void": ("reason",),
+    "withheld": ("seat", "count"),
+}
+
+
+# -- parsing -----------------------------------------------------------------------------------
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _card(value: Any, what: str = "card") -> str:
+    if not isinstance(value, str) or value not in CARD_CODES:
+        raise EventError(f"{what} {value!r} is not a card code (rank {RANKS} + suit {SUITS})")
+    return value
+
+
+def _seat(value: Any, *, dealer_allowed: bool = True) -> Seat:
+    if value == DEALER and dealer_allowed:
+        return DEALER
+    if _is_int(value) and value >= 1:
+        return int(value)
+    allowed = 'a positive integer or "dealer"' if dealer_allowed else "a positive integer"
+    raise EventError(f"seat {value!r} is not {allowed}")
+
+
+def _required(obj: Mapping[str, Any], key: str, etype: str) -> Any:
+    if key not in obj:
+        raise EventError(f"{etype} event is missing required field {key!r}")
+    return obj[key]
+
+
+def _optional_bool(obj: Mapping[str, Any], key: str) -> bool | None:
+    value = obj.get(key)
+    if value is None or isinstance(value, bool):
+        return value
+    raise EventError(f"{key} {value!r} is not a boolean")
+
+
+def _optional_str(obj: Mapping[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise EventError(f"{key} {value!r} is not a string")
+
+
+def _meta(obj: Mapping[str, Any]) -> Meta:
+    device, seq, ts = obj.get("device"), obj.get("seq"), obj.get("ts")
+    if device is None and seq is None and ts is None:
+        return _NO_META
+    if device is not None and not isinstance(device, str):
+        raise EventError(f"device {device!r} is not a string")
+    if seq is not None and not (_is_int(seq) and seq >= 0):
+        raise EventError(f"seq {seq!r} is not a non-negative integer")
+    if ts is not None and not isinstance(ts, str):
+        raise EventError(f"ts {ts!r} is not an RFC 3339 string")
+    return Meta(device=device, seq=seq, ts=ts)
+
+
+def parse_event(obj: Any) -> Event:
+    """Build a typed event from a decoded JSON object, or raise :class:`EventError`."""
+    if not isinstance(obj, dict):
+        raise EventError(f"an event is a JSON object, not {type(obj).__name__}")
+    version = obj.get("v")
+    if version != CONTRACT_VERSION:
+        raise EventError(f"unsupported contract version v={version!r} (expected 1)")
+    etype = obj.get("type")
+    if not isinstance(etype, str) or etype not in EVENT_TYPES:
+        raise EventError(f"unknown event type {etype!r}")
+    meta = _meta(obj)
+    known = _FIELDS[etype]
+    extra = {k: v for k, v in obj.items() if k not in known and k not in _META_KEYS}
+    ev: Event
+    if etype == "card":
+        seat = obj.get("seat")
+        ev = CardDealt(
+            card=_card(_required(obj, "card", etype)),
+            face_up=_optional_bool(obj, "face_up"),
+            seat=None if seat is None else _seat(seat),
+            meta=meta, extra=extra,
+        )
+    elif etype == "roll":
+        dice = _required(obj, "dice", etype)
+        if (
+            not isinstance(dice, list) or len(dice) != 2
+            or not all(_is_int(d) and 1 <= d <= 6 for d in dice)
+        ):
+            raise EventError(f"dice {dice!r} is not two integers 1-6")
+        ev = Roll(dice=(dice[0], dice[1]), meta=meta, extra=extra)
+    elif etype == "hand":
+        cards = _required(obj, "cards", etype)
+        if not isinstance(cards, list):
+            raise EventError(f"cards {cards!r} is not a list of card codes")
+        ev = HandDealt(
+            seat=_seat(_required(obj, "seat", etype)),
+            cards=tuple(_card(c) for c in cards),
+            face_up=_optional_bool(obj, "face_up"),
+            meta=meta, extra=extra,
+        )
+    elif etype == "decision":
+        play = _required(obj, "play", etype)
+        if not isinstance(play, bool):
+            raise EventError(f"play {play!r} is not a boolean")
+        ev = Decision(
+            seat=int(_seat(_required(obj, "seat", etype), dealer_allowed=False)),
+            play=play, meta=meta, extra=extra,
+        )
+    elif etype == "round_start":
+        seats = obj.get("seats")
+        if seats is not None:
+            if not isinstance(seats, list):
+                raise EventError(f"seats {seats!r} is not a list of seat numbers")
+            parsed = tuple(int(_seat(s, dealer_allowed=False)) for s in seats)
+            if len(set(parsed)) != len(parsed):
+                raise EventError(f"seats {seats!r} lists a seat twice")
+            ev = RoundStart(seats=parsed, meta=meta, extra=extra)
+        else:
+            ev = RoundStart(meta=meta, extra=extra)
+    elif etype == "shoe_start":
+        decks = _required(obj, "decks", etype)
+        if not (_is_int(decks) and decks >= 1):
+            raise EventError(f"decks {decks!r} is not a positive integer")
+        ev = ShoeStart(decks=decks, meta=meta, extra=extra)
+    elif etype == "burn":
+        card = obj.get("card")
+        ev = Burn(card=None if card is None else _card(card), meta=meta, extra=extra)
+    elif etype == "fault":
+        code = _required(obj, "code", etype)
+        if not isinstance(code, str) or not code:
+            raise EventError(f"code {code!r} is not a non-empty string")
+        ev = Fault(code=code, detail=_optional_str(obj, "detail"), meta=meta, extra=extra)
+    elif etype == "no_roll":
+        ev = NoRoll(reason=_optional_str(obj, "reason") or "off_table", meta=meta, extra=extra)
+    elif etype == "withheld":
+        count = _required(obj, "count", etype)
+        if not (_is_int(count) and 1 <= count <= 3):
+            raise EventError(f"count {count!r} is not 1, 2 or 3")
+        ev = Withheld(seat=_seat(_required(obj, "seat", etype)), count=count, meta=meta,
+                      extra=extra)
+    elif etype == "void":
+        ev = Void(reason=_optional_str(obj, "reason"), meta=meta, extra=extra)
+    else:  # the field-less events: cut_card, demo, reveal
+        ev = EVENT_TYPES[etype](meta=meta, extra=extra)
+    return ev
+
+
+def parse_line(line: str | bytes) -> Event:
+    """Parse one JSON Lines record into an event, or raise :class:`EventError`."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise EventError(f"not JSON: {exc}") from None
+    return parse_event(obj)
+
+
+# -- encoding ----------------------------------------------------------------------------------
+
+
+def event_to_dict(ev: Event) -> dict[str, Any]:
+    """The contract's JSON object for an event (extra fields included, ``None`` fields omitted)."""
+    out: dict[str, Any] = {"v": CONTRACT_VERSION, "type": ev.TYPE}
+    meta = ev.meta
+    if meta.device is not None:
+        out["device"] = meta.device
+    if meta.seq is not None:
+        out["seq"] = meta.seq
+    if meta.ts is not None:
+        out["ts"] = meta.ts
+    for name in _FIELDS[ev.TYPE]:
+        value = getattr(ev, name)
+        if value is None:
+            continue
+        out[name] = list(value) if isinstance(value, tuple) else value
+    out.update(ev.extra)
+    return out
+
+
+def encode_event(ev: Event) -> str:
+    """One compact JSON line (without the newline) for an event."""
+    return json.dumps(event_to_dict(ev), separators=(",", ":"))

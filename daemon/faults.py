@@ -1,0 +1,49 @@
+"""The stable fault codes of ``fault`` events: one registry for drivers, rules core and daemon.
+
+A code is part of the public stream (consumers alarm on it), so codes are only ever added. The
+rules core decides what a fault means for a round (e.g. ``qpoker.art11.5``); this module only
+names and describes them. Pure data, no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Any device / the daemon itself.
+DEVICE_LOST: Final = "device_lost"  # the link to a device is gone (unplugged, port closed)
+LINK_ERRORS: Final = "link_errors"  # a burst of framing/link errors on a device
+JOURNAL_FAILURE: Final = "journal_failure"  # the journal could not make a record durable
+
+# Shuffler-dealer.
+SHUFFLER_JAM: Final = "shuffler_jam"
+SHUFFLER_FAILURE: Final = "shuffler_failure"
+SHUFFLER_DOOR_OPEN: Final = "shuffler_door_open"
+DECK_COUNT: Final = "deck_count"  # a short or long deck at the deck-count check
+CARD_EXPOSED: Final = "card_exposed"  # the machine saw a card turned face up while dealing
+
+# Card-reading shoe.
+UNREADABLE_CARD: Final = "unreadable_card"
+SHOE_EMPTY: Final = "shoe_empty"
+
+# Electronic dice sensor.
+SENSOR_FAULT: Final = "sensor_fault"
+COCKED_DIE: Final = "cocked_die"  # informational: read by the face most clearly up (Art. 1)
+
+DESCRIPTIONS: Final[dict[str, str]] = {
+    DEVICE_LOST: "the device's link is gone (unplugged, port closed, USB error)",
+    LINK_ERRORS: "framing or link errors from the device (bad checksum, NAK, timeout, resync)",
+    JOURNAL_FAILURE: "the journal could not make a record durable (disk full or unwritable)",
+    SHUFFLER_JAM: "the shuffler-dealer jammed",
+    SHUFFLER_FAILURE: "the shuffler-dealer reported a failure",
+    SHUFFLER_DOOR_OPEN: "the shuffler-dealer's door was opened",
+    DECK_COUNT: "the deck-count check found a short or long deck",
+    CARD_EXPOSED: "a card was turned face up while dealing",
+    UNREADABLE_CARD: "the shoe could not read a card that left it",
+    SHOE_EMPTY: "the shoe ran out of cards",
+    SENSOR_FAULT: "the dice sensor reported a fault",
+    COCKED_DIE: "a die did not lie flat; read by the face most clearly up",
+}
+
+#: Faults that mean the shuffling machine failed: while dealing, they void a Q Poker round
+#: (qpoker.art11.5). ``device_lost`` counts when the lost device is the shuffler.
+SHUFFLER_FAILURES: Final = frozenset({SHUFFLER_JAM, SHUFFLER_FAILURE, SHUFFLER_DOOR_OPEN})

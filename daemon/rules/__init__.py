@@ -1,0 +1,67 @@
+"""The rules core: the approved rules of Q Poker, Craps and Baccarat (RULES.md), pure and typed.
+
+Nothing in this package does I/O, reads a clock, logs, or draws a random number: the daemon,
+``tabled replay`` and the tests run the very same code over the same events and get the same
+outcomes. Every void and payout names the article that decides it (``qpoker.art11.5``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from daemon.events import Event
+from daemon.rules.options import (
+    BaccaratOptions,
+    CrapsOptions,
+    GameOptions,
+    QPokerOptions,
+    parse_options,
+)
+from daemon.rules.outcome import GAMES, Game, Notice, Outcome, Output
+
+
+class Table(Protocol):
+    """One table's game state. ``feed`` takes events in order and returns what they decided."""
+
+    game: Game
+    options: GameOptions
+
+    def feed(self, event: Event) -> list[Output]:
+        """Apply one event; return the outcomes it completed and notices for what it declined."""
+        ...
+
+    @property
+    def round_open(self) -> bool:
+        """A round has begun (a card, a hand or a round_start) and has no outcome yet."""
+        ...
+
+    @property
+    def next_round(self) -> int:
+        """The number the next outcome will carry."""
+        ...
+
+
+def make_table(game: str, options: GameOptions | Mapping[str, str] | None = None) -> Table:
+    """A fresh table for ``game`` with typed options, or options parsed from ``KEY=VALUE``."""
+    if game not in GAMES:
+        raise ValueError(f"unknown game {game!r} (known: {', '.join(GAMES)})")
+    if options is None or isinstance(options, Mapping):
+        options = parse_options(game, options or {})
+    if game == "baccarat":
+        from daemon.rules.baccarat import BaccaratTable
+
+        assert isinstance(options, BaccaratOptions)
+        return BaccaratTable(options)
+    if game == "craps":
+        from daemon.rules.craps import CrapsTable
+
+        assert isinstance(options, CrapsOptions)
+        return CrapsTable(options)
+    from daemon.rules.qpoker import QPokerTable
+
+    assert isinstance(options, QPokerOptions)
+    return QPokerTable(options)
+
+
+__all__ = ["GAMES", "Game", "Notice", "Outcome", "Output", "Table", "make_table"]

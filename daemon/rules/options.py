@@ -1,0 +1,109 @@
+"""The regulated options of each game (RULES.md; Baccarat Art. 18): typed, validated, declared.
+
+A table's options are chosen by the house with the regulator's approval. They are fixed for the
+life of a table object: nothing in the rules core changes them, and ``declare()`` gives the form
+the daemon logs at start and publishes in its birth record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal, TypeAlias
+
+BaccaratMethod: TypeAlias = Literal[1, 2]
+Commission: TypeAlias = Literal["five_percent", "half_on_four"]
+LastHand: TypeAlias = Literal["this", "one_more"]
+
+
+class OptionError(ValueError):
+    """An option that is unknown for the game or has a value the rules do not allow."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"option {key}: {reason}")
+        self.key = key
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class BaccaratOptions:
+    """Art. 9 drawing method (which also picks the Art. 16 pay table), Art. 17 commission mode,
+    Art. 3 last-hand rule, and the number of decks a shoe holds by default (Art. 1: 6-12)."""
+
+    method: BaccaratMethod = 1
+    commission: Commission = "five_percent"
+    last_hand: LastHand = "this"
+    decks: int = 8
+
+    def __post_init__(self) -> None:
+        if self.method not in (1, 2):
+            raise OptionError("method", f"{self.method!r} is not 1 or 2 (Art. 9)")
+        if self.commission not in ("five_percent", "half_on_four"):
+            raise OptionError(
+                "commission", f"{self.commission!r} is not five_percent or half_on_four (Art. 17)"
+            )
+        if self.last_hand not in ("this", "one_more"):
+            raise OptionError("last_hand", f"{self.last_hand!r} is not this or one_more (Art. 3)")
+        if not 6 <= self.decks <= 12:
+            raise OptionError("decks", f"{self.decks!r} is not 6 to 12 (Art. 1)")
+
+
+@dataclass(frozen=True, slots=True)
+class CrapsOptions:
+    """Reading R-C4: whether the Big bets (Art. 9-11) work on a come-out roll."""
+
+    big_bets_on_come_out: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class QPokerOptions:
+    """Art. 2: the number of player positions at the table (8 or more seats with the dealer's)."""
+
+    positions: int = 7
+
+    def __post_init__(self) -> None:
+        if not 7 <= self.positions <= 20:
+            raise OptionError(
+                "positions", f"{self.positions!r} is not 7 to 20 (Art. 2: 8 or more seats)"
+            )
+
+
+GameOptions: TypeAlias = BaccaratOptions | CrapsOptions | QPokerOptions
+OPTION_TYPES: dict[str, type[GameOptions]] = {
+    "baccarat": BaccaratOptions,
+    "craps": CrapsOptions,
+    "qpoker": QPokerOptions,
+}
+
+
+def _convert(key: str, raw: str, default: Any) -> Any:
+    if isinstance(default, bool):
+        if raw.lower() in ("true", "yes", "1", "on"):
+            return True
+        if raw.lower() in ("false", "no", "0", "off"):
+            return False
+        raise OptionError(key, f"{raw!r} is not true or false")
+    if isinstance(default, int):
+        try:
+            return int(raw)
+        except ValueError:
+            raise OptionError(key, f"{raw!r} is not an integer") from None
+    return raw
+
+
+def parse_options(game: str, raw: Mapping[str, str]) -> GameOptions:
+    """Options from ``KEY=VALUE`` strings (``tabled replay --option``), or :class:`OptionError`."""
+    cls = OPTION_TYPES[game]
+    defaults = cls()
+    known = {f.name for f in fields(cls)}
+    values: dict[str, Any] = {}
+    for key, text in raw.items():
+        if key not in known:
+            raise OptionError(key, f"unknown for {game} (known: {', '.join(sorted(known))})")
+        values[key] = _convert(key, text, getattr(defaults, key))
+    return cls(**values)
+
+
+def declare(options: GameOptions) -> dict[str, Any]:
+    """The options as a plain mapping, for the start-up log line and the birth record."""
+    return asdict(options)
