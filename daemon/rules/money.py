@@ -26,7 +26,8 @@ class SettlementError(ValueError):
 class Settlement:
     """Money for one wager: ``paid`` goes to the player (stake returned plus winnings), ``net`` is
     the player's gain (negative on a loss), ``stays`` says the wager remains on the layout
-    (``open``/``off``), and ``rounding`` is the fraction of a minor unit dropped by rounding down."""
+    (``open``/``off``), and ``rounding`` is the fraction of a minor unit dropped by rounding
+    down."""
 
     stake: int
     paid: int
