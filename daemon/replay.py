@@ -1,0 +1,60 @@
+"""``tabled replay``: the rules core over a recorded event stream (CONTRACT.md).
+
+Reads normalized events (JSON Lines), writes one outcome record per line, exactly as the daemon
+publishes them (the daemon adds only its envelope fields, ``seq`` and ``ts``). A malformed line
+stops the replay with its line number and exit status 2, after the outcomes completed before it;
+a well-formed event the game cannot accept is the rules core's business (it voids the round or
+returns a notice), never a crash and never a silent skip: notices go to standard error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import TextIO
+
+from daemon.events import EventError, parse_line
+from daemon.rules import make_table
+from daemon.rules.options import GameOptions
+from daemon.rules.outcome import Outcome
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+
+def encode_record(record: Mapping[str, object]) -> str:
+    """The one JSON form of an outcome record, shared by replay and the daemon."""
+    return json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+
+
+def replay(
+    game: str,
+    options: GameOptions | Mapping[str, str] | None,
+    lines: Iterable[str],
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """Run ``game``'s rules over ``lines``; write outcomes to ``out``, problems to ``err``.
+
+    Returns the exit status: 0, or 2 at the first malformed line.
+    """
+    table = make_table(game, options)
+    write = out.write
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue  # a blank line (a trailing newline, a separator) carries no event
+        try:
+            event = parse_line(line)
+        except EventError as exc:
+            out.flush()
+            err.write(f"line {lineno}: {exc}\n")
+            return EXIT_BAD_INPUT
+        for output in table.feed(event):
+            if isinstance(output, Outcome):
+                write(encode_record(output.to_record()))
+                write("\n")
+            else:
+                article = f" ({output.article})" if output.article else ""
+                err.write(f"line {lineno}: notice {output.code}: {output.message}{article}\n")
+    out.flush()
+    return EXIT_OK
