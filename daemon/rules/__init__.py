@@ -25,7 +25,11 @@ class Table(Protocol):
     """One table's game state. ``feed`` takes events in order and returns what they decided."""
 
     game: Game
-    options: GameOptions
+
+    @property
+    def options(self) -> GameOptions:
+        """The table's regulated options (read-only, so a game may narrow the type)."""
+        ...
 
     def feed(self, event: Event) -> list[Output]:
         """Apply one event; return the outcomes it completed and notices for what it declined."""
