@@ -1,0 +1,318 @@
+"""The link state machine of tabled's serial protocols (sans-IO): reliable, ordered delivery.
+
+Owns sequencing, ACK/NAK, retransmission, heartbeats and link resets over
+:mod:`drivers.framing`. It never does I/O and never reads a clock: time comes in as ``now``
+(seconds, monotonic), bytes come in through :meth:`Link.receive_data` and go out through
+:meth:`Link.data_to_send`, and timers fire from :meth:`Link.poll`. The device side and the host
+side run the same class, so the simulators exercise exactly the code a table runs.
+
+Protocol (docs/protocols/framing.md):
+
+- Go-back-N with a window of :data:`WINDOW` frames. Every data frame is acknowledged with
+  ``ACK(seq)`` (cumulative). A damaged frame or a gap is answered with ``NAK(expected)``, once
+  until the next good frame; the sender then retransmits from ``expected``.
+- A frame not acknowledged within :data:`T_ACK` is retransmitted with every later one; after
+  :data:`MAX_RETRIES` the link is down.
+- The host opens with ``RESET``; the device answers ``RESET_ACK`` and both restart their
+  sequence numbers at 0. Frames the device had not had acknowledged are renumbered and sent
+  again, so nothing is lost across a reset. Either side may RESET (a device after a reboot).
+- A side that has sent nothing for :data:`T_HEARTBEAT` sends a ``HEARTBEAT``; a side that has
+  heard nothing for :data:`T_SILENCE` declares the link down.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter, deque
+from dataclasses import dataclass
+from typing import Final
+
+from drivers.framing import CorruptFrame, Frame, FrameDecoder, encode_frame
+
+# Link message kinds (family kinds start at FIRST_FAMILY_KIND).
+ACK: Final = 0x01
+NAK: Final = 0x02
+RESET: Final = 0x03
+RESET_ACK: Final = 0x04
+HEARTBEAT: Final = 0x05
+FIRST_FAMILY_KIND: Final = 0x10
+
+# Spec constants (seconds / frames), named as docs/protocols/framing.md names them.
+WINDOW: Final = 4
+T_ACK: Final = 0.25
+MAX_RETRIES: Final = 6
+T_RESET: Final = 0.5
+T_HEARTBEAT: Final = 1.0
+T_SILENCE: Final = 3.5
+
+
+class LinkState(enum.Enum):
+    RESETTING = "resetting"
+    CONNECTED = "connected"
+    DOWN = "down"
+
+
+class LinkError(RuntimeError):
+    """We misused the link: sent on a link that is down, or a kind reserved for the link."""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageReceived:
+    """A family message delivered in order, exactly once."""
+
+    kind: int
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class LinkUp:
+    """The reset handshake completed; sequence numbers restart at 0."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinkDown:
+    """The link failed: ``no_ack`` (retries exhausted), ``silence`` or ``no_reset_reply``."""
+
+    reason: str
+
+
+LinkEvent = MessageReceived | LinkUp | LinkDown
+
+
+@dataclass(slots=True)
+class _Pending:
+    kind: int
+    payload: bytes
+    seq: int = -1
+    sent_at: float = 0.0
+
+
+def _seq_distance(a: int, b: int) -> int:
+    """How far ``b`` is ahead of ``a`` modulo 256."""
+    return (b - a) & 0xFF
+
+
+class Link:
+    """One end of a link. ``initiator=True`` is the host side, which opens with RESET."""
+
+    def __init__(
+        self,
+        *,
+        initiator: bool,
+        now: float,
+        window: int = WINDOW,
+        t_ack: float = T_ACK,
+        max_retries: int = MAX_RETRIES,
+        t_heartbeat: float = T_HEARTBEAT,
+        t_silence: float = T_SILENCE,
+    ) -> None:
+        self.initiator = initiator
+        self.window = window
+        self.t_ack = t_ack
+        self.max_retries = max_retries
+        self.t_heartbeat = t_heartbeat
+        self.t_silence = t_silence
+        self.counters: Counter[str] = Counter()
+        self.decoder = FrameDecoder()
+        self.state = LinkState.RESETTING
+        self._out = bytearray()
+        self._queue: deque[_Pending] = deque()  # waiting for room in the window
+        self._unacked: deque[_Pending] = deque()  # sent, not yet acknowledged
+        self._tx_seq = 0
+        self._rx_expected = 0
+        self._nak_pending = False
+        self._last_nak = now
+        self._tries = 0
+        self._last_rx = now
+        self._last_tx = now
+        self._reset_sent_at = now
+        if initiator:
+            self._write(Frame(0, RESET), now)
+
+    # -- the application's side ------------------------------------------------------------
+
+    def send(self, kind: int, payload: bytes, now: float) -> None:
+        """Queue a family message for reliable delivery."""
+        if kind < FIRST_FAMILY_KIND:
+            raise LinkError(f"kind 0x{kind:02x} is reserved for the link")
+        if self.state is LinkState.DOWN:
+            raise LinkError("the link is down")
+        self._queue.append(_Pending(kind, payload))
+        self._fill_window(now)
+
+    def data_to_send(self) -> bytes:
+        """The bytes to write to the transport now (and forget)."""
+        data = bytes(self._out)
+        self._out.clear()
+        return data
+
+    @property
+    def backlog(self) -> int:
+        """Messages not yet acknowledged by the peer (queued or in flight)."""
+        return len(self._queue) + len(self._unacked)
+
+    def take_backlog(self) -> list[tuple[int, bytes]]:
+        """Remove and return every message not yet acknowledged, oldest first (to carry them
+        over to a new link after this one went down, so that none is lost)."""
+        backlog = [(p.kind, p.payload) for p in (*self._unacked, *self._queue)]
+        self._unacked.clear()
+        self._queue.clear()
+        return backlog
+
+    def next_deadline(self) -> float | None:
+        """When :meth:`poll` next has something to do, or None when the link is down."""
+        if self.state is LinkState.DOWN:
+            return None
+        deadlines = [self._last_rx + self.t_silence]
+        if self.state is LinkState.RESETTING:
+            if self.initiator:
+                deadlines.append(self._reset_sent_at + T_RESET)
+        else:
+            deadlines.append(self._last_tx + self.t_heartbeat)
+            if self._unacked:
+                deadlines.append(self._unacked[0].sent_at + self.t_ack)
+        return min(deadlines)
+
+    # -- input -----------------------------------------------------------------------------
+
+    def receive_data(self, data: bytes, now: float) -> list[LinkEvent]:
+        """Take bytes from the transport; return what they delivered or changed."""
+        events: list[LinkEvent] = []
+        if self.state is LinkState.DOWN:
+            return events
+        for item in self.decoder.feed(data):
+            self._last_rx = now
+            if isinstance(item, CorruptFrame):
+                self._nak(now)
+            else:
+                self._frame_received(item, now, events)
+        return events
+
+    def poll(self, now: float) -> list[LinkEvent]:
+        """Run the timers: retransmission, RESET retries, heartbeats, silence."""
+        if self.state is LinkState.DOWN:
+            return []
+        if now - self._last_rx >= self.t_silence:
+            reason = "no_reset_reply" if self.state is LinkState.RESETTING else "silence"
+            return [self._down(reason)]
+        if self.state is LinkState.RESETTING:
+            if self.initiator and now - self._reset_sent_at >= T_RESET:
+                self.counters["reset_retries"] += 1
+                self._write(Frame(0, RESET), now)
+                self._reset_sent_at = now
+            return []
+        if self._unacked and now - self._unacked[0].sent_at >= self.t_ack:
+            self._tries += 1
+            self.counters["timeouts"] += 1
+            if self._tries > self.max_retries:
+                return [self._down("no_ack")]
+            self._retransmit(now)
+        if now - self._last_tx >= self.t_heartbeat:
+            self._write(Frame(0, HEARTBEAT), now)
+        return []
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _frame_received(self, frame: Frame, now: float, events: list[LinkEvent]) -> None:
+        kind = frame.kind
+        if kind == RESET:
+            self.counters["resets"] += 1
+            self._restart(now)
+            self._write(Frame(0, RESET_ACK), now)
+            events.append(LinkUp())
+            self._fill_window(now)
+        elif kind == RESET_ACK:
+            if self.state is LinkState.RESETTING and self.initiator:
+                self._restart(now)
+                events.append(LinkUp())
+                self._fill_window(now)
+        elif self.state is not LinkState.CONNECTED:
+            self.counters["ignored_before_reset"] += 1
+        elif kind == ACK:
+            if frame.payload:
+                self._acknowledged(frame.payload[0])
+                self._fill_window(now)
+        elif kind == NAK:
+            self.counters["naks_received"] += 1
+            if frame.payload:
+                expected = frame.payload[0]
+                self._acknowledged((expected - 1) & 0xFF)
+                self._retransmit(now)
+        elif kind == HEARTBEAT:
+            pass
+        elif kind >= FIRST_FAMILY_KIND:
+            self._data_received(frame, now, events)
+        else:
+            self.counters["unknown_link_kind"] += 1
+
+    def _data_received(self, frame: Frame, now: float, events: list[LinkEvent]) -> None:
+        if frame.seq == self._rx_expected:
+            self._rx_expected = (self._rx_expected + 1) & 0xFF
+            self._nak_pending = False
+            self._write(Frame(0, ACK, bytes((frame.seq,))), now)
+            events.append(MessageReceived(frame.kind, frame.payload))
+        elif 0 < _seq_distance(frame.seq, self._rx_expected) <= self.window:
+            # A retransmission of something we have: our ACK was lost; say so again.
+            self.counters["duplicates"] += 1
+            self._write(Frame(0, ACK, bytes(((self._rx_expected - 1) & 0xFF,))), now)
+        else:
+            self.counters["out_of_order"] += 1
+            self._nak(now)
+
+    def _nak(self, now: float) -> None:
+        if self.state is not LinkState.CONNECTED:
+            return
+        # One NAK per gap, repeated only if the gap outlives an ACK timeout (the NAK was lost).
+        if self._nak_pending and now - self._last_nak < self.t_ack:
+            return
+        self._nak_pending = True
+        self._last_nak = now
+        self.counters["naks_sent"] += 1
+        self._write(Frame(0, NAK, bytes((self._rx_expected,))), now)
+
+    def _acknowledged(self, seq: int) -> None:
+        if not self._unacked:
+            return
+        base = self._unacked[0].seq
+        span = _seq_distance(base, seq)
+        if span >= len(self._unacked):
+            return  # an ACK for something not in flight (stale or from before a reset)
+        for _ in range(span + 1):
+            self._unacked.popleft()
+        self._tries = 0
+
+    def _retransmit(self, now: float) -> None:
+        for pending in self._unacked:
+            self.counters["retransmits"] += 1
+            pending.sent_at = now
+            self._write(Frame(pending.seq, pending.kind, pending.payload), now)
+
+    def _fill_window(self, now: float) -> None:
+        if self.state is not LinkState.CONNECTED:
+            return
+        while self._queue and len(self._unacked) < self.window:
+            pending = self._queue.popleft()
+            pending.seq = self._tx_seq
+            pending.sent_at = now
+            self._tx_seq = (self._tx_seq + 1) & 0xFF
+            self._unacked.append(pending)
+            self._write(Frame(pending.seq, pending.kind, pending.payload), now)
+
+    def _restart(self, now: float) -> None:
+        """Sequence numbers back to 0; what was in flight goes out again, renumbered."""
+        self.state = LinkState.CONNECTED
+        self._queue.extendleft(reversed(self._unacked))
+        self._unacked.clear()
+        self._tx_seq = 0
+        self._rx_expected = 0
+        self._nak_pending = False
+        self._tries = 0
+
+    def _down(self, reason: str) -> LinkDown:
+        self.state = LinkState.DOWN
+        self.counters[f"down_{reason}"] += 1
+        return LinkDown(reason)
+
+    def _write(self, frame: Frame, now: float) -> None:
+        self._out += encode_frame(frame)
+        self._last_tx = now

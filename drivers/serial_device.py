@@ -1,0 +1,184 @@
+"""The thin asyncio adapter for tabled's serial device families.
+
+Owns the meeting point of a transport (pyserial-asyncio-fast, opened from a URL), the host side
+of a :class:`~drivers.link.Link`, and a family's message handling. It does no framing and knows
+no rules: families subclass :class:`SerialDevice` and implement :meth:`message_received`
+(decode, then :meth:`emit` normalized events). Reconnection is the supervisor's job, not this
+class's: when the link or the port fails, the transport is closed and :meth:`wait_closed`
+returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+import serial
+import serial_asyncio_fast
+
+from daemon.events import Event, Fault, Meta
+from daemon.faults import DEVICE_LOST
+from drivers.errors import DeviceError, ProtocolError
+from drivers.link import Link, LinkError, LinkEvent, LinkUp, MessageReceived
+from drivers.link_runner import LinkRunner
+
+#: Serial line speed of every tabled serial family (docs/protocols/framing.md).
+BAUDRATE = 115_200
+#: How long opening a port may take before it counts as failed.
+T_OPEN = 5.0
+
+EventSink = Callable[[Event], None]
+
+
+def rfc3339_now() -> str:
+    """The current UTC time as RFC 3339 with milliseconds, as events carry it in ``ts``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class SerialDevice(asyncio.Protocol):
+    """Base of a serial family's driver: one device, one connection, events out.
+
+    ``emit`` receives every normalized event, stamped with the device id, this driver's own
+    increasing sequence number (starting at ``first_seq``, so a supervisor can continue a
+    device's numbering across reconnects) and a timestamp.
+    """
+
+    family: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        device_id: str,
+        emit: EventSink,
+        *,
+        first_seq: int = 0,
+        clock: Callable[[], float] = time.monotonic,
+        link_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.device_id = device_id
+        self._sink = emit
+        self.next_seq = first_seq
+        self._clock = clock
+        self._link_options = dict(link_options or {})
+        self.runner: LinkRunner | None = None
+        self.counters: Counter[str] = Counter()
+        self.transport: asyncio.BaseTransport | None = None
+        self.connected = asyncio.Event()
+        self._closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.close_reason: str | None = None
+
+    # -- for families ------------------------------------------------------------------------
+
+    def message_received(self, kind: int, payload: bytes) -> None:
+        """Decode one family message and :meth:`emit` what it means. Raise ProtocolError on
+        invalid content: it is counted and skipped."""
+        raise NotImplementedError
+
+    def link_established(self) -> None:
+        """The link came up (after the reset handshake): a family may ask for status here."""
+
+    def emit(self, event: Event) -> None:
+        """Stamp ``event`` with device id, sequence number and time, and hand it on."""
+        meta = Meta(device=self.device_id, seq=self.next_seq, ts=rfc3339_now())
+        self.next_seq += 1
+        self.counters["events"] += 1
+        self._sink(replace(event, meta=meta))
+
+    def send(self, kind: int, payload: bytes = b"") -> None:
+        """Send a family message to the device (reliably, in order)."""
+        if self.runner is None:
+            raise DeviceError("not connected", device=self.device_id, reason="not_connected")
+        try:
+            self.runner.send(kind, payload)
+        except LinkError as exc:
+            raise DeviceError(str(exc), device=self.device_id, reason="link_down") from exc
+
+    # -- statistics -------------------------------------------------------------------------
+
+    def link_counters(self) -> dict[str, int]:
+        """Every error and traffic counter of this connection: framing, link and content."""
+        out: dict[str, int] = dict(self.counters)
+        if self.runner is not None:
+            out.update(self.runner.link.decoder.counters)
+            out.update(self.runner.link.counters)
+        return out
+
+    # -- asyncio.Protocol --------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        link = Link(initiator=True, now=self._clock(), **self._link_options)
+        self.runner = LinkRunner(link, self._write, self._link_event, clock=self._clock)
+        self.runner.start()
+
+    def data_received(self, data: bytes) -> None:
+        if self.runner is not None:
+            self.runner.data_received(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.runner is not None:
+            self.runner.stop()
+        self.connected.clear()
+        if self.close_reason is None:
+            self.close_reason = "port_closed" if exc is None else f"port_error: {exc}"
+        if not self._closed.done():
+            self._closed.set_result(None)
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def wait_closed(self) -> None:
+        """Return when the connection is gone (port lost, link down, or :meth:`close`)."""
+        await asyncio.shield(self._closed)
+
+    def close(self, reason: str = "closed") -> None:
+        if self.close_reason is None:
+            self.close_reason = reason
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+        elif self.transport is None and not self._closed.done():
+            self._closed.set_result(None)
+
+    def lost_fault(self) -> Fault:
+        """The fault event that says this device is gone (the supervisor emits it)."""
+        return Fault(code=DEVICE_LOST, detail=self.close_reason,
+                     extra={"family": self.family})
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _link_event(self, item: LinkEvent) -> None:
+        if isinstance(item, MessageReceived):
+            try:
+                self.message_received(item.kind, item.payload)
+            except ProtocolError:
+                self.counters["bad_message"] += 1
+        elif isinstance(item, LinkUp):
+            self.connected.set()
+            self.link_established()
+        else:
+            self.close(f"link_down: {item.reason}")
+
+    def _write(self, data: bytes) -> None:
+        transport = self.transport
+        if isinstance(transport, asyncio.WriteTransport) and not transport.is_closing():
+            transport.write(data)
+
+
+async def open_serial(
+    url: str, protocol_factory: Callable[[], SerialDevice], *, baudrate: int = BAUDRATE,
+) -> SerialDevice:
+    """Open ``url`` (a device path, a ``/dev/serial/by-id/...`` name, a pty, or pyserial's
+    ``socket://``/``loop://``) and connect a family driver to it. Raises DeviceError."""
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(T_OPEN):
+            _, protocol = await serial_asyncio_fast.create_serial_connection(
+                loop, protocol_factory, url, baudrate=baudrate
+            )
+    except (serial.SerialException, OSError, ValueError, TimeoutError) as exc:
+        raise DeviceError(f"cannot open {url}: {exc}", url=url, reason="open_failed") from exc
+    assert isinstance(protocol, SerialDevice)
+    return protocol
