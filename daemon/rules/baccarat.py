@@ -1,0 +1,499 @@
+"""Baccarat (RULES.md §3, dispatch 67/2007): the shoe, the deal, the drawing rules, the settlement.
+
+This module owns one baccarat table's state: the shoe's card counts, the hand being dealt, the
+demonstration-hand and last-hand bookkeeping, and the round numbers. It turns the normalized events
+of CONTRACT.md into outcome records and notices, citing the article behind every void and payout.
+It must never do I/O, read a clock, log, guess a card it was not told, or change the table's
+regulated options (Art. 18). The project's readings of the rules are in ``docs/rules/baccarat.md``.
+
+``feed`` sits on the replay hot path (50,000 rounds/s in one process), so every bet result and
+every bet mapping a hand can settle to is built once, at import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from types import MappingProxyType
+from typing import Any, Final, Literal, TypeAlias
+
+from daemon.events import (
+    RANKS,
+    Burn,
+    CardDealt,
+    CutCard,
+    Demo,
+    Event,
+    Fault,
+    RoundStart,
+    ShoeStart,
+    Void,
+)
+from daemon.faults import UNREADABLE_CARD
+from daemon.rules.options import BaccaratMethod, BaccaratOptions, Commission
+from daemon.rules.outcome import BetResult, Game, Notice, Outcome, Output
+
+Winner: TypeAlias = Literal["player", "banker", "tie"]
+
+ART1: Final = "baccarat.art1"
+ART2_2: Final = "baccarat.art2.2"
+ART3: Final = "baccarat.art3"
+ART8: Final = "baccarat.art8"
+ART10: Final = "baccarat.art10"
+ART11: Final = "baccarat.art11"
+ART12: Final = "baccarat.art12"
+
+#: Art. 2.2: at most three demonstration hands per shoe.
+DEMO_HANDS_PER_SHOE: Final = 3
+#: Art. 1: a shoe holds 6 to 12 decks.
+MIN_DECKS: Final = 6
+MAX_DECKS: Final = 12
+CARDS_PER_DECK: Final = 52
+
+#: Art. 5: T, J, Q, K count 0, the others their face value (A = 1); keyed by rank character.
+CARD_VALUES: Final[Mapping[str, int]] = MappingProxyType(
+    {rank: (i + 1) % 10 if i < 9 else 0 for i, rank in enumerate(RANKS)}
+)
+
+BET_NAMES: Final = ("player", "banker", "tie", "player_pair", "banker_pair")
+
+# Who receives the next card of a hand, and who won it (indexes of _WINNERS).
+_PLAYER: Final = 0
+_BANKER: Final = 1
+_TIE: Final = 2
+
+
+# -- the bet results a hand can settle to, built once ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _PayTable:
+    """Art. 16's table for one drawing method: the Player/Banker win, the Tie win, a loss."""
+
+    even_win: BetResult
+    tie_win: BetResult
+    lose: BetResult
+
+
+def _pay_table(article: str, tie_pays: int) -> _PayTable:
+    return _PayTable(
+        even_win=BetResult("win", article, Fraction(1)),
+        tie_win=BetResult("win", article, Fraction(tie_pays)),
+        lose=BetResult("lose", article),
+    )
+
+
+_PAY_TABLES: Final[Mapping[BaccaratMethod, _PayTable]] = {
+    1: _pay_table("baccarat.art16.1", 14),
+    2: _pay_table("baccarat.art16.2", 9),
+}
+#: Art. 17: the winning totals whose Player/Banker win the commission reshapes, and the result.
+_COMMISSIONED_WINS: Final[Mapping[Commission, tuple[frozenset[int], BetResult]]] = {
+    "five_percent": (frozenset({7, 8, 9}), BetResult("win", "baccarat.art17.1", Fraction(19, 20))),
+    "half_on_four": (frozenset({4}), BetResult("win", "baccarat.art17.2", Fraction(1, 2))),
+}
+_TIE_PUSH: Final = BetResult("push", ART11)
+_PAIR_WIN: Final = BetResult("win", ART12, Fraction(11))
+_PAIR_LOSE: Final = BetResult("lose", ART12)
+
+_WINNERS: Final[tuple[Winner, Winner, Winner]] = ("player", "banker", "tie")
+_NO_EXTRA: Final[Mapping[str, Any]] = MappingProxyType({})
+_DEMO_EXTRA: Final[Mapping[str, Any]] = MappingProxyType({"demo": True})
+
+BetMap: TypeAlias = Mapping[str, BetResult]
+
+
+def _bet_index(winner: int, winning_total: int, player_pair: bool, banker_pair: bool) -> int:
+    """Where the bets of a complete hand sit in a method/commission's table of bet mappings."""
+    return ((winner * 10 + winning_total) * 2 + player_pair) * 2 + banker_pair
+
+
+def _hand_bets(
+    pay: _PayTable, commission: Commission, winner: int, winning_total: int,
+    player_pair: bool, banker_pair: bool,
+) -> BetMap:
+    """The five bets of one complete hand (Art. 11, 12, 16, 17)."""
+    if winner == _TIE:
+        player = banker = _TIE_PUSH  # Art. 11: a tie loses neither side's wager
+        tie = pay.tie_win
+    else:
+        commissioned_totals, commissioned_win = _COMMISSIONED_WINS[commission]
+        win = commissioned_win if winning_total in commissioned_totals else pay.even_win
+        player, banker = (win, pay.lose) if winner == _PLAYER else (pay.lose, win)
+        tie = pay.lose
+    return MappingProxyType({
+        "player": player,
+        "banker": banker,
+        "tie": tie,
+        "player_pair": _PAIR_WIN if player_pair else _PAIR_LOSE,
+        "banker_pair": _PAIR_WIN if banker_pair else _PAIR_LOSE,
+    })
+
+
+def _settled_bets(method: BaccaratMethod, commission: Commission) -> tuple[BetMap, ...]:
+    """Every bet mapping a complete hand can settle to, in :func:`_bet_index` order."""
+    pay = _PAY_TABLES[method]
+    return tuple(
+        _hand_bets(pay, commission, winner, total, player_pair, banker_pair)
+        for winner in (_PLAYER, _BANKER, _TIE)
+        for total in range(10)
+        for player_pair in (False, True)
+        for banker_pair in (False, True)
+    )
+
+
+_SETTLED_BETS: Final[Mapping[tuple[BaccaratMethod, Commission], tuple[BetMap, ...]]] = {
+    (method, commission): _settled_bets(method, commission)
+    for method in _PAY_TABLES
+    for commission in _COMMISSIONED_WINS
+}
+#: A void or demonstration hand settles no bet: every one is ``void`` under the deciding article.
+_VOID_BETS: Final[Mapping[str, BetMap]] = {
+    article: MappingProxyType(dict.fromkeys(BET_NAMES, BetResult("void", article)))
+    for article in (ART1, ART2_2, ART3, ART10)
+}
+
+
+# -- the result part of a record -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BaccaratResult:
+    """What was dealt: both hands in dealt order, their totals (Art. 5), the winner and whether a
+    natural decided the hand (Art. 9, 1). ``winner`` is ``None`` on a void hand."""
+
+    player_cards: tuple[str, ...]
+    banker_cards: tuple[str, ...]
+    player_total: int
+    banker_total: int
+    winner: Winner | None
+    natural: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """The contract's ``result`` object."""
+        return {
+            "player_cards": list(self.player_cards),
+            "banker_cards": list(self.banker_cards),
+            "player_total": self.player_total,
+            "banker_total": self.banker_total,
+            "winner": self.winner,
+            "natural": self.natural,
+        }
+
+
+# -- the hand being dealt --------------------------------------------------------------------------
+
+
+class _Hand:
+    """The hand being dealt, owned by its table: the cards so far, who gets the next one, and
+    why the hand is void if something already condemned it (the first cause is the one reported).
+    """
+
+    __slots__ = (
+        "banker", "banker_total", "both_draw", "demo", "natural", "next_to", "player",
+        "player_total", "void_article", "void_reason",
+    )
+
+    def __init__(self) -> None:
+        self.player: list[str] = []
+        self.banker: list[str] = []
+        self.player_total = 0
+        self.banker_total = 0
+        self.next_to = _PLAYER  # Art. 7: Player first, then alternately
+        self.both_draw = False
+        self.natural = False
+        self.demo = False
+        self.void_reason: str | None = None
+        self.void_article: str | None = None
+
+    @property
+    def dealt(self) -> int:
+        return len(self.player) + len(self.banker)
+
+    def condemn(self, article: str, reason: str) -> None:
+        """Mark the hand void, unless an earlier cause already did."""
+        if self.void_article is None:
+            self.void_article, self.void_reason = article, reason
+
+    def take(self, card: str, method: BaccaratMethod) -> bool:
+        """Give ``card`` to whoever the deal calls for (Reading R-B1); True when the hand has
+        every card it needs."""
+        value = CARD_VALUES[card[0]]
+        if self.next_to == _PLAYER:
+            self.player.append(card)
+            self.player_total = player_total = (self.player_total + value) % 10
+            banker_total = self.banker_total
+        else:
+            self.banker.append(card)
+            self.banker_total = banker_total = (self.banker_total + value) % 10
+            player_total = self.player_total
+        dealt = len(self.player) + len(self.banker)
+        if dealt < 4:  # Art. 7: P1 B1 P2 B2
+            self.next_to ^= 1
+            return False
+        if dealt == 4:
+            if player_total >= 8 or banker_total >= 8:  # Art. 9, 1: a natural decides
+                self.natural = True
+                return True
+            if player_total == banker_total:  # Art. 9, 2: both draw, Player first
+                self.both_draw = True
+                self.next_to = _PLAYER
+            else:  # Art. 9, 3: the lower hand draws first
+                self.next_to = _PLAYER if player_total < banker_total else _BANKER
+            return False
+        if dealt == 5:
+            if self.both_draw:
+                self.next_to = _BANKER
+                return False
+            drawn, other = (
+                (player_total, banker_total) if self.next_to == _PLAYER
+                else (banker_total, player_total)
+            )
+            if drawn < other:  # Art. 9, 3.1: still lower, the other stands and wins
+                return True
+            if drawn == other and method == 2:  # Method 2, 3.2: equal, the other stands: tie
+                return True
+            self.next_to ^= 1  # Method 1, 3.2 / Method 2, 3.3: the other must draw
+            return False
+        return True  # the sixth card: each hand has drawn its one card (Art. 9, 1)
+
+    def result(self, winner: Winner | None) -> BaccaratResult:
+        return BaccaratResult(
+            tuple(self.player), tuple(self.banker), self.player_total, self.banker_total,
+            winner, self.natural,
+        )
+
+
+# -- the table -------------------------------------------------------------------------------------
+
+
+#: The options of a table built without any: method 1, 5 % commission, this hand last, 8 decks.
+DEFAULT_OPTIONS: Final = BaccaratOptions()
+
+
+class BaccaratTable:
+    """One baccarat table (RULES.md §3) under fixed regulated options.
+
+    Each ``card`` event is the next card out of the shoe, dealt as the drawing method calls for;
+    the outcome of a hand is returned by the ``feed`` that brings its last required card.
+    """
+
+    game: Game = "baccarat"
+    # The shoe's state, set by _new_shoe at construction and at every shoe_start.
+    _decks: int
+    _capacity: int
+    _counts: dict[str, int]
+    _out_of_shoe: int
+    _demo_hands: int
+    _real_hand_dealt: bool
+    #: Hands that may still begin before reshuffling (Art. 3); None until the cut card.
+    _hands_left: int | None
+
+    def __init__(self, options: BaccaratOptions = DEFAULT_OPTIONS) -> None:
+        self.options = options
+        self._method = options.method
+        self._bets = _SETTLED_BETS[(options.method, options.commission)]
+        self._round = 1
+        self._hand: _Hand | None = None
+        self._demo_marked = False
+        self._new_shoe(options.decks)
+
+    # -- the Table protocol
+
+    @property
+    def round_open(self) -> bool:
+        """A hand has cards and no outcome yet."""
+        return self._hand is not None
+
+    @property
+    def next_round(self) -> int:
+        """The number the next outcome will carry (from 1, +1 per outcome, void hands too)."""
+        return self._round
+
+    def feed(self, event: Event) -> list[Output]:
+        """Apply one event; return the outcomes it completed and notices for what it declined."""
+        return _HANDLERS.get(type(event), BaccaratTable._not_for_game)(self, event)
+
+    # -- events
+
+    def _card(self, event: CardDealt) -> list[Output]:
+        # seat and face_up do not steer the deal: the shoe's order does, and an exposed card
+        # stands (Art. 4).
+        card = event.card
+        hand = self._hand
+        if hand is None:
+            hand = self._hand = self._begin_hand()
+        overflow = self._count(card)
+        if overflow is not None:
+            hand.condemn(ART1, overflow)
+        if hand.take(card, self._method):
+            return [self._close(hand)]
+        return []
+
+    def _shoe_start(self, event: ShoeStart) -> list[Output]:
+        out = self._misdeal("shoe_start") if self._hand is not None else []
+        if not MIN_DECKS <= event.decks <= MAX_DECKS:
+            # The shoe on the table is a physical fact: count its cards as they are, and say so.
+            out.append(Notice(
+                "decks_out_of_range",
+                f"a shoe of {event.decks} decks; the rules allow {MIN_DECKS} to {MAX_DECKS}",
+                ART1,
+            ))
+        self._new_shoe(event.decks)
+        return out
+
+    def _burn(self, event: Burn) -> list[Output]:
+        out: list[Output] = []
+        if self._hand is not None:
+            out.append(Notice(
+                "burn_mid_hand",
+                f"a card was burned after {self._hand.dealt} card(s) of the hand; burning is "
+                "done at the start of a hand, the hand continues",
+                ART8,
+            ))
+        overflow = self._count(event.card)
+        if overflow is not None:
+            out.append(Notice("card_count", f"burned {overflow}", ART1))
+        return out
+
+    def _cut_card(self, event: CutCard) -> list[Output]:
+        if self._hands_left is not None:
+            return [Notice(
+                "cut_card_repeated",
+                "the cut card already came out of this shoe; the last hand stays as it was set",
+                ART3,
+            )]
+        # Reading R-B2: the hand in progress, or else the next hand, is the one the cut card
+        # falls in; with "one_more" one hand follows it.
+        extra = 0 if self.options.last_hand == "this" else 1
+        self._hands_left = extra if self._hand is not None else extra + 1
+        return []
+
+    def _demo(self, event: Demo) -> list[Output]:
+        self._demo_marked = True  # the limit is checked when the marked hand begins
+        return []
+
+    def _round_start(self, event: RoundStart) -> list[Output]:
+        return self._misdeal("round_start") if self._hand is not None else []
+
+    def _void(self, event: Void) -> list[Output]:
+        if self._hand is None:
+            return [Notice("nothing_to_void", "a void event with no hand being dealt", ART10)]
+        what = "a void event" if event.reason is None else f"a void event ({event.reason})"
+        return self._misdeal(what)
+
+    def _fault(self, event: Fault) -> list[Output]:
+        if event.code != UNREADABLE_CARD:
+            return []  # a device's trouble voids nothing by itself; its card events will tell
+        self._count(None)  # the unread card still left the shoe
+        hand = self._hand
+        if hand is None:
+            return [Notice(
+                "unreadable_card",
+                "an unreadable card left the shoe between hands; it counts toward the shoe",
+                ART1,
+            )]
+        hand.condemn(ART10, f"misdeal: card {hand.dealt + 1} of the hand was unreadable "
+                            "(fault unreadable_card); the deal cannot be corrected")
+        return [self._close(hand)]
+
+    def _not_for_game(self, event: Event) -> list[Output]:
+        return [Notice("not_for_game", f"a {event.type} event is not part of baccarat")]
+
+    # -- bookkeeping
+
+    def _new_shoe(self, decks: int) -> None:
+        """Art. 2: a fresh shoe; card counts, demonstrations and the cut card start over."""
+        self._decks = decks
+        self._capacity = CARDS_PER_DECK * decks
+        self._counts = {}
+        self._out_of_shoe = 0
+        self._demo_hands = 0
+        self._real_hand_dealt = False
+        self._hands_left = None
+
+    def _count(self, card: str | None) -> str | None:
+        """Count one card out of the shoe (``None``: unknown); say how it overflows the shoe."""
+        self._out_of_shoe += 1
+        if card is not None:
+            copies = self._counts[card] = self._counts.get(card, 0) + 1
+            if copies > self._decks:
+                return f"card {card} is copy {copies} in a shoe of {self._decks} decks"
+        if self._out_of_shoe > self._capacity:
+            named = "an unknown card" if card is None else f"card {card}"
+            return (f"{named} is card {self._out_of_shoe} out of a shoe of {self._decks} decks "
+                    f"({self._capacity} cards)")
+        return None
+
+    def _begin_hand(self) -> _Hand:
+        """A new hand, already void if the shoe is past its last hand or a demonstration is over
+        the limit."""
+        hand = _Hand()
+        if self._hands_left == 0:
+            hand.condemn(ART3, "a hand dealt after the shoe's last hand (cut card, last_hand="
+                               f"{self.options.last_hand}); the shoe must be reshuffled")
+        elif self._hands_left is not None:
+            self._hands_left -= 1
+        if self._demo_marked:
+            self._demo_marked = False
+            hand.demo = True
+            if self._real_hand_dealt:
+                hand.condemn(ART2_2, "a demonstration hand after the shoe's first real hand")
+            elif self._demo_hands >= DEMO_HANDS_PER_SHOE:
+                hand.condemn(ART2_2, f"demonstration hand {self._demo_hands + 1} in one shoe; "
+                                     f"at most {DEMO_HANDS_PER_SHOE} are allowed")
+            else:
+                self._demo_hands += 1
+        else:
+            self._real_hand_dealt = True
+        return hand
+
+    def _misdeal(self, what: str) -> list[Output]:
+        """Art. 10: the hand in progress cannot be completed, so it is void."""
+        hand = self._hand
+        assert hand is not None
+        hand.condemn(ART10, f"misdeal: {what} arrived after {hand.dealt} card(s), before the "
+                            "hand had every card the drawing rules call for")
+        return [self._close(hand)]
+
+    def _close(self, hand: _Hand) -> Outcome:
+        """The hand's outcome; the next card begins a new hand."""
+        self._hand = None
+        number = self._round
+        self._round = number + 1
+        extra = _DEMO_EXTRA if hand.demo else _NO_EXTRA
+        if hand.void_article is not None:
+            return Outcome(
+                "baccarat", number, "void", hand.result(None), _VOID_BETS[hand.void_article],
+                void_reason=hand.void_reason, article=hand.void_article, extra=extra,
+            )
+        player_total, banker_total = hand.player_total, hand.banker_total
+        if player_total > banker_total:
+            winner, winning_total = _PLAYER, player_total
+        elif banker_total > player_total:
+            winner, winning_total = _BANKER, banker_total
+        else:
+            winner, winning_total = _TIE, player_total
+        if hand.demo:
+            bets = _VOID_BETS[ART2_2]  # Art. 2.2: a demonstration settles nothing
+        else:
+            player, banker = hand.player, hand.banker
+            bets = self._bets[_bet_index(
+                winner, winning_total, player[0][0] == player[1][0], banker[0][0] == banker[1][0]
+            )]
+        return Outcome(
+            "baccarat", number, "complete", hand.result(_WINNERS[winner]), bets, extra=extra
+        )
+
+
+_HANDLERS: Final[dict[type[Event], Callable[[BaccaratTable, Any], list[Output]]]] = {
+    CardDealt: BaccaratTable._card,
+    ShoeStart: BaccaratTable._shoe_start,
+    Burn: BaccaratTable._burn,
+    CutCard: BaccaratTable._cut_card,
+    Demo: BaccaratTable._demo,
+    RoundStart: BaccaratTable._round_start,
+    Void: BaccaratTable._void,
+    Fault: BaccaratTable._fault,
+}
