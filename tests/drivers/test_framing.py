@@ -105,3 +105,21 @@ def test_an_endless_frame_is_cut_at_the_size_limit() -> None:
     out, decoder = decode_all(b"\x02" + b"A" * 1000 + encode_frame(Frame(0, 0x11)))
     assert decoder.counters["oversize"] == 1
     assert out[-1] == Frame(0, 0x11)
+
+
+def test_documented_wire_examples() -> None:
+    """docs/protocols/framing.md's byte-level table, byte for byte."""
+    from drivers.link import ACK, HEARTBEAT, NAK, RESET, RESET_ACK
+
+    examples = {
+        Frame(0, RESET): "02 00 10 23 00 99 cf 03",
+        Frame(0, RESET_ACK): "02 00 04 00 00 58 03",
+        Frame(0, ACK, bytes([7])): "02 00 01 01 07 f0 26 03",
+        Frame(0, NAK, bytes([8])): "02 00 10 22 01 08 58 99 03",
+        Frame(0, HEARTBEAT): "02 00 05 00 33 69 03",
+        Frame(7, 0x20, b"AS"): "02 07 20 10 22 41 53 7b 9d 03",
+        Frame(2, 0x10, bytes([2, 3, 0x10])): "02 10 22 10 30 10 23 10 22 10 23 10 30 33 d4 03",
+    }
+    for frame, wire in examples.items():
+        assert encode_frame(frame).hex(" ") == wire
+        assert decode_all(bytes.fromhex(wire))[0] == [frame]
