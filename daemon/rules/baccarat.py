@@ -191,7 +191,7 @@ class _Hand:
     """
 
     __slots__ = (
-        "banker", "banker_total", "both_draw", "demo", "natural", "next_to", "player",
+        "banker", "banker_total", "both_draw", "dealt", "demo", "natural", "next_to", "player",
         "player_total", "void_article", "void_reason",
     )
 
@@ -200,16 +200,13 @@ class _Hand:
         self.banker: list[str] = []
         self.player_total = 0
         self.banker_total = 0
+        self.dealt = 0
         self.next_to = _PLAYER  # Art. 7: Player first, then alternately
         self.both_draw = False
         self.natural = False
         self.demo = False
         self.void_reason: str | None = None
         self.void_article: str | None = None
-
-    @property
-    def dealt(self) -> int:
-        return len(self.player) + len(self.banker)
 
     def condemn(self, article: str, reason: str) -> None:
         """Mark the hand void, unless an earlier cause already did."""
@@ -228,7 +225,7 @@ class _Hand:
             self.banker.append(card)
             self.banker_total = banker_total = (self.banker_total + value) % 10
             player_total = self.player_total
-        dealt = len(self.player) + len(self.banker)
+        self.dealt = dealt = self.dealt + 1
         if dealt < 4:  # Art. 7: P1 B1 P2 B2
             self.next_to ^= 1
             return False

@@ -335,6 +335,16 @@ def test_art9_1_a_natural_decides_the_hand_with_two_cards(method: int, article: 
 
 
 @pytest.mark.parametrize(("method", "article"), [(1, ART16_1), (2, ART16_2)])
+def test_art9_1_a_banker_natural_decides_against_a_lower_player(method: int, article: str) -> None:
+    """Art. 9, 1: "either hand" — Banker's natural 9 decides, Player's 5 does not draw."""
+    got = records(cards("2S", "4D", "3H", "5C"), method=method)
+    assert got == [complete(
+        1, result(["2S", "3H"], ["4D", "5C"], 5, 9, "banker", True),
+        {"player": lose(article), "banker": win("19:20", "baccarat.art17.1"),
+         "tie": lose(article), **PAIRS_LOSE})]
+
+
+@pytest.mark.parametrize(("method", "article"), [(1, ART16_1), (2, ART16_2)])
 def test_art9_2_equal_totals_both_draw_player_first(method: int, article: str) -> None:
     """Art. 9, 2 (both methods): 5 against 5, Player draws (2C: 7), then Banker (3S: 8)."""
     got = records(cards("2S", "4D", "3H", "AC", "2C", "3S"), method=method)
