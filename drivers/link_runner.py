@@ -11,11 +11,17 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from drivers.link import Link, LinkDown, LinkEvent
+from drivers.link import Link, LinkDown, LinkEvent, MessageReceived
 
 
 class LinkRunner:
-    """Drive ``link``: ``write`` gets outgoing bytes, ``on_event`` gets every link event."""
+    """Drive ``link``: ``write`` gets outgoing bytes, ``on_event`` gets every link event.
+
+    ``barrier``, if given, is called after each batch of received frames has been dispatched and
+    before their acknowledgements are written: it makes what they caused durable and returns
+    whether it could. The peer's frames are acknowledged only after that (end-to-end
+    durability: a host that dies before the barrier never acknowledged them).
+    """
 
     def __init__(
         self,
@@ -24,8 +30,10 @@ class LinkRunner:
         on_event: Callable[[LinkEvent], None],
         *,
         clock: Callable[[], float] = time.monotonic,
+        barrier: Callable[[], bool] | None = None,
     ) -> None:
         self.link = link
+        self._barrier = barrier
         self._write = write
         self._on_event = on_event
         self._clock = clock
@@ -40,8 +48,18 @@ class LinkRunner:
         self.flush()
 
     def data_received(self, data: bytes) -> None:
+        delivered = False
         for item in self.link.receive_data(data, self._clock()):
+            delivered |= isinstance(item, MessageReceived)
             self._dispatch(item)
+        if delivered and self._barrier is not None and not self._barrier():
+            # What these frames said could not be made durable: they must not be
+            # acknowledged. Drop the ACKs and the link; the device keeps the frames and sends
+            # them again on the next link.
+            self.link.data_to_send()
+            self.stop()
+            self._on_event(LinkDown("not_durable"))
+            return
         self.flush()
 
     def send(self, kind: int, payload: bytes) -> None:

@@ -15,7 +15,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 import serial
@@ -23,6 +22,7 @@ import serial_asyncio_fast
 
 from daemon.events import Event, Fault, Meta
 from daemon.faults import DEVICE_LOST
+from daemon.timeutil import rfc3339_now
 from drivers.errors import DeviceError, ProtocolError
 from drivers.link import Link, LinkError, LinkEvent, LinkUp, MessageReceived
 from drivers.link_runner import LinkRunner
@@ -35,9 +35,15 @@ T_OPEN = 5.0
 EventSink = Callable[[Event], None]
 
 
-def rfc3339_now() -> str:
-    """The current UTC time as RFC 3339 with milliseconds, as events carry it in ``ts``."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def sink_barrier(emit: EventSink) -> Callable[[], bool] | None:
+    """The durability barrier of an event sink: its ``commit()`` method, if it has one.
+
+    The daemon's sink stages events and commits them to the journal in ``commit()``; a driver
+    calls it after each batch of frames and acknowledges the frames only if it returned True.
+    A plain callable (``tabled listen``, tests) has no barrier.
+    """
+    commit = getattr(emit, "commit", None)
+    return commit if callable(commit) else None
 
 
 class SerialDevice(asyncio.Protocol):
@@ -112,7 +118,8 @@ class SerialDevice(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
         link = Link(initiator=True, now=self._clock(), **self._link_options)
-        self.runner = LinkRunner(link, self._write, self._link_event, clock=self._clock)
+        self.runner = LinkRunner(link, self._write, self._link_event, clock=self._clock,
+                                 barrier=sink_barrier(self._sink))
         self.runner.start()
 
     def data_received(self, data: bytes) -> None:

@@ -113,3 +113,45 @@ async def test_opening_a_missing_port_is_a_device_error(tmp_path) -> None:
     with pytest.raises(DeviceError) as info:
         await connect(str(tmp_path / "nothing"), [])
     assert info.value.reason == "open_failed"
+
+
+class DurableSink:
+    """A sink with a durability barrier, like the daemon's: commit() may fail."""
+
+    def __init__(self) -> None:
+        self.staged: list[Event] = []
+        self.durable: list[Event] = []
+        self.fail = False
+
+    def __call__(self, event: Event) -> None:
+        self.staged.append(event)
+
+    def commit(self) -> bool:
+        if self.fail:
+            self.staged.clear()
+            return False
+        self.durable += self.staged
+        self.staged.clear()
+        return True
+
+
+async def test_frames_are_acknowledged_only_after_the_barrier(tmp_path) -> None:
+    """End-to-end durability: what the host could not make durable, the device sends again."""
+    device = PtyDevice(link_path=str(tmp_path / "dev"))
+    await device.start()
+    sink = DurableSink()
+    sink.fail = True
+    driver = await open_serial(device.path, lambda: CounterDriver("dev-1", sink))
+    async with asyncio.timeout(10):
+        await driver.connected.wait()
+        device.send(COUNT, b"\x00\x07")
+        await driver.wait_closed()  # the barrier failed: no ACK, the link is dropped
+        assert driver.close_reason == "link_down: not_durable"
+        assert sink.durable == [] and device.backlog == 1
+        sink.fail = False
+        driver2 = await open_serial(device.path, lambda: CounterDriver("dev-1", sink))
+        await device.drain()
+    assert [e.detail for e in sink.durable] == ["7"]
+    driver2.close()
+    await driver2.wait_closed()
+    await device.stop()
