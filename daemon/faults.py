@@ -24,6 +24,7 @@ CARD_EXPOSED: Final = "card_exposed"  # the machine saw a card turned face up wh
 # Card-reading shoe.
 UNREADABLE_CARD: Final = "unreadable_card"
 SHOE_EMPTY: Final = "shoe_empty"
+SHOE_SENSOR_DIRTY: Final = "shoe_sensor_dirty"  # the card reader needs cleaning; reads may fail
 
 # Electronic dice sensor.
 SENSOR_FAULT: Final = "sensor_fault"
@@ -40,6 +41,7 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     CARD_EXPOSED: "a card was turned face up while dealing",
     UNREADABLE_CARD: "the shoe could not read a card that left it",
     SHOE_EMPTY: "the shoe ran out of cards",
+    SHOE_SENSOR_DIRTY: "the shoe's card reader is dirty and needs cleaning",
     SENSOR_FAULT: "the dice sensor reported a fault",
     COCKED_DIE: "a die did not lie flat; read by the face most clearly up",
 }
