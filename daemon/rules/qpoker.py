@@ -237,12 +237,10 @@ class _Round:
         order = self.dealing_order()
         return order[self.dealing_events % len(order)]
 
-    def misdeal(self, seat: Seat, mode: DealingMode, count: int) -> str | None:
+    def misdeal(self, seat: Seat, mode: DealingMode) -> str | None:
         """Why a dealing event to a position with a bet (or the dealer) breaks Art. 7, or None."""
         if self.mode is not None and mode != self.mode:
             return f"a {mode} event in a round dealt by {self.mode} events (Art. 7)"
-        if mode == "hand" and count != CARDS_PER_POSITION:
-            return f"a hand of {count} cards to {_name(seat)}"
         if not self.seats_fixed:
             if seat != DEALER and self.bet_seats and seat <= self.bet_seats[-1]:
                 return (f"{_name(seat)} dealt after {_name(self.bet_seats[-1])}: "
@@ -426,13 +424,17 @@ class QPokerTable:
         if seat != DEALER and not 1 <= seat <= self._options.positions:
             return self._void(rnd, ART2, f"{what}: the table has positions "
                                          f"1-{self._options.positions}")
+        if mode == "hand" and len(cards) != CARDS_PER_POSITION:
+            # Art. 7(2) delivers three cards at a time, to any position: a wrong count is a
+            # misdeal of the round (Art. 11.1), even at a position without a bet.
+            return self._void(rnd, ART11_1, f"{what}: a hand of {len(cards)} cards")
         if seat != DEALER and rnd.seats_fixed and seat not in rnd.bet_seats:
             # Art. 11.4: that position alone is void; it takes no place in the dealing order.
             position = rnd.positions.setdefault(seat, _Position(bet=False))
             return self._receive(rnd, seat, position, cards, face_up)
         if seat == DEALER and not rnd.seats_fixed and not rnd.bet_seats:
             return self._void(rnd, ART2, f"{what} before any position with a bet")
-        misdeal = rnd.misdeal(seat, mode, len(cards))
+        misdeal = rnd.misdeal(seat, mode)
         if misdeal is not None:
             # The card takes no place in the round, so the record names it in the reason.
             return self._void(rnd, ART11_1, f"{what}: {misdeal}")

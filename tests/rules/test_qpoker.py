@@ -352,7 +352,7 @@ def test_art9_7_a_player_beating_a_qualifying_dealer_is_paid_by_the_players_hand
         ([*shoe(STANDARD), CardDealt(seat=DEALER, card="7D")],
          "card 7D to the dealer: more than 3 cards to the dealer"),
         ([HandDealt(seat=1, cards=("7D", "8D"))],
-         "hand 7D 8D to seat 1: a hand of 2 cards to seat 1"),
+         "hand 7D 8D to seat 1: a hand of 2 cards"),
         ([HandDealt(seat=1, cards=cards(SF_SPADES)), CardDealt(seat=3, card="2D")],
          "card 2D to seat 3: a card event in a round dealt by hand events (Art. 7)"),
         ([*hands(STANDARD)[:2], Reveal()],
