@@ -18,6 +18,12 @@ Protocol (docs/protocols/framing.md):
   again, so nothing is lost across a reset. Either side may RESET (a device after a reboot).
 - A side that has sent nothing for :data:`T_HEARTBEAT` sends a ``HEARTBEAT``; a side that has
   heard nothing for :data:`T_SILENCE` declares the link down.
+- Exactly once across resets: the device numbers its messages with a 32-bit *message number*
+  that a reset does not restart, and answers RESET with ``RESET_ACK(boot_id, first)``: its boot
+  id (random at power-on) and the number of the first message it will send. A host that knows
+  the last message it made durable from that boot (``resume``) drops re-sent messages up to it
+  (acknowledging them), so a host crash between its journal commit and its ACK duplicates
+  nothing.
 """
 
 from __future__ import annotations
@@ -58,10 +64,12 @@ class LinkError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class MessageReceived:
-    """A family message delivered in order, exactly once."""
+    """A family message delivered in order, exactly once; ``number`` is the device's message
+    number (None if the device did not say, in its RESET_ACK, how it numbers)."""
 
     kind: int
     payload: bytes
+    number: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +91,17 @@ LinkEvent = MessageReceived | LinkUp | LinkDown
 class _Pending:
     kind: int
     payload: bytes
+    number: int = 0
     seq: int = -1
     sent_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """What a host made durable from a device: every message up to ``last`` of boot ``boot_id``."""
+
+    boot_id: int
+    last: int
 
 
 def _seq_distance(a: int, b: int) -> int:
@@ -105,8 +122,18 @@ class Link:
         max_retries: int = MAX_RETRIES,
         t_heartbeat: float = T_HEARTBEAT,
         t_silence: float = T_SILENCE,
+        boot_id: int = 0,
+        first_number: int = 0,
+        resume: Resume | None = None,
     ) -> None:
         self.initiator = initiator
+        #: Device side: this boot's id and the next message number. Host side: the device's
+        #: boot id once the handshake told it.
+        self.boot_id = boot_id
+        self._next_number = first_number
+        self.resume = resume
+        self.peer_boot_id: int | None = None
+        self._rx_number: int | None = None
         self.window = window
         self.t_ack = t_ack
         self.max_retries = max_retries
@@ -137,7 +164,8 @@ class Link:
             raise LinkError(f"kind 0x{kind:02x} is reserved for the link")
         if self.state is LinkState.DOWN:
             raise LinkError("the link is down")
-        self._queue.append(_Pending(kind, payload))
+        self._queue.append(_Pending(kind, payload, self._next_number))
+        self._next_number = (self._next_number + 1) & 0xFFFFFFFF
         self._fill_window(now)
 
     def data_to_send(self) -> bytes:
@@ -151,13 +179,24 @@ class Link:
         """Messages not yet acknowledged by the peer (queued or in flight)."""
         return len(self._queue) + len(self._unacked)
 
-    def take_backlog(self) -> list[tuple[int, bytes]]:
-        """Remove and return every message not yet acknowledged, oldest first (to carry them
-        over to a new link after this one went down, so that none is lost)."""
-        backlog = [(p.kind, p.payload) for p in (*self._unacked, *self._queue)]
+    def take_backlog(self) -> list[tuple[int, bytes, int]]:
+        """Remove and return every message not yet acknowledged, oldest first, as
+        ``(kind, payload, number)`` (to carry them over to a new link after this one went down,
+        so that none is lost and none is renumbered)."""
+        backlog = [(p.kind, p.payload, p.number) for p in (*self._unacked, *self._queue)]
         self._unacked.clear()
         self._queue.clear()
         return backlog
+
+    def carry_over(self, backlog: list[tuple[int, bytes, int]], next_number: int) -> None:
+        """Device side: queue a previous link's backlog with its numbers, and continue the
+        numbering at ``next_number``."""
+        self._queue.extend(_Pending(kind, payload, number) for kind, payload, number in backlog)
+        self._next_number = next_number
+
+    @property
+    def next_number(self) -> int:
+        return self._next_number
 
     def next_deadline(self) -> float | None:
         """When :meth:`poll` next has something to do, or None when the link is down."""
@@ -218,12 +257,17 @@ class Link:
         if kind == RESET:
             self.counters["resets"] += 1
             self._restart(now)
-            self._write(Frame(0, RESET_ACK), now)
+            first = self._queue[0].number if self._queue else self._next_number
+            self._write(Frame(0, RESET_ACK, self.boot_id.to_bytes(4, "big")
+                              + first.to_bytes(4, "big")), now)
             events.append(LinkUp())
             self._fill_window(now)
         elif kind == RESET_ACK:
             if self.state is LinkState.RESETTING and self.initiator:
                 self._restart(now)
+                if len(frame.payload) >= 8:
+                    self.peer_boot_id = int.from_bytes(frame.payload[:4], "big")
+                    self._rx_number = int.from_bytes(frame.payload[4:8], "big")
                 events.append(LinkUp())
                 self._fill_window(now)
         elif self.state is not LinkState.CONNECTED:
@@ -250,7 +294,16 @@ class Link:
             self._rx_expected = (self._rx_expected + 1) & 0xFF
             self._nak_pending = False
             self._write(Frame(0, ACK, bytes((frame.seq,))), now)
-            events.append(MessageReceived(frame.kind, frame.payload))
+            number = self._rx_number
+            if number is not None:
+                self._rx_number = (number + 1) & 0xFFFFFFFF
+                resume = self.resume
+                if (resume is not None and resume.boot_id == self.peer_boot_id
+                        and number <= resume.last):
+                    # Sent again after a reset, but we had already made it durable.
+                    self.counters["resent_already_durable"] += 1
+                    return
+            events.append(MessageReceived(frame.kind, frame.payload, number))
         elif 0 < _seq_distance(frame.seq, self._rx_expected) <= self.window:
             # A retransmission of something we have: our ACK was lost; say so again.
             self.counters["duplicates"] += 1

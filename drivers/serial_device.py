@@ -24,7 +24,7 @@ from daemon.events import Event, Fault, Meta
 from daemon.faults import DEVICE_LOST
 from daemon.timeutil import rfc3339_now
 from drivers.errors import DeviceError, ProtocolError
-from drivers.link import Link, LinkError, LinkEvent, LinkUp, MessageReceived
+from drivers.link import Link, LinkError, LinkEvent, LinkUp, MessageReceived, Resume
 from drivers.link_runner import LinkRunner
 
 #: Serial line speed of every tabled serial family (docs/protocols/framing.md).
@@ -64,8 +64,13 @@ class SerialDevice(asyncio.Protocol):
         first_seq: int = 0,
         clock: Callable[[], float] = time.monotonic,
         link_options: Mapping[str, Any] | None = None,
+        resume: Resume | None = None,
     ) -> None:
         self.device_id = device_id
+        #: What the daemon already made durable from this device (see drivers.link, "Exactly
+        #: once across resets"); messages re-sent up to it are dropped by the link.
+        self.resume = resume
+        self._message: tuple[int, int] | None = None  # (boot id, number) being handled
         self._sink = emit
         self.next_seq = first_seq
         self._clock = clock
@@ -92,6 +97,10 @@ class SerialDevice(asyncio.Protocol):
         meta = Meta(device=self.device_id, seq=self.next_seq, ts=rfc3339_now())
         self.next_seq += 1
         self.counters["events"] += 1
+        if self._message is not None:
+            boot_id, number = self._message
+            event = replace(event, extra={**event.extra, "device_boot": boot_id,
+                                          "device_msg": number})
         self._sink(replace(event, meta=meta))
 
     def send(self, kind: int, payload: bytes = b"") -> None:
@@ -117,7 +126,7 @@ class SerialDevice(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
-        link = Link(initiator=True, now=self._clock(), **self._link_options)
+        link = Link(initiator=True, now=self._clock(), resume=self.resume, **self._link_options)
         self.runner = LinkRunner(link, self._write, self._link_event, clock=self._clock,
                                  barrier=sink_barrier(self._sink))
         self.runner.start()
@@ -158,10 +167,15 @@ class SerialDevice(asyncio.Protocol):
 
     def _link_event(self, item: LinkEvent) -> None:
         if isinstance(item, MessageReceived):
+            link = self.runner.link if self.runner is not None else None
+            if item.number is not None and link is not None and link.peer_boot_id is not None:
+                self._message = (link.peer_boot_id, item.number)
             try:
                 self.message_received(item.kind, item.payload)
             except ProtocolError:
                 self.counters["bad_message"] += 1
+            finally:
+                self._message = None
         elif isinstance(item, LinkUp):
             self.connected.set()
             self.link_established()

@@ -39,6 +39,8 @@ class PtyDevice:
         seed: int = 0,
     ) -> None:
         self.link_path = link_path
+        #: Random at each "power-on" of the simulated device (RESET_ACK carries it).
+        self.boot_id = random.SystemRandom().getrandbits(32)
         self.plan = FaultPlan(list(faults or []), random.Random(seed))
         self.host_connected = asyncio.Event()
         self.unplugged = asyncio.Event()
@@ -87,7 +89,7 @@ class PtyDevice:
 
     async def start(self) -> str:
         """Plug the device in; return the path a driver opens."""
-        self._runner = self._new_runner([])
+        self._restart_link()
         self._plug()
         self._writer_task = asyncio.create_task(self._writer(), name="pty-device-writer")
         return self.path
@@ -118,22 +120,25 @@ class PtyDevice:
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _new_runner(self, backlog: list[tuple[int, bytes]]) -> LinkRunner:
+    def _new_runner(self, backlog: list[tuple[int, bytes, int]], next_number: int) -> LinkRunner:
         loop_time = asyncio.get_running_loop().time
-        link = Link(initiator=False, now=loop_time(), t_silence=DEVICE_T_SILENCE)
+        link = Link(initiator=False, now=loop_time(), t_silence=DEVICE_T_SILENCE,
+                    boot_id=self.boot_id)
+        link.carry_over(backlog, next_number)  # queued until a host resets the link
         runner = LinkRunner(link, self._enqueue, self._link_event, clock=loop_time)
-        for kind, payload in backlog:
-            link.send(kind, payload, loop_time())  # queued until a host resets the link
         runner.start()
         return runner
 
     def _restart_link(self) -> None:
         """A new link after a host went away: what the old one had not had acknowledged is
-        carried over, so a reconnecting host still gets every message."""
-        backlog = [] if self._runner is None else self._runner.link.take_backlog()
-        if self._runner is not None:
-            self._runner.stop()
-        self._runner = self._new_runner(backlog)
+        carried over with its message numbers, so a reconnecting host gets every message
+        once."""
+        if self._runner is None:
+            self._runner = self._new_runner([], 0)
+            return
+        old = self._runner.link
+        self._runner.stop()
+        self._runner = self._new_runner(old.take_backlog(), old.next_number)
 
     def _link_event(self, item: LinkEvent) -> None:
         if isinstance(item, MessageReceived):

@@ -113,7 +113,8 @@ def test_documented_wire_examples() -> None:
 
     examples = {
         Frame(0, RESET): "02 00 10 23 00 99 cf 03",
-        Frame(0, RESET_ACK): "02 00 04 00 00 58 03",
+        Frame(0, RESET_ACK, bytes.fromhex("0000b00700000005")):
+            "02 00 04 08 00 00 b0 07 00 00 00 05 9c 18 03",
         Frame(0, ACK, bytes([7])): "02 00 01 01 07 f0 26 03",
         Frame(0, NAK, bytes([8])): "02 00 10 22 01 08 58 99 03",
         Frame(0, HEARTBEAT): "02 00 05 00 33 69 03",

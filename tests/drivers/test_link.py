@@ -23,6 +23,7 @@ from drivers.link import (
     LinkState,
     LinkUp,
     MessageReceived,
+    Resume,
 )
 
 
@@ -170,8 +171,9 @@ def test_unacknowledged_messages_survive_a_new_link() -> None:
         device.send(FIRST_FAMILY_KIND, bytes([i]), 0.0)
     device.data_to_send()  # the host never hears these
     backlog = device.take_backlog()
-    assert [p for _, p in backlog] == [bytes([i]) for i in range(6)]
-    msgs = [p for _, p in backlog]
+    assert [p for _, p, _ in backlog] == [bytes([i]) for i in range(6)]
+    assert [n for _, _, n in backlog] == list(range(6))  # message numbers travel with them
+    msgs = [p for _, p, _ in backlog]
     delivered, *_ = run(msgs, seed=3)
     assert delivered == msgs
 
@@ -179,3 +181,41 @@ def test_unacknowledged_messages_survive_a_new_link() -> None:
 def test_link_kinds_are_reserved() -> None:
     with pytest.raises(LinkError):
         Link(initiator=True, now=0).send(0x01, b"", 0)
+
+
+def _handshake(host: Link, device: Link, now: float = 0.0) -> list:
+    device.receive_data(host.data_to_send(), now)
+    return host.receive_data(device.data_to_send(), now)
+
+
+def test_a_host_that_resumes_drops_what_it_had_made_durable() -> None:
+    """A host that crashed after its journal commit but before its ACK: the device sends the
+    messages again after the reset, and the host, told what it made durable, drops them."""
+    device = Link(initiator=False, now=0.0, boot_id=0xB007)
+    host = Link(initiator=True, now=0.0)
+    _handshake(host, device)
+    assert host.peer_boot_id == 0xB007
+    for i in range(4):  # one window
+        device.send(FIRST_FAMILY_KIND, bytes([i]), 0.0)
+    got = host.receive_data(device.data_to_send(), 0.0)
+    assert [(e.payload, e.number) for e in got] == [(bytes([i]), i) for i in range(4)]
+    host.data_to_send()  # the ACKs die with the host
+    # the device's link goes down; a new link carries the backlog with its numbers
+    backlog, next_number = device.take_backlog(), device.next_number
+    device2 = Link(initiator=False, now=1.0, boot_id=0xB007)
+    device2.carry_over(backlog, next_number)
+    device2.send(FIRST_FAMILY_KIND, b"new", 1.0)
+    host2 = Link(initiator=True, now=1.0, resume=Resume(0xB007, 2))  # durable through #2
+    got = [e for e in _handshake(host2, device2, 1.0) if isinstance(e, MessageReceived)]
+    device2.receive_data(host2.data_to_send(), 1.0)  # the ACKs open the window for "new"
+    got += host2.receive_data(device2.data_to_send(), 1.0)
+    assert [(e.payload, e.number) for e in got] == [(b"\x03", 3), (b"new", 4)]
+    assert host2.counters["resent_already_durable"] == 3
+
+
+def test_a_rebooted_device_is_not_mistaken_for_a_resend() -> None:
+    device = Link(initiator=False, now=0.0, boot_id=2)  # a new boot: numbering restarts
+    host = Link(initiator=True, now=0.0, resume=Resume(1, 100))
+    _handshake(host, device)
+    device.send(FIRST_FAMILY_KIND, b"x", 0.0)
+    assert [e.number for e in host.receive_data(device.data_to_send(), 0.0)] == [0]
