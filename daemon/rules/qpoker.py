@@ -266,13 +266,15 @@ class _Round:
         return self.positions[seat]
 
     def shortfall(self) -> str:
-        """Which positions with a bet still lack cards, for a void's reason."""
+        """Why the deal is not complete, for a void's reason: the positions lacking cards."""
+        if self.dealing_complete:
+            return "the deal was complete, the reveal was due"
         short = [
             f"{_name(seat)} has {len(self.positions[seat].cards)}"
             for seat in self.dealing_order()
             if len(self.positions[seat].cards) < CARDS_PER_POSITION
         ]
-        return (", ".join(short) or "no position short") + f" of {CARDS_PER_POSITION} cards"
+        return f"{', '.join(short)} of {CARDS_PER_POSITION} cards"
 
     def result(self) -> QPokerResult:
         """What is known of the round: every card that took its place, and the void seats'."""

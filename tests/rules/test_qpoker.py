@@ -239,6 +239,15 @@ def test_art6_no_bet_joins_a_round_after_its_first_card() -> None:
     assert set(second["bets"]) == {"1", "2"}
 
 
+def test_art11_1_a_new_round_before_the_reveal_voids_a_fully_dealt_round() -> None:
+    """Art. 11.1: a round_start once the cards are out but before the reveal voids the round."""
+    run = Run([RoundStart(seats=(1, 3)), *hands(STANDARD), RoundStart(seats=(2,))])
+    assert run.record["void_reason"] == ("a new round began first: the deal was complete, "
+                                         "the reveal was due")
+    assert run.record["result"]["dealer"] == dealer_result(QUEEN_HIGH, "high_card", True)
+    assert run.table.round_open and run.table.next_round == 2
+
+
 def test_art6_only_positions_with_a_bet_decide() -> None:
     """Art. 6: seat 2 dealt without a bet (Art. 11.4) does not play."""
     run = Run([RoundStart(seats=(1,)), *hands({1: SF_SPADES, 2: PAIR_TWOS, DEALER: QUEEN_HIGH}),
