@@ -1,0 +1,365 @@
+"""The automatic shuffler-dealer simulator (``tabled-sim shuffler``): the machine's side on a pty.
+
+Owns the machine's scripted behaviour: Q Poker rounds (a fresh seeded shuffle of one deck, the
+deck check, the round's seats, hands of three cards in ascending seat order with the dealer's
+last, Art. 7(2)) or baccarat mode (a seeded shoe dealt one card at a time, face up), and the
+machine faults injected into it (jam, failure, door open, an exposed card, a short or long
+deck). The session is built first as a plain list of protocol messages (:func:`qpoker_script`,
+:func:`baccarat_script`, deterministic for a seed) and then played on a
+:class:`~simulators.pty_device.PtyDevice` with the production protocol and link, so a driver
+sees exactly the bytes a table would. It never decides what a driver should emit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sys
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
+
+from daemon.events import CARD_CODES, DEALER, RANKS, SUITS, CardDealt, Seat
+from daemon.rules import Table, make_table
+from daemon.rules.options import BaccaratOptions, OptionError
+from daemon.rules.outcome import Outcome
+from drivers.errors import ProtocolError
+from drivers.shuffler import protocol as p
+from simulators.faults import BYTE_FAULTS, ByteFault, FaultSpecError
+from simulators.pty_device import PtyDevice
+
+FIRMWARE: Final = "QSD-3.2.0"
+SERIAL_NUMBER: Final = "SD7-004217"
+DECK: Final = tuple(rank + suit for suit in SUITS for rank in RANKS)
+#: Q Poker player positions when seats are drawn at random (QPokerOptions' default, Art. 2).
+DEFAULT_POSITIONS: Final = 7
+DEFAULT_ROUNDS: Final = 3  # Q Poker rounds, or baccarat hands
+DEFAULT_DECKS: Final = 8
+DEFAULT_PACE: Final = 0.2
+#: Baccarat: the most cards one hand can take (two each, a third each, Art. 9); the machine
+#: reshuffles before a hand when fewer remain.
+MAX_BACCARAT_HAND: Final = 6
+
+#: Machine faults that stop the machine mid-deal, and the fault number it reports for each.
+HALTS: Final = {"jam": p.DeviceFault.JAM, "failure": p.DeviceFault.FAILURE,
+                "door": p.DeviceFault.DOOR_OPEN}
+#: Deck-count faults and how far off the count they make the check.
+MISCOUNTS: Final = {"short_deck": -1, "long_deck": +1}
+MACHINE_FAULTS: Final = (*HALTS, "exposed", *MISCOUNTS)
+
+
+class ScriptError(ValueError):
+    """A session that cannot be played: bad cards, seats, counts or fault specifications."""
+
+
+@dataclass(frozen=True, slots=True)
+class MachineFault:
+    """A fault of the machine itself. ``at`` counts hands from 1 over the whole session (jam,
+    failure, door, exposed), or rounds / shoes (short_deck, long_deck); ``dealer`` makes
+    ``exposed`` hit the dealer's hand of round ``at``."""
+
+    kind: str
+    at: int
+    dealer: bool = False
+
+
+def parse_fault(text: str) -> ByteFault | MachineFault:
+    """``--fault`` in either form: a byte fault (``corrupt@5``, see simulators.faults) or a
+    machine fault ``KIND@N``, with ``exposed@dealer[:R]`` for the dealer's hand of round R."""
+    kind, sep, rest = text.partition("@")
+    if kind in BYTE_FAULTS:
+        return ByteFault.parse(text)
+    if kind not in MACHINE_FAULTS or not sep:
+        raise FaultSpecError(f"{text!r}: expected KIND@N with KIND in "
+                             f"{(*BYTE_FAULTS, *MACHINE_FAULTS)}")
+    if kind == "exposed" and rest.partition(":")[0] == "dealer":
+        round_text = rest.partition(":")[2] or "1"
+        dealer = True
+    else:
+        round_text, dealer = rest, False
+    if not round_text.isdigit() or int(round_text) < 1:
+        raise FaultSpecError(f"{text!r}: N counts from 1")
+    return MachineFault(kind, int(round_text), dealer)
+
+
+def parse_cards(text: str) -> list[str]:
+    cards = [c.strip().upper() for c in text.split(",") if c.strip()]
+    bad = [c for c in cards if c not in CARD_CODES]
+    if bad:
+        raise ScriptError(f"not card codes: {', '.join(bad)} (rank {RANKS} + suit {SUITS})")
+    return cards
+
+
+def parse_seats(text: str) -> tuple[int, ...]:
+    try:
+        seats = tuple(sorted({int(s) for s in text.split(",") if s.strip()}))
+    except ValueError:
+        raise ScriptError(f"--seats {text!r}: expected numbers like 1,3,5") from None
+    if not seats or not 1 <= seats[0] <= seats[-1] < p.NO_SEAT_BYTE:
+        raise ScriptError(f"--seats {text!r}: seats are 1-254, at least one")
+    return seats
+
+
+class _Machine:
+    """Writes down what the machine says, keeping its status as the machine would."""
+
+    def __init__(self, mode: p.Mode, decks: int, faults: Sequence[MachineFault]) -> None:
+        self.mode = mode
+        self.decks = decks
+        self.faults = list(faults)
+        self.status = p.Status(p.MachineState.IDLE, mode)
+        self.messages: list[p.Message] = []
+        self.hands = 0  # hands begun in the session, the N of jam@N and exposed@N
+
+    def say(self, msg: p.Message) -> None:
+        self.status = self.status.after(msg)
+        self.messages.append(msg)
+
+    def shuffle(self, number: int) -> None:
+        """Shuffle and count for round (or shoe) ``number``. A miscount halts the machine until
+        the dealer replaces the deck; then it shuffles and counts again."""
+        expected = self.decks * p.CARDS_PER_DECK
+        counts = [expected + MISCOUNTS[f.kind] for f in self.faults
+                  if f.kind in MISCOUNTS and f.at == number]
+        for found in (*counts, expected):
+            self.say(p.ShuffleStarted(self.mode, self.decks))
+            self.say(p.ShuffleComplete())
+            self.say(p.DeckCheck(self.mode, self.decks, found))
+
+    def begin_hand(self) -> p.DeviceFault | None:
+        """Count a hand begun; the fault that stops the machine while dealing it, if any."""
+        self.hands += 1
+        return next((HALTS[f.kind] for f in self.faults
+                     if f.kind in HALTS and f.at == self.hands), None)
+
+    def halt(self, code: p.DeviceFault, number: int = 0, seat: Seat | None = None) -> None:
+        """The machine stops on ``code``; the dealer clears it and the machine says so."""
+        self.say(p.Fault(code, number, seat))
+        self.say(replace(self.status, state=p.MachineState.IDLE, fault=0))
+
+    def exposed(self, rng: random.Random, number: int, seat: Seat) -> tuple[bool, ...]:
+        """Which cards of this hand the machine sees turned face up (one, chosen by the seed,
+        when an ``exposed`` fault names the hand)."""
+        hit = any(
+            f.kind == "exposed"
+            and ((f.at == number and seat == DEALER) if f.dealer else f.at == self.hands)
+            for f in self.faults
+        )
+        face_up = rng.randrange(p.CARDS_PER_HAND) if hit else -1
+        return tuple(i == face_up for i in range(p.CARDS_PER_HAND))
+
+
+def qpoker_script(
+    rng: random.Random,
+    *,
+    rounds: int | None = DEFAULT_ROUNDS,
+    seats: tuple[int, ...] | None = None,
+    positions: int = DEFAULT_POSITIONS,
+    cards: Sequence[str] = (),
+    faults: Sequence[MachineFault] = (),
+) -> list[p.Message]:
+    """Every message of a Q Poker session, in order. Each round: a fresh shuffle of one deck
+    and its check, the round's seats (``seats``, or drawn from 1..``positions``), then the
+    hands of three, ascending seats, dealer last (Art. 7(2)). ``cards`` gives the deal order
+    (each round takes the next cards it needs; with ``rounds`` None, the rounds go on until
+    the cards are used). A halt stops the round: its remaining hands never come."""
+    machine = _Machine(p.Mode.QPOKER, 1, faults)
+    explicit = deque(cards)
+    number = 0
+    while explicit if rounds is None else number < rounds:
+        number += 1
+        machine.shuffle(number)
+        round_seats = seats or tuple(sorted(
+            rng.sample(range(1, positions + 1), rng.randint(1, positions))))
+        order: tuple[Seat, ...] = (*round_seats, DEALER)
+        need = p.CARDS_PER_HAND * len(order)
+        if explicit and len(explicit) < need:
+            raise ScriptError(f"round {number} needs {need} cards; --cards has "
+                              f"{len(explicit)} left")
+        deal = ([explicit.popleft() for _ in range(need)] if explicit
+                else rng.sample(DECK, need))
+        machine.say(p.RoundSeats(number, round_seats))
+        for i, seat in enumerate(order):
+            halt = machine.begin_hand()
+            if halt is not None:
+                machine.halt(halt, number, seat)
+                break
+            hand = tuple(deal[p.CARDS_PER_HAND * i: p.CARDS_PER_HAND * (i + 1)])
+            machine.say(p.Hand(number, seat, hand, machine.exposed(rng, number, seat)))
+    return machine.messages
+
+
+@dataclass(slots=True)
+class _Shoe:
+    """Baccarat mode: the set the machine shuffled, what is left of it, and the rules core
+    that tells where a hand ends."""
+
+    number: int
+    cards: deque[str]
+    table: Table
+    explicit: bool
+    dealt: int = 0
+
+
+def baccarat_script(
+    rng: random.Random,
+    *,
+    hands: int | None = DEFAULT_ROUNDS,
+    decks: int = DEFAULT_DECKS,
+    cards: Sequence[str] = (),
+    faults: Sequence[MachineFault] = (),
+) -> list[p.Message]:
+    """Every message of a baccarat-mode session: a seeded shoe of ``decks`` decks (the first
+    shoe in the order ``cards`` gives, if any), shuffled and counted, dealt one card at a time,
+    face up. A hand ends when the rules core says it is complete (baccarat.art9); the machine
+    reshuffles when a hand might not fit in what is left (an explicit shoe is dealt to its
+    last card). With ``hands`` None, the first shoe is dealt to its end. A halt stops the
+    machine after the hand's first card; to recover, it reshuffles the whole set.
+    ``short_deck@N`` and ``long_deck@N`` count shoes."""
+    if any(f.kind == "exposed" for f in faults):
+        raise ScriptError("exposed applies to Q Poker: every baccarat card comes out face up "
+                          "(baccarat.art7)")
+    try:
+        options = BaccaratOptions(decks=decks)
+    except OptionError as exc:
+        raise ScriptError(f"--decks: {exc}") from None
+    machine = _Machine(p.Mode.BACCARAT, decks, faults)
+    full_set = DECK * decks
+
+    def new_shoe(number: int, order: Sequence[str] = ()) -> _Shoe:
+        machine.shuffle(number)
+        return _Shoe(number, deque(order or rng.sample(full_set, len(full_set))),
+                     make_table("baccarat", options), explicit=bool(order))
+
+    shoe = new_shoe(1, cards)
+    hand = 0
+    while hands is None or hand < hands:
+        if not shoe.cards or (len(shoe.cards) < MAX_BACCARAT_HAND and not shoe.explicit):
+            if hands is None:
+                break
+            shoe = new_shoe(shoe.number + 1)
+        hand += 1
+        halt = machine.begin_hand()
+        while True:
+            if not shoe.cards:
+                raise ScriptError(f"--cards end in the middle of hand {hand}")
+            card = shoe.cards.popleft()
+            shoe.dealt += 1
+            machine.say(p.Card(shoe.dealt, card))
+            if halt is not None:
+                machine.halt(halt)
+                shoe = new_shoe(shoe.number + 1)  # to recover, the whole set is reshuffled
+                break
+            outputs = shoe.table.feed(CardDealt(card=card, face_up=True))
+            if any(isinstance(out, Outcome) for out in outputs):
+                break
+    return machine.messages
+
+
+def reply(request: p.Message, status: p.Status) -> p.Message | None:
+    """The machine's answer to a host message: INFO, STATUS, or nothing."""
+    if isinstance(request, p.InfoRequest):
+        return p.Info(FIRMWARE, SERIAL_NUMBER)
+    if isinstance(request, p.StatusRequest):
+        return status
+    return None
+
+
+class ShufflerSimulator(PtyDevice):
+    """The machine on a pseudo-terminal: plays a script, answers INFO and STATUS requests."""
+
+    def __init__(self, mode: p.Mode, *, link_path: str | None = None,
+                 faults: list[ByteFault] | None = None, seed: int = 0) -> None:
+        super().__init__(link_path=link_path, faults=faults, seed=seed)
+        self.status = p.Status(p.MachineState.IDLE, mode)
+
+    def message_received(self, kind: int, payload: bytes) -> None:
+        try:
+            answer = reply(p.decode(kind, payload), self.status)
+        except ProtocolError:
+            return  # a garbled request goes unanswered, as on the real machine
+        if answer is not None:
+            self.send(*p.encode(answer))
+
+    async def play(self, script: Iterable[p.Message], pace: float = 0.0) -> None:
+        """Send the script's messages, ``pace`` seconds apart (kept for the host across
+        disconnects: the link delivers each exactly once)."""
+        for msg in script:
+            self.status = self.status.after(msg)
+            self.send(*p.encode(msg))
+            await asyncio.sleep(pace)
+
+
+# -- tabled-sim shuffler -----------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``tabled-sim shuffler``."""
+    parser.add_argument("--game", choices=("qpoker", "baccarat"), default="qpoker",
+                        help="Q Poker rounds, or baccarat mode (default: qpoker)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help=f"Q Poker rounds / baccarat hands (default {DEFAULT_ROUNDS}, or as "
+                             "many as --cards fill)")
+    parser.add_argument("--seats", type=parse_seats, default=None,
+                        help="Q Poker seats with a bet, e.g. 1,3,5 (default: drawn per round)")
+    parser.add_argument("--positions", type=int, default=DEFAULT_POSITIONS,
+                        help="Q Poker player positions to draw seats from (default 7)")
+    parser.add_argument("--decks", type=int, default=DEFAULT_DECKS,
+                        help="baccarat: decks in the shoe (default 8)")
+    parser.add_argument("--cards", type=parse_cards, default=[],
+                        help="explicit deal order, e.g. AS,KH,7D,... (the first shoe in "
+                             "baccarat mode)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed for shuffles and seats (default: random, printed on stderr)")
+    parser.add_argument("--pace", type=float, default=DEFAULT_PACE,
+                        help=f"seconds between messages (default {DEFAULT_PACE})")
+    parser.add_argument("--fault", action="append", default=[], type=parse_fault,
+                        help="inject a fault, repeatable: jam@N, failure@N, door@N, exposed@N, "
+                             "exposed@dealer[:R], short_deck@R, long_deck@R (N counts hands), "
+                             "or a byte fault: corrupt@N, truncate@N, drop@N[:K], garbage@N[:K], "
+                             "stall@N[:S], disconnect@N[:S] (N counts data frames)")
+    parser.add_argument("--link", default=None,
+                        help="a stable symlink to the pty that follows replugs")
+    parser.add_argument("--forever", action="store_true",
+                        help="keep serving requests after the script ends")
+
+
+def build_script(args: argparse.Namespace, rng: random.Random) -> list[p.Message]:
+    """The session ``args`` describe (ScriptError if it cannot be played)."""
+    faults = [f for f in args.fault if isinstance(f, MachineFault)]
+    rounds = args.rounds if args.rounds is not None or args.cards else DEFAULT_ROUNDS
+    if args.game == "baccarat":
+        return baccarat_script(rng, hands=rounds, decks=args.decks, cards=args.cards,
+                               faults=faults)
+    return qpoker_script(rng, rounds=rounds, seats=args.seats, positions=args.positions,
+                         cards=args.cards, faults=faults)
+
+
+async def serve(args: argparse.Namespace) -> int:
+    """Run ``tabled-sim shuffler``: print ``path: ...``, wait for a host, play the session,
+    wait until the host has every message, then exit (or keep serving with ``--forever``)."""
+    seed = random.SystemRandom().randrange(2**32) if args.seed is None else args.seed
+    print(f"seed: {seed}", file=sys.stderr)
+    try:
+        script = build_script(args, random.Random(seed))
+    except ScriptError as exc:
+        print(f"tabled-sim shuffler: {exc}", file=sys.stderr)
+        return 2
+    mode = p.Mode.BACCARAT if args.game == "baccarat" else p.Mode.QPOKER
+    device = ShufflerSimulator(
+        mode, link_path=args.link, seed=seed,
+        faults=[f for f in args.fault if isinstance(f, ByteFault)],
+    )
+    path = await device.start()
+    print(f"path: {path}", flush=True)
+    try:
+        await device.host_connected.wait()
+        await device.play(script, args.pace)
+        await device.drain()
+        if args.forever:
+            await asyncio.Event().wait()
+    finally:
+        await device.stop()
+    return 0
