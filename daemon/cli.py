@@ -41,6 +41,103 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
 
 
+def _cmd_check_config(args: argparse.Namespace) -> int:
+    from daemon.config import ConfigError, load_config
+
+    try:
+        config = load_config(args.file)
+    except ConfigError as exc:
+        for key, reason in exc.errors:
+            print(f"{exc.path}: {key}: {reason}", file=sys.stderr)
+        return 2
+    from daemon.rules.options import declare
+
+    print(f"{args.file}: ok ({config.table.game} at {config.table.site}/{config.table.id}, "
+          f"{len(config.devices)} devices, options {declare(config.game_options())})")
+    return 0
+
+
+def _load_config_or_exit(path: str) -> object:
+    from daemon.config import ConfigError, load_config
+
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        for key, reason in exc.errors:
+            print(f"{exc.path}: {key}: {reason}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from daemon.config import Config
+    from daemon.logs import configure
+    from daemon.service import run_service
+
+    config = _load_config_or_exit(args.config)
+    assert isinstance(config, Config)
+    configure(args.log_level or config.log.level, config.log.format)
+    return asyncio.run(run_service(config))
+
+
+def _journal_path(args: argparse.Namespace) -> str:
+    if args.journal:
+        return str(args.journal)
+    from daemon.config import Config
+
+    config = _load_config_or_exit(args.config)
+    assert isinstance(config, Config)
+    return str(config.journal.path)
+
+
+def _cmd_journal(args: argparse.Namespace) -> int:
+    import json
+
+    from daemon.journal import Journal, JournalError
+
+    try:
+        journal = Journal(_journal_path(args), create=False)
+    except JournalError as exc:
+        print(f"tabled journal: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if args.journal_command == "verify":
+            result = journal.verify()
+            if result.ok:
+                print(f"ok: {result.rows} records, hash chain intact")
+                return 0
+            print(f"BROKEN at record {result.first_bad_id}: {result.reason} "
+                  f"({result.rows} records read)", file=sys.stderr)
+            return 1
+        for rnd in journal.recall(args.last):
+            if args.json:
+                print(json.dumps({"round": rnd.round, "events": [i.body for i in rnd.inputs],
+                                  "outcome": rnd.outcome}, separators=(",", ":")))
+                continue
+            out = rnd.outcome
+            head = f"round {rnd.round}: {out.get('status')}"
+            if out.get("status") == "void":
+                head += f" ({out.get('article')}: {out.get('void_reason')})"
+            print(head)
+            for item in rnd.inputs:
+                body = {k: v for k, v in item.body.items() if k not in ("v",)}
+                print(f"  [{item.source}] {json.dumps(body, separators=(',', ':'))}")
+            print(f"  => {json.dumps(out.get('result'), separators=(',', ':'))}")
+        return 0
+    finally:
+        journal.close()
+
+
+def _cmd_listen(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from daemon.listen import listen
+
+    return asyncio.run(listen(args.driver, args.url, device_id=args.device_id,
+                              count=args.count, duration=args.duration))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tabled", description="Hardware-integration daemon for casino tables."
@@ -63,6 +160,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("file", nargs="?", default="-", metavar="FILE|-")
     rp.set_defaults(func=_cmd_replay)
+
+    run = sub.add_parser("run", help="run the daemon for one table (the systemd service)")
+    run.add_argument("--config", "-c", required=True, metavar="FILE")
+    run.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    run.set_defaults(func=_cmd_run)
+
+    cc = sub.add_parser("check-config", help="validate a config file; exit 2 listing every error")
+    cc.add_argument("file", metavar="FILE")
+    cc.set_defaults(func=_cmd_check_config)
+
+    jp = sub.add_parser("journal", help="game recall and integrity of the journal")
+    jsub = jp.add_subparsers(dest="journal_command", required=True, metavar="ACTION")
+    for name, text in (("recall", "show the last N rounds with their events and outcomes"),
+                       ("verify", "check the journal's hash chain")):
+        action = jsub.add_parser(name, help=text)
+        where = action.add_mutually_exclusive_group(required=True)
+        where.add_argument("--config", "-c", metavar="FILE")
+        where.add_argument("--journal", metavar="PATH")
+        if name == "recall":
+            action.add_argument("--last", type=int, default=10, metavar="N")
+            action.add_argument("--json", action="store_true", help="one JSON object per round")
+        action.set_defaults(func=_cmd_journal)
+
+    lp = sub.add_parser("listen", help="print the normalized events a device sends (JSON lines)")
+    lp.add_argument("--driver", required=True, choices=("shoe", "shuffler", "dice"))
+    lp.add_argument("url", help="a serial port, by-id name, pty, socket://, or usb://VID:PID")
+    lp.add_argument("--device-id", default="listen")
+    lp.add_argument("--count", type=int, help="stop after N events")
+    lp.add_argument("--duration", type=float, help="stop after this many seconds")
+    lp.set_defaults(func=_cmd_listen)
     return parser
 
 

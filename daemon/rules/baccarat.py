@@ -53,9 +53,10 @@ CARDS_PER_DECK: Final = 52
 
 #: Art. 5: T, J, Q, K count 0, the others their face value (A = 1); keyed by rank character.
 CARD_VALUES: Final[Mapping[str, int]] = MappingProxyType(
-    {rank: (i + 1) % 10 if i < 9 else 0 for i, rank in enumerate(RANKS)}
+    {rank: i + 1 if i < 9 else 0 for i, rank in enumerate(RANKS)}
 )
 
+#: The five wagers of Art. 12, present in every record.
 BET_NAMES: Final = ("player", "banker", "tie", "player_pair", "banker_pair")
 
 # Who receives the next card of a hand, and who won it (indexes of _WINNERS).
@@ -90,7 +91,7 @@ _PAY_TABLES: Final[Mapping[BaccaratMethod, _PayTable]] = {
 }
 #: Art. 17: the winning totals whose Player/Banker win the commission reshapes, and the result.
 _COMMISSIONED_WINS: Final[Mapping[Commission, tuple[frozenset[int], BetResult]]] = {
-    "five_percent": (frozenset({7, 8, 9}), BetResult("win", "baccarat.art17.1", Fraction(19, 20))),
+    "five_percent": (frozenset({8, 9}), BetResult("win", "baccarat.art17.1", Fraction(19, 20))),
     "half_on_four": (frozenset({4}), BetResult("win", "baccarat.art17.2", Fraction(1, 2))),
 }
 _TIE_PUSH: Final = BetResult("push", ART11)
@@ -160,8 +161,9 @@ _VOID_BETS: Final[Mapping[str, BetMap]] = {
 
 @dataclass(frozen=True, slots=True)
 class BaccaratResult:
-    """What was dealt: both hands in dealt order, their totals (Art. 5), the winner and whether a
-    natural decided the hand (Art. 9, 1). ``winner`` is ``None`` on a void hand."""
+    """What was dealt: both hands in dealt order, their totals (Art. 5), the winner, and whether
+    either hand's first two cards make a natural (Art. 9). ``winner`` is ``None`` on a void
+    hand, whose totals are those of the cards dealt so far."""
 
     player_cards: tuple[str, ...]
     banker_cards: tuple[str, ...]
@@ -230,13 +232,13 @@ class _Hand:
             self.next_to ^= 1
             return False
         if dealt == 4:
-            if player_total >= 8 or banker_total >= 8:  # Art. 9, 1: a natural decides
+            if player_total >= 8 or banker_total >= 8:  # Art. 9 (1): a natural decides
                 self.natural = True
                 return True
-            if player_total == banker_total:  # Art. 9, 2: both draw, Player first
+            if player_total == banker_total:  # Art. 9 (2): both draw, Player first
                 self.both_draw = True
                 self.next_to = _PLAYER
-            else:  # Art. 9, 3: the lower hand draws first
+            else:  # Art. 9 (3): the lower hand draws first
                 self.next_to = _PLAYER if player_total < banker_total else _BANKER
             return False
         if dealt == 5:
@@ -247,13 +249,13 @@ class _Hand:
                 (player_total, banker_total) if self.next_to == _PLAYER
                 else (banker_total, player_total)
             )
-            if drawn < other:  # Art. 9, 3.1: still lower, the other stands and wins
+            if drawn < other:  # Art. 9 (3)(1): still lower, the other stands and wins
                 return True
-            if drawn == other and method == 2:  # Method 2, 3.2: equal, the other stands: tie
+            if drawn == other and method == 2:  # Method 2 (3)(2): equal, the other stands: tie
                 return True
-            self.next_to ^= 1  # Method 1, 3.2 / Method 2, 3.3: the other must draw
+            self.next_to ^= 1  # Method 1 (3)(2) / Method 2 (3)(3): the other must draw
             return False
-        return True  # the sixth card: each hand has drawn its one card (Art. 9, 1)
+        return True  # the sixth card: each hand has drawn its one card (Art. 9)
 
     def result(self, winner: Winner | None) -> BaccaratResult:
         return BaccaratResult(
@@ -288,7 +290,7 @@ class BaccaratTable:
     _hands_left: int | None
 
     def __init__(self, options: BaccaratOptions = DEFAULT_OPTIONS) -> None:
-        self.options = options
+        self._options = options
         self._method = options.method
         self._bets = _SETTLED_BETS[(options.method, options.commission)]
         self._round = 1
@@ -297,6 +299,11 @@ class BaccaratTable:
         self._new_shoe(options.decks)
 
     # -- the Table protocol
+
+    @property
+    def options(self) -> BaccaratOptions:
+        """The regulated options the table was built with; read-only (Art. 18)."""
+        return self._options
 
     @property
     def round_open(self) -> bool:
@@ -321,15 +328,13 @@ class BaccaratTable:
         hand = self._hand
         if hand is None:
             hand = self._hand = self._begin_hand()
-        overflow = self._count(card)
-        if overflow is not None:
-            hand.condemn(ART1, overflow)
+        self._count_in(hand, card)
         if hand.take(card, self._method):
             return [self._close(hand)]
         return []
 
     def _shoe_start(self, event: ShoeStart) -> list[Output]:
-        out = self._misdeal("shoe_start") if self._hand is not None else []
+        out = [] if self._hand is None else self._misdeal(self._hand, "shoe_start")
         if not MIN_DECKS <= event.decks <= MAX_DECKS:
             # The shoe on the table is a physical fact: count its cards as they are, and say so.
             out.append(Notice(
@@ -349,10 +354,7 @@ class BaccaratTable:
                 "done at the start of a hand, the hand continues",
                 ART8,
             ))
-        overflow = self._count(event.card)
-        if overflow is not None:
-            out.append(Notice("card_count", f"burned {overflow}", ART1))
-        return out
+        return out + self._count_outside_hands(event.card, "burned")
 
     def _cut_card(self, event: CutCard) -> list[Output]:
         if self._hands_left is not None:
@@ -363,7 +365,7 @@ class BaccaratTable:
             )]
         # Reading R-B2: the hand in progress, or else the next hand, is the one the cut card
         # falls in; with "one_more" one hand follows it.
-        extra = 0 if self.options.last_hand == "this" else 1
+        extra = 0 if self._options.last_hand == "this" else 1
         self._hands_left = extra if self._hand is not None else extra + 1
         return []
 
@@ -372,25 +374,26 @@ class BaccaratTable:
         return []
 
     def _round_start(self, event: RoundStart) -> list[Output]:
-        return self._misdeal("round_start") if self._hand is not None else []
+        return [] if self._hand is None else self._misdeal(self._hand, "round_start")
 
     def _void(self, event: Void) -> list[Output]:
         if self._hand is None:
             return [Notice("nothing_to_void", "a void event with no hand being dealt", ART10)]
         what = "a void event" if event.reason is None else f"a void event ({event.reason})"
-        return self._misdeal(what)
+        return self._misdeal(self._hand, what)
 
     def _fault(self, event: Fault) -> list[Output]:
         if event.code != UNREADABLE_CARD:
             return []  # a device's trouble voids nothing by itself; its card events will tell
-        self._count(None)  # the unread card still left the shoe
+        # The unread card still left the shoe, so it counts.
         hand = self._hand
         if hand is None:
             return [Notice(
                 "unreadable_card",
                 "an unreadable card left the shoe between hands; it counts toward the shoe",
                 ART1,
-            )]
+            ), *self._count_outside_hands(None, "unreadable")]
+        self._count_in(hand, None)
         hand.condemn(ART10, f"misdeal: card {hand.dealt + 1} of the hand was unreadable "
                             "(fault unreadable_card); the deal cannot be corrected")
         return [self._close(hand)]
@@ -423,13 +426,25 @@ class BaccaratTable:
                     f"({self._capacity} cards)")
         return None
 
+    def _count_in(self, hand: _Hand, card: str | None) -> None:
+        """Count a card that ``hand`` holds; one the shoe cannot have held voids it (Art. 1)."""
+        overflow = self._count(card)
+        if overflow is not None:
+            hand.condemn(ART1, overflow)
+
+    def _count_outside_hands(self, card: str | None, what: str) -> list[Output]:
+        """Count a card no hand holds (a burn, an unread card between hands): one the shoe
+        cannot have held has no hand to void, so it is a notice (Art. 1)."""
+        overflow = self._count(card)
+        return [] if overflow is None else [Notice("card_count", f"{what}: {overflow}", ART1)]
+
     def _begin_hand(self) -> _Hand:
         """A new hand, already void if the shoe is past its last hand or a demonstration is over
         the limit."""
         hand = _Hand()
         if self._hands_left == 0:
             hand.condemn(ART3, "a hand dealt after the shoe's last hand (cut card, last_hand="
-                               f"{self.options.last_hand}); the shoe must be reshuffled")
+                               f"{self._options.last_hand}); the shoe must be reshuffled")
         elif self._hands_left is not None:
             self._hands_left -= 1
         if self._demo_marked:
@@ -446,10 +461,8 @@ class BaccaratTable:
             self._real_hand_dealt = True
         return hand
 
-    def _misdeal(self, what: str) -> list[Output]:
-        """Art. 10: the hand in progress cannot be completed, so it is void."""
-        hand = self._hand
-        assert hand is not None
+    def _misdeal(self, hand: _Hand, what: str) -> list[Output]:
+        """Art. 10: ``hand``, in progress, cannot be completed, so it is void."""
         hand.condemn(ART10, f"misdeal: {what} arrived after {hand.dealt} card(s), before the "
                             "hand had every card the drawing rules call for")
         return [self._close(hand)]

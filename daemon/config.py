@@ -1,0 +1,272 @@
+"""The daemon's configuration: one TOML file, validated with pydantic, errors named by key.
+
+Owns the schema of ``config/tabled.example.toml`` and nothing else: it reads the file, checks every
+key and returns typed settings. It never opens devices or sockets. The regulated options of the
+table's game (``[rules]``) are validated by the rules core's own option types, so the daemon and
+``tabled replay`` cannot disagree about what an option means.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from daemon.rules.options import OPTION_TYPES, GameOptions, OptionError
+
+Family = Literal["shoe", "shuffler", "dice"]
+GameName = Literal["baccarat", "craps", "qpoker"]
+
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # safe inside an MQTT topic level
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TableSettings(_Strict):
+    """Where this daemon runs: site and table ids (MQTT topic levels) and the game."""
+
+    site: Annotated[str, Field(pattern=_NAME)]
+    id: Annotated[str, Field(pattern=_NAME)]
+    game: GameName
+
+
+class DeviceMatchSettings(_Strict):
+    """How to find a device by udev (hot-plug) instead of a fixed URL."""
+
+    vendor_id: Annotated[str | None, Field(pattern=r"^[0-9A-Fa-f]{4}$")] = None
+    model_id: Annotated[str | None, Field(pattern=r"^[0-9A-Fa-f]{4}$")] = None
+    serial: str | None = None
+    by_id: str | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> DeviceMatchSettings:
+        if not any((self.vendor_id, self.model_id, self.serial, self.by_id)):
+            raise ValueError("a match needs at least one of vendor_id, model_id, serial, by_id")
+        return self
+
+
+class DeviceSettings(_Strict):
+    """One device at the table. Give ``url`` (a port, a by-id name, ``socket://``, ``usb://``)
+    or ``match`` (udev discovery and hot-plug), not both."""
+
+    id: Annotated[str, Field(pattern=_NAME)]
+    family: Family
+    url: str | None = None
+    match: DeviceMatchSettings | None = None
+    #: Bounded exponential backoff between reconnect attempts, seconds.
+    reconnect_min: Annotated[float, Field(gt=0, le=60)] = 0.5
+    reconnect_max: Annotated[float, Field(gt=0, le=600)] = 30.0
+    #: How long the link may take to come up once the port is open, seconds.
+    connect_timeout: Annotated[float, Field(gt=0, le=120)] = 10.0
+    #: A shoe lost mid-hand and not back within this many seconds: the hand cannot be
+    #: corrected and is voided (baccarat.art10).
+    lost_void_after: Annotated[float, Field(ge=0, le=3600)] = 10.0
+
+    @model_validator(mode="after")
+    def _url_or_match(self) -> DeviceSettings:
+        if (self.url is None) == (self.match is None):
+            raise ValueError("give exactly one of url or match")
+        if self.reconnect_min > self.reconnect_max:
+            raise ValueError("reconnect_min is greater than reconnect_max")
+        return self
+
+
+class TLSSettings(_Strict):
+    ca_file: Path
+    cert_file: Path | None = None
+    key_file: Path | None = None
+
+    @model_validator(mode="after")
+    def _pair(self) -> TLSSettings:
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together")
+        return self
+
+
+class MQTTSettings(_Strict):
+    """The broker. ``url`` is ``mqtt://host:port`` or ``mqtts://host:port``; without it the
+    daemon starts a private broker (the demo's embedded default)."""
+
+    url: str | None = None
+    client_id: str | None = None
+    topic_prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")] = "tabled"
+    username: str | None = None
+    password_file: Path | None = None
+    tls: TLSSettings | None = None
+    keepalive: Annotated[int, Field(ge=5, le=3600)] = 30
+    #: Seconds between metrics messages.
+    metrics_interval: Annotated[float, Field(gt=0, le=3600)] = 5.0
+    #: QoS-1 messages in flight at once.
+    max_inflight: Annotated[int, Field(ge=1, le=1000)] = 64
+    reconnect_min: Annotated[float, Field(gt=0, le=60)] = 0.5
+    reconnect_max: Annotated[float, Field(gt=0, le=600)] = 30.0
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("mqtt", "mqtts") or not parts.hostname:
+            raise ValueError("must look like mqtt://host:port or mqtts://host:port")
+        try:
+            parts.port  # noqa: B018 - raises on a bad port
+        except ValueError as exc:
+            raise ValueError(f"bad port: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _secrets(self) -> MQTTSettings:
+        if self.password_file is not None and self.username is None:
+            raise ValueError("password_file needs a username")
+        if self.url and urlsplit(self.url).scheme == "mqtts" and self.tls is None:
+            raise ValueError("an mqtts:// url needs a [mqtt.tls] section with ca_file")
+        return self
+
+
+class CommandSettings(_Strict):
+    """Dealer-console commands over MQTT (``…/cmd/…``); off unless enabled."""
+
+    enabled: bool = False
+    #: File holding the HMAC key shared with the dealer console (readable by the service only).
+    hmac_key_file: Path | None = None
+    #: A command whose timestamp is further than this from our clock is stale, seconds.
+    max_skew: Annotated[float, Field(gt=0, le=600)] = 30.0
+
+    @model_validator(mode="after")
+    def _key(self) -> CommandSettings:
+        if self.enabled and self.hmac_key_file is None:
+            raise ValueError("enabled commands need hmac_key_file")
+        return self
+
+
+class JournalSettings(_Strict):
+    path: Path = Path("/var/lib/tabled/journal.sqlite")
+
+
+class LogSettings(_Strict):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    #: ``auto``: console lines on a terminal, JSON lines otherwise (under systemd).
+    format: Literal["auto", "json", "console"] = "auto"
+
+
+class Config(_Strict):
+    """The whole file."""
+
+    table: TableSettings
+    rules: dict[str, Any] = Field(default_factory=dict)
+    devices: list[DeviceSettings] = Field(default_factory=list)
+    mqtt: MQTTSettings = MQTTSettings()
+    commands: CommandSettings = CommandSettings()
+    journal: JournalSettings = JournalSettings()
+    log: LogSettings = LogSettings()
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> Config:
+        ids = [d.id for d in self.devices]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"device ids must be unique; repeated: {', '.join(dupes)}")
+        self.game_options()  # the rules core validates [rules]; errors name the key
+        return self
+
+    def game_options(self) -> GameOptions:
+        """The table's regulated options as the rules core's typed object."""
+        cls = OPTION_TYPES[self.table.game]
+        known = set(cls.__dataclass_fields__)
+        for key, value in self.rules.items():
+            if key not in known:
+                raise OptionError(key, f"unknown for {self.table.game} "
+                                       f"(known: {', '.join(sorted(known))})")
+            default = getattr(cls(), key)
+            if type(value) is not type(default):
+                raise OptionError(key, f"{value!r} is not a {type(default).__name__}")
+        return cls(**self.rules)
+
+
+class ConfigError(Exception):
+    """An unusable configuration. ``errors`` lists ``(key, reason)`` pairs, one per problem."""
+
+    def __init__(self, path: str, errors: list[tuple[str, str]]) -> None:
+        super().__init__(f"{path}: " + "; ".join(f"{k}: {r}" for k, r in errors))
+        self.path = path
+        self.errors = errors
+
+
+def _flatten(exc: ValidationError) -> list[tuple[str, str]]:
+    out = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"]
+        ctx_error = (err.get("ctx") or {}).get("error")
+        if isinstance(ctx_error, OptionError):
+            loc = ".".join(filter(None, (loc, "rules", ctx_error.key)))
+            msg = ctx_error.reason
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+        out.append((loc or "(top level)", msg))
+    return out
+
+
+def parse_config(data: dict[str, Any], path: str = "<config>") -> Config:
+    """Validate a decoded TOML document; raise :class:`ConfigError` listing every problem."""
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(path, _flatten(exc)) from None
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    """Read and validate a TOML config file; raise :class:`ConfigError` on any problem."""
+    name = str(path)
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(name, [("(file)", "no such file")]) from None
+    except OSError as exc:
+        raise ConfigError(name, [("(file)", f"cannot read: {exc.strerror}")]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(name, [("(file)", f"not valid TOML: {exc}")]) from None
+    return parse_config(data, name)
+
+
+class SecretError(Exception):
+    """A secret file that is missing, empty, or readable by others than the service."""
+
+
+def read_secret(path: Path) -> bytes:
+    """Read a secret (a password, an HMAC key) from a file only its owner may read.
+
+    The file must not be readable or writable by group or others: a secret that the whole
+    machine can read is refused, with the path and the mode in the error (never the content).
+    """
+    try:
+        st = os.stat(path)
+        if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise SecretError(
+                f"{path} is accessible by group or others (mode {stat.filemode(st.st_mode)}); "
+                "chmod 600 it"
+            )
+        data = Path(path).read_bytes().strip()
+    except FileNotFoundError:
+        raise SecretError(f"{path}: no such file") from None
+    except PermissionError:
+        raise SecretError(f"{path}: permission denied") from None
+    if not data:
+        raise SecretError(f"{path} is empty")
+    return data

@@ -1,0 +1,299 @@
+"""The journal: every accepted event and every message to publish, durable and hash-chained.
+
+Owns the SQLite file (WAL, ``synchronous=FULL``: a commit returns only once it is on disk) and the
+rules of what goes in it. The daemon writes an event and everything it caused (outcomes, the
+redacted events to publish, faults) in **one transaction** before anything is published, so a
+crash at any point leaves either all of it or none of it. Published messages get their per-table,
+per-topic sequence number here, once, so a restart re-publishes the same message under the same
+number and never a new one.
+
+Rows form a chain: each row's ``hash`` is SHA-256 over the previous row's hash and the row's own
+fields, so any edit, insertion or deletion breaks :meth:`Journal.verify` from that row on.
+
+It never publishes, never reads the rules, and never logs a row's body (it may hold face-down
+cards).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+SCHEMA_VERSION: Final = 1
+GENESIS: Final = b"\x00" * 32
+#: Topics whose messages are durable: journaled, sequenced, re-published until acknowledged.
+DURABLE_TOPICS: Final = ("event", "outcome", "fault")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS journal (
+    id          INTEGER PRIMARY KEY,
+    kind        TEXT NOT NULL CHECK (kind IN ('input', 'output', 'start')),
+    topic       TEXT,
+    stream_seq  INTEGER,
+    source      TEXT,
+    round       INTEGER,
+    ts          TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    hash        BLOB NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS journal_stream ON journal (topic, stream_seq)
+    WHERE kind = 'output';
+CREATE INDEX IF NOT EXISTS journal_round ON journal (round) WHERE round IS NOT NULL;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class JournalError(Exception):
+    """The journal could not make a record durable (disk full, unwritable, corrupt)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InputEntry:
+    """An accepted input: a device event, a console command or a daemon decision."""
+
+    source: str
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class OutputEntry:
+    """A message to publish on ``topic``; the journal adds ``table_seq`` to its body."""
+
+    topic: str
+    body: dict[str, Any]
+    round: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StartEntry:
+    """A daemon start, with the declared regulated options (audit trail)."""
+
+    body: dict[str, Any]
+
+
+Entry = InputEntry | OutputEntry | StartEntry
+
+
+@dataclass(frozen=True, slots=True)
+class StoredOutput:
+    id: int
+    topic: str
+    stream_seq: int
+    payload: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredInput:
+    id: int
+    source: str
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyResult:
+    ok: bool
+    rows: int
+    first_bad_id: int | None = None
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class RecalledRound:
+    round: int
+    inputs: list[StoredInput] = field(default_factory=list)
+    outcome: dict[str, Any] = field(default_factory=dict)
+
+
+def _dumps(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def _row_hash(prev: bytes, row: Sequence[Any]) -> bytes:
+    h = hashlib.sha256(prev)
+    for value in row:
+        h.update(b"\x1f")
+        h.update(b"\x00" if value is None else str(value).encode())
+    return h.digest()
+
+
+class Journal:
+    """One table's journal file. Not thread-safe: one event loop owns it."""
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise JournalError(f"{self.path}: no journal here")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)  # never world-readable
+            os.close(fd)
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise JournalError(f"{self.path}: cannot open: {exc}") from exc
+        self._last_hash, self._last_id = self._tail()
+        self._next_seq = {topic: self._max_seq(topic) + 1 for topic in DURABLE_TOPICS}
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def write(self, entries: Sequence[Entry], ts: str) -> list[StoredOutput]:
+        """Make ``entries`` durable in one transaction; return the outputs as stored.
+
+        Raises :class:`JournalError` and leaves the journal unchanged if the commit fails.
+        """
+        if not entries:
+            return []
+        db = self._db
+        prev, last_id = self._last_hash, self._last_id
+        next_seq = dict(self._next_seq)
+        stored: list[StoredOutput] = []
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            for entry in entries:
+                last_id += 1
+                row: tuple[object, ...]
+                if isinstance(entry, OutputEntry):
+                    seq = next_seq[entry.topic]
+                    next_seq[entry.topic] = seq + 1
+                    body = _dumps({**entry.body, "table_seq": seq})
+                    row = (last_id, "output", entry.topic, seq, None, entry.round, ts, body)
+                    stored.append(StoredOutput(last_id, entry.topic, seq, body))
+                elif isinstance(entry, InputEntry):
+                    row = (last_id, "input", None, None, entry.source, None, ts,
+                           _dumps(entry.body))
+                else:
+                    row = (last_id, "start", None, None, "daemon", None, ts, _dumps(entry.body))
+                prev = _row_hash(prev, row)
+                db.execute("INSERT INTO journal VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (*row, prev))
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise JournalError(f"{self.path}: write failed: {exc}") from exc
+        self._last_hash, self._last_id = prev, last_id
+        self._next_seq = next_seq
+        return stored
+
+    def set_meta(self, key: str, value: str) -> None:
+        try:
+            self._db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+                             "value = excluded.value", (key, value))
+        except sqlite3.Error as exc:
+            raise JournalError(f"{self.path}: meta write failed: {exc}") from exc
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return default if row is None else str(row[0])
+
+    def probe(self) -> None:
+        """A small durable write, to learn whether the disk takes writes again."""
+        self.set_meta("probe", str(self._last_id))
+
+    # -- reading --------------------------------------------------------------------------------
+
+    @property
+    def last_id(self) -> int:
+        return self._last_id
+
+    def next_seq(self, topic: str) -> int:
+        return self._next_seq[topic]
+
+    def inputs(self, after_id: int = 0) -> Iterator[StoredInput]:
+        """Every accepted input in order: what the rules core is rebuilt from."""
+        cur = self._db.execute(
+            "SELECT id, source, body FROM journal WHERE kind = 'input' AND id > ? ORDER BY id",
+            (after_id,),
+        )
+        for row_id, source, body in cur:
+            yield StoredInput(row_id, source, json.loads(body))
+
+    def outputs_after(self, after_id: int, limit: int = 500) -> list[StoredOutput]:
+        """Outputs with id > ``after_id``, oldest first (store-and-forward reads these)."""
+        cur = self._db.execute(
+            "SELECT id, topic, stream_seq, body FROM journal WHERE kind = 'output' AND id > ? "
+            "ORDER BY id LIMIT ?",
+            (after_id, limit),
+        )
+        return [StoredOutput(*row) for row in cur]
+
+    def acked_id(self) -> int:
+        """Every output with an id up to this one was acknowledged by the broker."""
+        return int(self.get_meta("acked_id", "0") or 0)
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal"):
+            with contextlib.suppress(FileNotFoundError):
+                total += os.stat(f"{self.path}{suffix}").st_size
+        return total
+
+    def verify(self) -> VerifyResult:
+        """Recompute the hash chain from the first row; report the first row that breaks it."""
+        prev = GENESIS
+        rows = 0
+        cur = self._db.execute(
+            "SELECT id, kind, topic, stream_seq, source, round, ts, body, hash FROM journal "
+            "ORDER BY id"
+        )
+        for expected_id, (*row, stored_hash) in enumerate(cur, 1):
+            rows = expected_id
+            if row[0] != expected_id:
+                return VerifyResult(False, rows, row[0], f"row {expected_id} is missing")
+            prev = _row_hash(prev, row)
+            if prev != stored_hash:
+                return VerifyResult(False, rows, row[0], "hash does not match the row")
+        return VerifyResult(True, rows)
+
+    def recall(self, last: int) -> list[RecalledRound]:
+        """The last ``last`` rounds that have an outcome, each with the inputs that led to it
+        (game recall). Inputs after the last outcome (a round in progress) are not shown."""
+        outcome_rows = self._db.execute(
+            "SELECT id, round, body FROM journal WHERE kind = 'output' AND topic = 'outcome' "
+            "ORDER BY id DESC LIMIT ?",
+            (last,),
+        ).fetchall()
+        outcome_rows.reverse()
+        if not outcome_rows:
+            return []
+        first_id = outcome_rows[0][0]
+        before = self._db.execute(
+            "SELECT MAX(id) FROM journal WHERE kind = 'output' AND topic = 'outcome' AND id < ?",
+            (first_id,),
+        ).fetchone()[0] or 0
+        inputs = list(self.inputs(after_id=before))
+        rounds = []
+        start = before
+        for row_id, round_no, body in outcome_rows:
+            rec = RecalledRound(round=round_no, outcome=json.loads(body))
+            rec.inputs = [i for i in inputs if start < i.id < row_id]
+            rounds.append(rec)
+            start = row_id
+        return rounds
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _tail(self) -> tuple[bytes, int]:
+        row = self._db.execute("SELECT hash, id FROM journal ORDER BY id DESC LIMIT 1").fetchone()
+        return (GENESIS, 0) if row is None else (bytes(row[0]), int(row[1]))
+
+    def _max_seq(self, topic: str) -> int:
+        row = self._db.execute(
+            "SELECT MAX(stream_seq) FROM journal WHERE kind = 'output' AND topic = ?", (topic,)
+        ).fetchone()
+        return -1 if row[0] is None else int(row[0])
+
+    def _rollback(self) -> None:
+        with contextlib.suppress(sqlite3.Error):  # no transaction was open if BEGIN failed
+            self._db.execute("ROLLBACK")

@@ -1,0 +1,368 @@
+"""MQTT for one table with aiomqtt: topic tree, birth and will, store-and-forward, commands.
+
+Owns the broker connection and everything that crosses it (docs/mqtt.md):
+
+- durable messages (``event``, ``outcome``, ``fault``) are read from the journal, never from
+  memory, and published in journal order with QoS 1 until the broker acknowledges them; the
+  acknowledged position is kept in the journal, so after a broker outage or a restart
+  publishing resumes where the broker stopped acknowledging: nothing lost, nothing re-numbered
+  (a QoS 1 re-delivery carries the same ``table_seq``);
+- a retained birth record on ``…/status`` and a retained last will that marks the table offline;
+- retained per-device availability on ``…/device/<id>/status``;
+- ``…/metrics`` every few seconds;
+- dealer-console commands on ``…/cmd/<name>`` (when enabled), answered on ``…/cmd/<name>/reply``.
+
+Reconnection is this module's loop around ``async with Client(...)`` (aiomqtt has none), with
+bounded exponential backoff. It never decides game state and never sees a face-down card: what
+it publishes was redacted before the journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import ssl
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiomqtt
+import structlog
+
+from daemon.backoff import Backoff
+from daemon.config import MQTTSettings, read_secret
+from daemon.journal import Journal, JournalError, StoredOutput
+from daemon.timeutil import rfc3339_now
+
+log = structlog.get_logger("tabled.mqtt")
+
+#: How often the acknowledged position is written to the journal while publishing, seconds.
+T_ACK_PERSIST = 1.0
+#: A QoS 1 publish not acknowledged within this time counts as a lost connection, seconds.
+T_PUBACK = 10.0
+#: Rows read from the journal per batch.
+BATCH = 256
+
+
+class Topics:
+    """The topic tree of one table: ``<prefix>/<site>/<table>/…``."""
+
+    def __init__(self, prefix: str, site: str, table: str) -> None:
+        self.base = f"{prefix}/{site}/{table}"
+        self.status = f"{self.base}/status"
+        self.event = f"{self.base}/event"
+        self.outcome = f"{self.base}/outcome"
+        self.fault = f"{self.base}/fault"
+        self.metrics = f"{self.base}/metrics"
+        self.commands = f"{self.base}/cmd/+"
+
+    def durable(self, topic: str) -> str:
+        return f"{self.base}/{topic}"
+
+    def device_status(self, device_id: str) -> str:
+        return f"{self.base}/device/{device_id}/status"
+
+    def reply(self, command: str) -> str:
+        return f"{self.base}/cmd/{command}/reply"
+
+    def command_name(self, topic: str) -> str | None:
+        prefix = f"{self.base}/cmd/"
+        rest = topic[len(prefix):] if topic.startswith(prefix) else ""
+        return rest if rest and "/" not in rest else None
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerAddress:
+    host: str
+    port: int
+    tls: bool
+
+    @classmethod
+    def parse(cls, url: str) -> BrokerAddress:
+        parts = urlsplit(url)
+        tls = parts.scheme == "mqtts"
+        return cls(parts.hostname or "127.0.0.1", parts.port or (8883 if tls else 1883), tls)
+
+
+def dumps(body: dict[str, Any]) -> str:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+
+
+CommandHandler = Callable[[str, bytes], Awaitable[dict[str, Any]]]
+
+
+class MqttService:
+    """The table's broker connection. Run :meth:`run` as a task; stop it with :meth:`stop`."""
+
+    def __init__(
+        self,
+        settings: MQTTSettings,
+        url: str,
+        topics: Topics,
+        journal: Journal,
+        *,
+        client_id: str,
+        birth: Callable[[], dict[str, Any]],
+        metrics: Callable[[], dict[str, Any]],
+        on_command: CommandHandler | None = None,
+    ) -> None:
+        self.settings = settings
+        self.address = BrokerAddress.parse(url)
+        self.topics = topics
+        self.journal = journal
+        self.client_id = client_id
+        self._birth = birth
+        self._metrics = metrics
+        self._on_command = on_command
+        self.connected = asyncio.Event()
+        self.wake = asyncio.Event()
+        self.acked_id = journal.acked_id()
+        self._persisted_ack = self.acked_id
+        self._device_status: dict[str, dict[str, Any]] = {}
+        self._client: aiomqtt.Client | None = None
+        self._volatile_seq: dict[str, int] = {}
+        self._stopping = False
+        self._will_seq = 0
+        self.counters: dict[str, int] = {"connects": 0, "disconnects": 0, "published": 0,
+                                         "republished": 0, "commands": 0}
+        self.publish_latency: list[float] = []
+        self._password: str | None = None
+        if settings.password_file is not None:
+            self._password = read_secret(settings.password_file).decode()
+
+    # -- for the rest of the daemon --------------------------------------------------------
+
+    def notify(self) -> None:
+        """New durable messages are in the journal (the runtime calls this after a commit)."""
+        self.wake.set()
+
+    @property
+    def backlog(self) -> int:
+        """Durable messages not yet acknowledged by the broker (journal rows)."""
+        return max(0, self.journal.last_id - self.acked_id)
+
+    def set_device_status(self, device_id: str, body: dict[str, Any]) -> None:
+        """Retained availability of one device; re-published on every (re)connect."""
+        self._device_status[device_id] = body
+        if self.connected.is_set():
+            asyncio.get_running_loop().create_task(
+                self._publish_device_status(device_id), name=f"device-status-{device_id}")
+
+    async def publish_volatile(self, topic: str, body: dict[str, Any], *, kind: str,
+                               retain: bool = False, qos: int = 1) -> bool:
+        """A message that is not journaled (status, metrics, replies, a journal failure):
+        published now if connected, with the next number of its own sequence."""
+        client = self._client
+        if client is None or not self.connected.is_set():
+            return False
+        payload = dumps({**body, "table_seq": self._next_volatile(kind), "ts": rfc3339_now()})
+        try:
+            await client.publish(topic, payload, qos=qos, retain=retain, timeout=T_PUBACK)
+        except aiomqtt.MqttError as exc:
+            log.warning("publish_failed", topic=topic, error=str(exc))
+            return False
+        return True
+
+    async def stop(self, drain_timeout: float = 5.0) -> None:
+        """Publish what is left (bounded wait), mark the table offline, disconnect."""
+        if self.connected.is_set():
+            try:
+                async with asyncio.timeout(drain_timeout):
+                    while self.backlog and self.connected.is_set():
+                        self.wake.set()
+                        await asyncio.sleep(0.02)
+            except TimeoutError:
+                log.warning("shutdown_with_backlog", backlog=self.backlog)
+            client = self._client
+            if client is not None and self.connected.is_set():
+                offline = {"state": "offline", "reason": "shutdown", "table_seq": self._will_seq,
+                           "ts": rfc3339_now()}
+                with contextlib.suppress(aiomqtt.MqttError):
+                    await client.publish(self.topics.status, dumps(offline), qos=1, retain=True,
+                                         timeout=T_PUBACK)
+        self._stopping = True
+        self._persist_ack(force=True)
+
+    # -- the connection loop ---------------------------------------------------------------
+
+    async def run(self) -> None:
+        backoff = Backoff(self.settings.reconnect_min, self.settings.reconnect_max)
+        while not self._stopping:
+            try:
+                await self._session(backoff)
+            except aiomqtt.MqttError as exc:
+                if self.connected.is_set():
+                    self.counters["disconnects"] += 1
+                    log.warning("broker_lost", error=str(exc), backlog=self.backlog)
+                else:
+                    log.info("broker_unreachable", error=str(exc), url=self._url())
+            finally:
+                self.connected.clear()
+                self._client = None
+                self._persist_ack(force=True)
+            if self._stopping:
+                return
+            await asyncio.sleep(backoff.next())
+
+    async def _session(self, backoff: Backoff) -> None:
+        # The will is reserved the next status number, so that it sorts after the birth.
+        birth_seq = self._next_volatile("status")
+        self._will_seq = self._next_volatile("status")
+        will = aiomqtt.Will(
+            self.topics.status,
+            dumps({"state": "offline", "reason": "connection_lost", "table_seq": self._will_seq}),
+            qos=1, retain=True,
+        )
+        client = aiomqtt.Client(
+            self.address.host, self.address.port, identifier=self.client_id,
+            username=self.settings.username, password=self._password, will=will,
+            keepalive=self.settings.keepalive, tls_context=self._tls_context(),
+            max_inflight_messages=self.settings.max_inflight, timeout=T_PUBACK,
+            clean_session=True,
+        )
+        async with client:
+            self._client = client
+            self.connected.set()
+            self.counters["connects"] += 1
+            backoff.reset()
+            log.info("broker_connected", url=self._url(), backlog=self.backlog)
+            birth = {**self._birth(), "state": "online", "table_seq": birth_seq,
+                     "ts": rfc3339_now()}
+            await client.publish(self.topics.status, dumps(birth), qos=1, retain=True)
+            for device_id in list(self._device_status):
+                await self._publish_device_status(device_id)
+            if self._on_command is not None:
+                await client.subscribe(self.topics.commands, qos=1)
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._pump(client), name="mqtt-pump")
+                group.create_task(self._metrics_loop(), name="mqtt-metrics")
+                group.create_task(self._incoming(client), name="mqtt-incoming")
+
+    # -- durable messages: journal -> broker --------------------------------------------------
+
+    async def _pump(self, client: aiomqtt.Client) -> None:
+        """Publish every journaled message after the acknowledged position, in journal order,
+        with up to ``max_inflight`` in flight."""
+        cursor = self.acked_id
+        inflight: deque[tuple[int, asyncio.Future[None]]] = deque()
+        room = asyncio.Semaphore(self.settings.max_inflight)
+        first_pass_end = self.journal.last_id
+        try:
+            await self._pump_rows(client, cursor, inflight, room, first_pass_end)
+        finally:
+            for _, future in inflight:
+                future.cancel()
+            await asyncio.gather(*(f for _, f in inflight), return_exceptions=True)
+
+    async def _pump_rows(self, client: aiomqtt.Client, cursor: int,
+                         inflight: deque[tuple[int, asyncio.Future[None]]],
+                         room: asyncio.Semaphore, first_pass_end: int) -> None:
+        last_persist = time.monotonic()
+        while True:
+            self.wake.clear()
+            rows = self.journal.outputs_after(cursor, BATCH)
+            if not rows:
+                self._advance(inflight)
+                if time.monotonic() - last_persist > T_ACK_PERSIST or not inflight:
+                    self._persist_ack()
+                    last_persist = time.monotonic()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), timeout=T_ACK_PERSIST)
+                continue
+            for row in rows:
+                await room.acquire()
+                if row.id <= first_pass_end:
+                    self.counters["republished"] += 1
+                future = asyncio.ensure_future(self._publish_row(client, row, room))
+                inflight.append((row.id, future))
+                cursor = row.id
+                self._advance(inflight)
+            if time.monotonic() - last_persist > T_ACK_PERSIST:
+                self._persist_ack()
+                last_persist = time.monotonic()
+
+    async def _publish_row(self, client: aiomqtt.Client, row: StoredOutput,
+                           room: asyncio.Semaphore) -> None:
+        started = time.monotonic()
+        try:
+            await client.publish(self.topics.durable(row.topic), row.payload, qos=1)
+        finally:
+            room.release()
+        self.counters["published"] += 1
+        if len(self.publish_latency) < 4096:
+            self.publish_latency.append(time.monotonic() - started)
+
+    def _advance(self, inflight: deque[tuple[int, asyncio.Future[None]]]) -> None:
+        """Move the acknowledged position over the contiguous acknowledged prefix."""
+        while inflight and inflight[0][1].done():
+            row_id, future = inflight.popleft()
+            exc = future.exception()
+            if exc is not None:
+                raise exc  # the connection is gone: the session ends, the loop reconnects
+            self.acked_id = row_id
+
+    def _persist_ack(self, force: bool = False) -> None:
+        if self.acked_id == self._persisted_ack and not force:
+            return
+        try:
+            self.journal.set_meta("acked_id", str(self.acked_id))
+            self._persisted_ack = self.acked_id
+        except JournalError as exc:
+            log.warning("ack_not_persisted", error=str(exc))
+
+    # -- volatile messages ------------------------------------------------------------------
+
+    def _next_volatile(self, kind: str) -> int:
+        if kind not in self._volatile_seq:
+            self._volatile_seq[kind] = int(self.journal.get_meta(f"seq:{kind}", "-1") or -1)
+        self._volatile_seq[kind] += 1
+        seq = self._volatile_seq[kind]
+        # If the journal fails, the number still goes up in memory (the failure is reported
+        # on its own); it is only lost if the daemon also restarts before the disk recovers.
+        with contextlib.suppress(JournalError):
+            self.journal.set_meta(f"seq:{kind}", str(seq))
+        return seq
+
+    async def _publish_device_status(self, device_id: str) -> None:
+        body = self._device_status.get(device_id)
+        if body is not None:
+            await self.publish_volatile(self.topics.device_status(device_id), body,
+                                        kind="device", retain=True)
+
+    async def _metrics_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.metrics_interval)
+            await self.publish_volatile(self.topics.metrics, self._metrics(), kind="metrics",
+                                        qos=0)
+
+    async def _incoming(self, client: aiomqtt.Client) -> None:
+        """Commands in; and, with or without commands, the way a lost connection is noticed
+        (the message iterator raises MqttError)."""
+        async for message in client.messages:
+            name = self.topics.command_name(str(message.topic))
+            if name is None or name.endswith("reply") or self._on_command is None:
+                continue
+            self.counters["commands"] += 1
+            payload = message.payload if isinstance(message.payload, bytes) else str(
+                message.payload).encode()
+            reply = await self._on_command(name, payload)
+            await self.publish_volatile(self.topics.reply(name), reply, kind="reply")
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _url(self) -> str:
+        scheme = "mqtts" if self.address.tls else "mqtt"
+        return f"{scheme}://{self.address.host}:{self.address.port}"
+
+    def _tls_context(self) -> ssl.SSLContext | None:
+        tls = self.settings.tls
+        if tls is None and not self.address.tls:
+            return None
+        context = ssl.create_default_context(cafile=str(tls.ca_file) if tls else None)
+        if tls is not None and tls.cert_file is not None and tls.key_file is not None:
+            context.load_cert_chain(str(tls.cert_file), str(tls.key_file))
+        return context

@@ -1,0 +1,244 @@
+"""The table runtime: events in, rules core, journal, messages ready to publish.
+
+Owns the synchronous path from an accepted event to durable records. For each event it runs the
+rules core, works out what may be published (for Q Poker the rules core's
+:class:`~daemon.rules.qpoker.Publication` withholds face-down cards), and stages the event and
+everything it caused; :meth:`TableRuntime.commit` writes the staged records in one journal
+transaction. Only after that commit does anything reach MQTT (the publisher reads the journal),
+and only after it do the drivers acknowledge the device's frames: a crash before the commit
+leaves the event with the device, which sends it again.
+
+If the journal cannot make records durable (disk full, unwritable), the runtime becomes
+*degraded*: it rebuilds the rules state from the journal (forgetting what it could not write),
+refuses every new event (the devices keep them), and reports the fault; it probes the journal
+and recovers by itself.
+
+It never awaits, never publishes, and never logs a card.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from daemon.config import Config
+from daemon.events import Event, Fault, event_to_dict, parse_event
+from daemon.faults import JOURNAL_FAILURE
+from daemon.journal import Entry, InputEntry, Journal, JournalError, OutputEntry, StartEntry
+from daemon.logs import event_fields
+from daemon.rules import Table, make_table
+from daemon.rules.options import declare
+from daemon.rules.outcome import Notice, Outcome, Output
+from daemon.rules.qpoker import Publication, QPokerTable
+from daemon.timeutil import rfc3339_now
+
+log = structlog.get_logger("tabled.runtime")
+
+
+class Degraded(Exception):
+    """The runtime refuses events: the journal cannot make them durable."""
+
+
+@dataclass(slots=True)
+class Latencies:
+    """Recent latencies in seconds (event staged -> journal commit), for metrics."""
+
+    samples: list[float] = field(default_factory=list)
+    cap: int = 4096
+
+    def add(self, value: float) -> None:
+        if len(self.samples) < self.cap:
+            self.samples.append(value)
+
+    def take(self) -> list[float]:
+        out, self.samples = self.samples, []
+        return out
+
+
+@dataclass(slots=True)
+class DeviceProgress:
+    """What the journal holds from one device: its next event sequence number, and the last
+    device message made durable (for the link's exactly-once resume)."""
+
+    next_seq: int = 0
+    boot_id: int | None = None
+    last_message: int | None = None
+
+    def saw(self, event: Event) -> None:
+        if event.meta.seq is not None:
+            self.next_seq = max(self.next_seq, event.meta.seq + 1)
+        boot, number = event.extra.get("device_boot"), event.extra.get("device_msg")
+        if isinstance(boot, int) and isinstance(number, int) and (
+                boot != self.boot_id or self.last_message is None or number > self.last_message):
+            self.boot_id, self.last_message = boot, number
+
+
+class TableRuntime:
+    """One table's game state and journal. Every method runs on the event loop, and returns."""
+
+    def __init__(
+        self,
+        config: Config,
+        journal: Journal,
+        *,
+        on_committed: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self.game = config.table.game
+        self.options = config.game_options()
+        self.journal = journal
+        self.on_committed = on_committed
+        self._clock = clock
+        self.counters: Counter[str] = Counter()
+        self.commit_latency = Latencies()
+        self.degraded: str | None = None
+        self._staged: list[Entry] = []
+        self._staged_at: float | None = None
+        self.devices: dict[str, DeviceProgress] = {}
+        self.table: Table
+        self.publication: Publication | None
+        self.table, self.publication = self._rebuild()
+
+    # -- state ---------------------------------------------------------------------------------
+
+    def _fresh(self) -> tuple[Table, Publication | None]:
+        table = make_table(self.game, self.options)
+        publication = Publication(table) if isinstance(table, QPokerTable) else None
+        return table, publication
+
+    def _rebuild(self) -> tuple[Table, Publication | None]:
+        """The rules state after every input the journal holds (outputs are already there)."""
+        table, publication = self._fresh()
+        count = 0
+        self.devices.clear()
+        for stored in self.journal.inputs():
+            event = parse_event(stored.body)
+            self._saw(event)
+            outputs = table.feed(event)
+            if publication is not None:
+                publication.admit(event, outputs)
+            count += 1
+        self.counters["rebuilt_inputs"] = count
+        return table, publication
+
+    def record_start(self, version: str, devices: list[dict[str, Any]]) -> None:
+        """Journal this start with the declared regulated options (never changed at run time)."""
+        body = {"version": version, "game": self.game, "options": declare(self.options),
+                "devices": devices, "round_open": self.table.round_open,
+                "next_round": self.table.next_round}
+        self.journal.write([StartEntry(body)], rfc3339_now())
+
+    # -- the path of an event ------------------------------------------------------------------
+
+    def stage(self, event: Event, source: str) -> list[Output]:
+        """Run ``event`` through the rules and stage it with what it caused. Raises Degraded."""
+        if self.degraded is not None:
+            self.counters["refused_degraded"] += 1
+            raise Degraded(self.degraded)
+        try:
+            outputs = self.table.feed(event)
+        except Exception:  # a bug in the rules core must not take the table down
+            log.exception("rules_error", **event_fields(event))
+            self.counters["rules_errors"] += 1
+            # The table may be half-changed: keep what is staged, then rebuild from the journal.
+            self.commit()
+            self.table, self.publication = self._rebuild()
+            self._staged.append(OutputEntry("fault", self.fault_body(
+                "rules_error", f"the rules core failed on a {event.TYPE} event; not applied")))
+            return []
+        body = event_to_dict(event)
+        entries: list[Entry] = [InputEntry(source, body)]
+        published = (
+            self.publication.admit(event, outputs) if self.publication is not None else [event]
+        )
+        for item in published:
+            entries.append(OutputEntry("event", event_to_dict(item)))
+        if isinstance(event, Fault):
+            entries.append(OutputEntry("fault", {**body, "source": source}))
+        for output in outputs:
+            if isinstance(output, Outcome):
+                record = output.to_record()
+                record["ts"] = rfc3339_now()
+                entries.append(OutputEntry("outcome", record, round=output.round))
+                self.counters["outcomes"] += 1
+                log.info("outcome", round=output.round, status=output.status,
+                         article=output.article)
+            else:
+                entries.append(OutputEntry("fault", self._notice_body(output, event)))
+                self.counters["notices"] += 1
+                log.warning("notice", code=output.code, notice=output.message,
+                            article=output.article, **event_fields(event))
+        self._staged.extend(entries)
+        if self._staged_at is None:
+            self._staged_at = self._clock()
+        self.counters["events"] += 1
+        return outputs
+
+    def commit(self) -> bool:
+        """Write everything staged in one transaction. False (and degraded) if it failed."""
+        if not self._staged:
+            return self.degraded is None
+        staged, self._staged = self._staged, []
+        started, self._staged_at = self._staged_at, None
+        try:
+            self.journal.write(staged, rfc3339_now())
+        except JournalError as exc:
+            self._degrade(str(exc))
+            return False
+        if started is not None:
+            self.commit_latency.add(self._clock() - started)
+        self.counters["commits"] += 1
+        self.on_committed()
+        return True
+
+    def accept(self, event: Event, source: str) -> list[Output]:
+        """Stage and commit one event at once (commands, daemon decisions). Raises Degraded."""
+        outputs = self.stage(event, source)
+        if not self.commit():
+            raise Degraded(self.degraded or "journal failure")
+        return outputs
+
+    def _saw(self, event: Event) -> None:
+        device = event.meta.device
+        if device is not None:
+            self.devices.setdefault(device, DeviceProgress()).saw(event)
+
+    # -- disk trouble --------------------------------------------------------------------------
+
+    def _degrade(self, reason: str) -> None:
+        first = self.degraded is None
+        self.degraded = reason
+        self.counters["journal_failures"] += 1
+        # What was fed to the rules but not written never happened: rebuild from the journal.
+        self.table, self.publication = self._rebuild()
+        if first:
+            log.error("journal_failure", reason=reason, code=JOURNAL_FAILURE)
+
+    def probe(self) -> bool:
+        """While degraded: try a durable write; leave the degraded state if it works."""
+        if self.degraded is None:
+            return True
+        try:
+            self.journal.probe()
+        except JournalError:
+            return False
+        log.warning("journal_recovered", was=self.degraded)
+        self.degraded = None
+        return True
+
+    def fault_body(self, code: str, detail: str) -> dict[str, Any]:
+        """A fault the daemon raises about itself (not journaled when the journal is the fault)."""
+        return {"v": 1, "type": "fault", "code": code, "detail": detail, "source": "daemon",
+                "ts": rfc3339_now()}
+
+    @staticmethod
+    def _notice_body(notice: Notice, event: Event) -> dict[str, Any]:
+        body: dict[str, Any] = {"v": 1, "type": "notice", **notice.to_dict(),
+                                "event": event_fields(event), "ts": rfc3339_now()}
+        return body

@@ -1,0 +1,240 @@
+"""Device supervision: one loop per configured device — connect, watch, lose, back off, retry.
+
+Owns the life of each device's driver and the consequences of losing one (the rules decide what
+a loss means; this module decides *when* to tell them):
+
+- on loss, the ``device_lost`` fault goes to the rules core at once: a shuffler lost while
+  dealing voids the Q Poker round (qpoker.art11.5), a dice sensor lost means no roll until it is
+  back (nothing to decide);
+- a shoe lost mid-hand voids the hand if it is not back within ``lost_void_after`` seconds: the
+  deal cannot be corrected (baccarat.art10); back in time, the hand simply continues (the shoe
+  re-sends what the daemon had not acknowledged);
+- after a restart with a round open, a shuffler or shoe that does not come back within
+  ``lost_void_after`` is treated as lost mid-round the same way; one that does resumes the round.
+
+Reconnection uses bounded exponential backoff that resets once a link is up. A device with a
+``match`` instead of a URL waits for discovery (pyudev, or injected records) to report it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from daemon.backoff import Backoff
+from daemon.config import DeviceSettings
+from daemon.events import Event, Fault, Void
+from daemon.faults import DEVICE_LOST
+from daemon.runtime import Degraded, TableRuntime
+from daemon.timeutil import rfc3339_now
+from drivers.errors import DeviceError
+from drivers.registry import Device, open_device
+
+log = structlog.get_logger("tabled.supervisor")
+
+StatusSink = Callable[[str, dict[str, Any]], None]
+
+
+class DeviceSink:
+    """The drivers' ``emit``: stages each event in the runtime; ``commit()`` is the durability
+    barrier the driver calls before acknowledging the device's frames."""
+
+    def __init__(self, runtime: TableRuntime, device_id: str) -> None:
+        self.runtime = runtime
+        self.source = f"device:{device_id}"
+        self._refused = False
+
+    def __call__(self, event: Event) -> None:
+        try:
+            self.runtime.stage(event, self.source)
+        except Degraded:
+            self._refused = True
+
+    def commit(self) -> bool:
+        if self._refused:
+            self._refused = False
+            return False
+        return self.runtime.commit()
+
+
+class DeviceSupervisor:
+    """Keeps one device connected for as long as the daemon runs."""
+
+    def __init__(
+        self,
+        settings: DeviceSettings,
+        runtime: TableRuntime,
+        *,
+        on_status: StatusSink,
+        first_seq: int = 0,
+        records: asyncio.Queue[tuple[str, str | None]] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.runtime = runtime
+        self.on_status = on_status
+        self.next_seq = first_seq
+        self.records = records  # discovery: ("add", url) / ("remove", None)
+        self.options = options or {}
+        self.driver: Device | None = None
+        self.connected = asyncio.Event()
+        self.reconnects = 0
+        self.losses = 0
+        self._discovered_url: str | None = None
+        self._lost_timer: asyncio.TimerHandle | None = None
+        self._counters_before: dict[str, int] = {}
+        self.state = "starting"
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        s = self.settings
+        backoff = Backoff(s.reconnect_min, s.reconnect_max)
+        if self.runtime.table.round_open and s.family in ("shoe", "shuffler"):
+            # A restart in the middle of a round: the round resumes if the device comes back.
+            self._arm_lost_timer("not back after a restart")
+        while True:
+            url = await self._url()
+            self._status("connecting", url=url)
+            try:
+                driver = await open_device(s.family, url, device_id=s.id,
+                                           emit=DeviceSink(self.runtime, s.id),
+                                           first_seq=self.next_seq, **self.options)
+            except DeviceError as exc:
+                self._status("unavailable", url=url, error=str(exc))
+                await asyncio.sleep(backoff.next())
+                continue
+            self.driver = driver
+            try:
+                async with asyncio.timeout(s.connect_timeout):
+                    await driver.connected.wait()
+            except TimeoutError:
+                driver.close("link did not come up")
+                await driver.wait_closed()
+                self.next_seq = driver.next_seq
+                self._status("unavailable", url=url, error="link did not come up")
+                await asyncio.sleep(backoff.next())
+                continue
+            backoff.reset()
+            self.connected.set()
+            self._disarm_lost_timer()
+            self._status("connected", url=url, info=dict(driver.info))
+            watcher = asyncio.create_task(self._watch_removal(driver), name=f"removal-{s.id}")
+            try:
+                await driver.wait_closed()
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+                self.connected.clear()
+                self.next_seq = driver.next_seq
+                self._keep_counters(driver)
+                self.driver = None
+            self._lost(driver)
+            self.reconnects += 1
+            await asyncio.sleep(backoff.next())
+
+    async def stop(self) -> None:
+        self._disarm_lost_timer()
+        driver = self.driver
+        if driver is not None:
+            driver.close("daemon stopping")
+            await driver.wait_closed()
+
+    # -- loss and its consequence ------------------------------------------------------------
+
+    def _lost(self, driver: Device) -> None:
+        self.losses += 1
+        reason = driver.close_reason or "unknown"
+        log.warning("device_lost", device=self.settings.id, family=self.settings.family,
+                    reason=reason)
+        self._status("lost", reason=reason)
+        fault = driver.lost_fault()
+        self._accept(fault, "the device is lost")
+        if self.settings.family == "shoe" and self.runtime.table.round_open:
+            self._arm_lost_timer(reason)
+
+    def _arm_lost_timer(self, reason: str) -> None:
+        self._disarm_lost_timer()
+        loop = asyncio.get_running_loop()
+        self._lost_timer = loop.call_later(self.settings.lost_void_after,
+                                           self._still_lost, reason)
+
+    def _disarm_lost_timer(self) -> None:
+        if self._lost_timer is not None:
+            self._lost_timer.cancel()
+            self._lost_timer = None
+
+    def _still_lost(self, reason: str) -> None:
+        """The device did not come back in time while a round was open."""
+        self._lost_timer = None
+        if self.connected.is_set() or not self.runtime.table.round_open:
+            return
+        detail = f"{self.settings.family} {self.settings.id} not back within " \
+                 f"{self.settings.lost_void_after:g} s ({reason})"
+        if self.settings.family == "shoe":
+            # baccarat.art10: a dealing error that cannot be corrected voids the hand
+            self._accept(Void(reason=f"device_lost: {detail}", extra={"source": "daemon"}),
+                         "hand cannot be corrected")
+        else:
+            self._accept(Fault(code=DEVICE_LOST, detail=detail,
+                               extra={"family": self.settings.family, "source": "daemon"}),
+                         "device not back")
+
+    def _accept(self, event: Event, why: str) -> None:
+        try:
+            self.runtime.accept(event, "daemon")
+        except Degraded as exc:
+            log.error("consequence_not_recorded", device=self.settings.id, why=why,
+                      error=str(exc))
+
+    # -- discovery ---------------------------------------------------------------------------
+
+    async def _url(self) -> str:
+        if self.settings.url is not None:
+            return self.settings.url
+        assert self.records is not None, "a device with a match needs discovery records"
+        while self._discovered_url is None:
+            self._status("waiting", detail="waiting for the device to appear")
+            action, url = await self.records.get()
+            if action in ("add", "present"):
+                self._discovered_url = url
+        return self._discovered_url
+
+    async def _watch_removal(self, driver: Device) -> None:
+        if self.records is None:
+            return
+        while True:
+            action, url = await self.records.get()
+            if action == "remove":
+                self._discovered_url = None
+                driver.close("removed")
+                return
+            if action in ("add", "present"):
+                self._discovered_url = url
+
+    # -- status ------------------------------------------------------------------------------
+
+    def _status(self, state: str, **fields: Any) -> None:
+        self.state = state
+        body = {"state": state, "device": self.settings.id, "family": self.settings.family,
+                "since": rfc3339_now(), **fields}
+        self.on_status(self.settings.id, body)
+
+    def _keep_counters(self, driver: Device) -> None:
+        for key, value in driver.link_counters().items():
+            self._counters_before[key] = self._counters_before.get(key, 0) + value
+
+    def counters(self) -> dict[str, int]:
+        """Link and framing counters over every connection so far."""
+        out = dict(self._counters_before)
+        if self.driver is not None:
+            for key, value in self.driver.link_counters().items():
+                out[key] = out.get(key, 0) + value
+        out["reconnects"] = self.reconnects
+        out["losses"] = self.losses
+        return out
