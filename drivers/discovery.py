@@ -328,11 +328,15 @@ class UdevSource:
     def receive(self) -> list[DeviceRecord]:
         """Every record the monitor has now, in order. Raises DeviceError (reason
         ``udev_monitor_failed``) if the monitor broke in a way re-enumeration cannot mend."""
-        monitor = self._opened()
         records: list[DeviceRecord] = []
         while True:
             try:
-                device = monitor.poll(timeout=0)
+                device = self._opened().poll(timeout=0)
+            except ValueError:
+                # pyudev's translation of libudev's EINVAL: one malformed message (anyone with
+                # CAP_NET_ADMIN can send to the group), already consumed; the next may be fine.
+                self.counters["bad_message"] += 1
+                continue
             except OSError as exc:
                 self._recover(exc)
                 records.extend(self._resync())
@@ -361,10 +365,15 @@ class UdevSource:
     def _recover(self, exc: OSError) -> None:
         # pyudev's poll raises a bare OSError when the socket has a pending error (POLLERR); the
         # error stays until read, so read it (SO_ERROR clears it) to learn what happened.
-        code = exc.errno or self._take_socket_error()
+        try:
+            code = exc.errno or self._take_socket_error()
+        except OSError:
+            code = None  # not even a socket any more
         if code != errno.ENOBUFS:
+            # The cause goes without its traceback: its frames hold the monitor, whose socket
+            # would then stay open for as long as anyone keeps this error.
             raise DeviceError(f"udev monitor failed: {exc} (socket error {code})",
-                              reason="udev_monitor_failed") from exc
+                              reason="udev_monitor_failed") from exc.with_traceback(None)
         self.counters["monitor_overflow"] += 1
         log.warning("udev_monitor_overflow", action="re-enumerating")
 

@@ -487,6 +487,7 @@ async def test_a_real_uevent_reaches_discovery_through_pyudevs_filter(
         injector.send("add", f"sdTABLED{injector.tag}", subsystem="block",
                       ID_SERIAL_SHORT=injector.tag)
         injector.send("change", f"ttyTABLED{injector.tag}")  # not a presence change
+        injector.send("add", f"ttyTABLED{injector.tag}", SEQNUM="")  # malformed: no seqnum
         injector.shoe("add")
         async with asyncio.timeout(T_EVENT):
             found = await anext(discovery)
@@ -506,6 +507,7 @@ async def test_a_real_uevent_reaches_discovery_through_pyudevs_filter(
         counters = discovery.counters()
         assert counters["unmatched"] == unmatched
         assert (counters["ignored_action"], counters["duplicate_add"]) == (1, 1)
+        assert counters["bad_message"] == 1
     assert open_fds() == fds_before
 
 
@@ -526,6 +528,36 @@ async def test_a_remove_lost_to_overflow_is_recovered_by_reenumeration(
         assert gone == DeviceChange("shoe-1", replace(found.record, action="remove"))
         assert discovery.counters()["monitor_overflow"] >= 1
         assert discovery.present == {}
+
+
+class BreakingSource(UdevSource):
+    """A real udev source whose socket is swapped, once open, for one with a pending error
+    that is not an overflow (a Unix socket whose peer closed with data unread: ECONNRESET)."""
+
+    def open(self) -> list[DeviceRecord]:
+        records = super().open()
+        broken, peer = socket.socketpair()
+        broken.send(b"unread")
+        peer.close()
+        os.dup2(broken.fileno(), self.fileno())
+        broken.close()
+        return records
+
+
+async def test_a_broken_monitor_ends_the_iteration_with_a_device_error() -> None:
+    reason = monitor_unavailable()
+    if reason:
+        pytest.skip(reason)
+    fds_before = open_fds()
+    discovery = Discovery({"shoe-1": DeviceMatch(serial="A1B2")}, udev=True)
+    discovery.source = BreakingSource(["tty"])
+    async with discovery:
+        with pytest.raises(DeviceError) as failed:
+            await collect(discovery)
+        assert failed.value.reason == "udev_monitor_failed"
+        with pytest.raises(RuntimeError, match="closed"):
+            discovery.inject(tty())
+    assert open_fds() == fds_before
 
 
 # -- udev rules -----------------------------------------------------------------------------
