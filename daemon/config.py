@@ -20,6 +20,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -175,27 +176,57 @@ class Config(_Strict):
     journal: JournalSettings = JournalSettings()
     log: LogSettings = LogSettings()
 
-    @model_validator(mode="after")
-    def _cross_checks(self) -> Config:
-        ids = [d.id for d in self.devices]
+    @field_validator("rules")
+    @classmethod
+    def _rules(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        table = info.data.get("table")
+        if isinstance(table, TableSettings):  # else the [table] error is reported already
+            game_options(table.game, value)  # the rules core validates; errors name the key
+        return value
+
+    @field_validator("devices")
+    @classmethod
+    def _unique(cls, value: list[DeviceSettings]) -> list[DeviceSettings]:
+        ids = [d.id for d in value]
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ValueError(f"device ids must be unique; repeated: {', '.join(dupes)}")
-        self.game_options()  # the rules core validates [rules]; errors name the key
-        return self
+        return value
 
     def game_options(self) -> GameOptions:
         """The table's regulated options as the rules core's typed object."""
-        cls = OPTION_TYPES[self.table.game]
-        known = set(cls.__dataclass_fields__)
-        for key, value in self.rules.items():
-            if key not in known:
-                raise OptionError(key, f"unknown for {self.table.game} "
-                                       f"(known: {', '.join(sorted(known))})")
-            default = getattr(cls(), key)
-            if type(value) is not type(default):
-                raise OptionError(key, f"{value!r} is not a {type(default).__name__}")
-        return cls(**self.rules)
+        return game_options(self.table.game, self.rules)
+
+
+class OptionErrors(ValueError):
+    """Every problem of a ``[rules]`` table, each an OptionError naming its key."""
+
+    def __init__(self, errors: list[OptionError]) -> None:
+        super().__init__("; ".join(str(e) for e in errors))
+        self.errors = errors
+
+
+def game_options(game: str, rules: dict[str, Any]) -> GameOptions:
+    """Typed options for ``game`` from a TOML ``[rules]`` table; OptionErrors names each key."""
+    cls = OPTION_TYPES[game]
+    known = set(cls.__dataclass_fields__)
+    errors: list[OptionError] = []
+    for key, value in rules.items():
+        if key not in known:
+            errors.append(OptionError(
+                key, f"unknown for {game} (known: {', '.join(sorted(known))})"))
+            continue
+        default = getattr(cls(), key)
+        if type(value) is not type(default):
+            errors.append(OptionError(key, f"{value!r} is not a {type(default).__name__}"))
+            continue
+        try:
+            cls(**{key: value})  # each option's own range check (Art. 1, 9, 17 ...)
+        except OptionError as exc:
+            errors.append(exc)
+    if errors:
+        raise OptionErrors(errors)
+    return cls(**rules)
 
 
 class ConfigError(Exception):
@@ -213,10 +244,10 @@ def _flatten(exc: ValidationError) -> list[tuple[str, str]]:
         loc = ".".join(str(p) for p in err["loc"])
         msg = err["msg"]
         ctx_error = (err.get("ctx") or {}).get("error")
-        if isinstance(ctx_error, OptionError):
-            loc = ".".join(filter(None, (loc, "rules", ctx_error.key)))
-            msg = ctx_error.reason
-        elif msg.startswith("Value error, "):
+        if isinstance(ctx_error, OptionErrors):
+            out += [(f"rules.{e.key}", e.reason) for e in ctx_error.errors]
+            continue
+        if msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
         out.append((loc or "(top level)", msg))
     return out

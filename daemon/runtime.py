@@ -152,6 +152,7 @@ class TableRuntime:
             self._staged.append(OutputEntry("fault", self.fault_body(
                 "rules_error", f"the rules core failed on a {event.TYPE} event; not applied")))
             return []
+        self._saw(event)
         body = event_to_dict(event)
         entries: list[Entry] = [InputEntry(source, body)]
         published = (

@@ -1,0 +1,131 @@
+"""The config file: the example is valid, every error names its key, secrets stay private."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from daemon.config import ConfigError, SecretError, load_config, parse_config, read_secret
+from daemon.rules.options import BaccaratOptions, CrapsOptions
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "config" / "tabled.example.toml"
+
+
+def minimal(**over: object) -> dict:
+    doc: dict = {"table": {"site": "s1", "id": "t1", "game": "baccarat"}}
+    doc.update(over)
+    return doc
+
+
+def test_the_example_documents_a_valid_config() -> None:
+    config = load_config(EXAMPLE)
+    assert config.table.game == "baccarat"
+    assert config.game_options() == BaccaratOptions(method=1, commission="five_percent",
+                                                    last_hand="this", decks=8)
+    assert config.devices[0].family == "shoe"
+
+
+def test_every_key_of_the_schema_appears_in_the_example() -> None:
+    """config/tabled.example.toml documents every key (commented or not)."""
+    from daemon.config import Config
+
+    text = EXAMPLE.read_text()
+
+    def keys(model: type) -> set[str]:
+        out = set()
+        for name, field in model.model_fields.items():
+            out.add(name)
+            ann = field.annotation
+            for arg in getattr(ann, "__args__", (ann,)):
+                if isinstance(arg, type) and hasattr(arg, "model_fields"):
+                    out |= keys(arg)
+                for inner in getattr(arg, "__args__", ()):
+                    if isinstance(inner, type) and hasattr(inner, "model_fields"):
+                        out |= keys(inner)
+        return out
+
+    missing = sorted(k for k in keys(Config) if f"{k} =" not in text and f"[{k}" not in text
+                     and f".{k}]" not in text)
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("doc", "key", "reason"),
+    [
+        (minimal(rules={"method": 3}), "rules.method", "not 1 or 2 (Art. 9)"),
+        (minimal(rules={"commission": "ten"}), "rules.commission", "Art. 17"),
+        (minimal(rules={"big_bets_on_come_out": True}), "rules.big_bets_on_come_out",
+         "unknown for baccarat"),
+        (minimal(rules={"decks": "8"}), "rules.decks", "'8' is not a int"),
+        ({"table": {"site": "s", "id": "t", "game": "poker"}}, "table.game", "'baccarat'"),
+        (minimal(devices=[{"id": "a", "family": "shoe"}]), "devices.0",
+         "exactly one of url or match"),
+        (minimal(devices=[{"id": "a", "family": "fan", "url": "/dev/x"}]), "devices.0.family",
+         "'shoe'"),
+        (minimal(devices=[{"id": "a", "family": "shoe", "url": "/x"},
+                          {"id": "a", "family": "dice", "url": "/y"}]), "devices",
+         "repeated: a"),
+        (minimal(mqtt={"url": "http://x"}), "mqtt.url", "mqtt://host:port"),
+        (minimal(mqtt={"url": "mqtts://x:8883"}), "mqtt", "needs a [mqtt.tls]"),
+        (minimal(mqtt={"password_file": "/p"}), "mqtt", "needs a username"),
+        (minimal(commands={"enabled": True}), "commands", "hmac_key_file"),
+        (minimal(journal={"path": "/j", "size": 3}), "journal.size", "Extra inputs"),
+        (minimal(tabel={}), "tabel", "Extra inputs"),
+    ],
+)
+def test_errors_name_the_key_and_the_reason(doc: dict, key: str, reason: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(doc)
+    assert any(k == key and reason in r for k, r in info.value.errors), info.value.errors
+
+
+def test_craps_options_come_from_rules() -> None:
+    config = parse_config({"table": {"site": "s", "id": "t", "game": "craps"},
+                           "rules": {"big_bets_on_come_out": False}})
+    assert config.game_options() == CrapsOptions(big_bets_on_come_out=False)
+
+
+def test_check_config_lists_every_error_and_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[table]\nsite = "s"\nid = "t"\ngame = "baccarat"\n'
+                   '[rules]\nmethod = 3\ndecks = 4\n[mqtt]\nkeepalive = 1\n')
+    proc = subprocess.run([sys.executable, "-m", "daemon.cli", "check-config", str(bad)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert any("rules.method: 3 is not 1 or 2" in line for line in lines)
+    assert any("rules.decks: 4 is not 6 to 12" in line for line in lines)
+    assert any("mqtt.keepalive" in line for line in lines)
+    ok = subprocess.run([sys.executable, "-m", "daemon.cli", "check-config", str(EXAMPLE)],
+                        capture_output=True, text=True, check=False)
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_a_missing_or_broken_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such file"):
+        load_config(tmp_path / "nope.toml")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[table\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(broken)
+
+
+def test_secrets_must_be_private_files(tmp_path: Path) -> None:
+    secret = tmp_path / "key"
+    secret.write_bytes(b"s3cret\n")
+    os.chmod(secret, 0o644)
+    with pytest.raises(SecretError) as info:
+        read_secret(secret)
+    assert "chmod 600" in str(info.value) and "s3cret" not in str(info.value)
+    os.chmod(secret, 0o600)
+    assert read_secret(secret) == b"s3cret"
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    os.chmod(empty, 0o600)
+    with pytest.raises(SecretError, match="empty"):
+        read_secret(empty)

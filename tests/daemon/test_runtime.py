@@ -1,0 +1,92 @@
+"""The table runtime on a real journal: one transaction per event, redacted publication,
+state rebuilt after a restart, and a full disk that loses nothing that was promised."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from daemon.config import parse_config
+from daemon.events import CardDealt, Decision, HandDealt, Meta, Reveal, RoundStart, ShoeStart
+from daemon.journal import Journal
+from daemon.runtime import Degraded, TableRuntime
+
+
+def runtime_for(game: str, path: Path, **rules: object) -> TableRuntime:
+    config = parse_config({"table": {"site": "s", "id": "t", "game": game}, "rules": rules,
+                           "journal": {"path": str(path)}})
+    return TableRuntime(config, Journal(path))
+
+
+def published(runtime: TableRuntime, topic: str) -> list[dict]:
+    return [json.loads(o.payload) for o in runtime.journal.outputs_after(0, 10_000)
+            if o.topic == topic]
+
+
+def deal_baccarat(runtime: TableRuntime, cards: list[str]) -> None:
+    for i, code in enumerate(cards):
+        runtime.stage(CardDealt(card=code, meta=Meta(device="shoe-1", seq=i)), "device:shoe-1")
+    assert runtime.commit()
+
+
+def test_an_event_and_its_outcome_are_journaled_together(tmp_path: Path) -> None:
+    runtime = runtime_for("baccarat", tmp_path / "j.sqlite")
+    deal_baccarat(runtime, ["9S", "2H", "KD", "3C"])  # player natural 9
+    outcomes = published(runtime, "outcome")
+    assert len(outcomes) == 1 and outcomes[0]["result"]["winner"] == "player"
+    assert outcomes[0]["table_seq"] == 0 and "ts" in outcomes[0]
+    assert [e["card"] for e in published(runtime, "event")] == ["9S", "2H", "KD", "3C"]
+    assert runtime.devices["shoe-1"].next_seq == 4
+
+
+def test_a_restart_rebuilds_the_shoe_and_the_round_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    runtime = runtime_for("baccarat", path)
+    runtime.accept(ShoeStart(decks=6), "console:pit")
+    deal_baccarat(runtime, ["9S", "2H", "KD", "3C", "AS", "AH"])  # a hand and a half
+    runtime.journal.close()
+    again = runtime_for("baccarat", path)
+    assert again.table.round_open and again.table.next_round == 2
+    deal_baccarat(again, ["TS", "TH"])  # the rest of hand 2: P A,T  B A,T: both 1, both draw
+    deal_baccarat(again, ["2C", "3C"])
+    rounds = [o["round"] for o in published(again, "outcome")]
+    assert rounds == [1, 2]
+
+
+def test_qpoker_face_down_cards_are_withheld_until_the_rules_open_them(tmp_path: Path) -> None:
+    runtime = runtime_for("qpoker", tmp_path / "j.sqlite")
+    runtime.accept(RoundStart(seats=(1,)), "device:shuffler-1")
+    runtime.accept(HandDealt(seat=1, cards=("AS", "KS", "QS")), "device:shuffler-1")
+    runtime.accept(HandDealt(seat="dealer", cards=("2H", "7D", "9C")), "device:shuffler-1")
+    events = published(runtime, "event")
+    text = json.dumps(events)
+    assert "2H" not in text and "7D" not in text and "9C" not in text  # the dealer's, held
+    assert "AS" in text  # the players open their cards once the deal is complete (Art. 9.1)
+    runtime.accept(Decision(seat=1, play=True), "console:pit")
+    runtime.accept(Reveal(), "console:pit")
+    events = published(runtime, "event")
+    assert [e["type"] for e in events[-2:]] == ["hand", "reveal"]
+    assert events[-2]["cards"] == ["2H", "7D", "9C"] and events[-2]["withheld"] is True
+    (outcome,) = published(runtime, "outcome")
+    assert outcome["bets"]["1"]["play"]["result"] == "win"  # dealer 9-high does not qualify
+
+
+def test_a_full_disk_degrades_and_forgets_only_what_it_could_not_write(tmp_path: Path) -> None:
+    runtime = runtime_for("baccarat", tmp_path / "j.sqlite")
+    deal_baccarat(runtime, ["9S", "2H"])
+    pages = runtime.journal._db.execute("PRAGMA page_count").fetchone()[0]
+    runtime.journal._db.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full
+    runtime.stage(CardDealt(card="KD"), "device:shoe-1")
+    # a big event, so that the batch needs pages the full disk cannot give
+    runtime.stage(CardDealt(card="3C", extra={"note": "x" * 100_000}), "device:shoe-1")
+    assert runtime.commit() is False and runtime.degraded
+    assert published(runtime, "outcome") == []  # never reported: it was never durable
+    with pytest.raises(Degraded):
+        runtime.stage(CardDealt(card="KD"), "device:shoe-1")
+    runtime.journal._db.execute("PRAGMA max_page_count = 1073741823")
+    assert runtime.probe() is True and runtime.degraded is None
+    deal_baccarat(runtime, ["KD", "3C"])  # the device sends them again: the hand completes
+    (outcome,) = published(runtime, "outcome")
+    assert outcome["result"]["player_cards"] == ["9S", "KD"]
