@@ -109,9 +109,13 @@ class Service:
             if progress is not None and progress.boot_id is not None \
                     and progress.last_message is not None:
                 driver_options["resume"] = Resume(progress.boot_id, progress.last_message)
+            records: asyncio.Queue[tuple[str, str | None]] | None = None
+            if settings.match is not None:
+                records = asyncio.Queue()
             self.supervisors.append(DeviceSupervisor(
                 settings, self.runtime, on_status=self.mqtt.set_device_status,
-                first_seq=progress.next_seq if progress else 0, options=driver_options))
+                first_seq=progress.next_seq if progress else 0, options=driver_options,
+                records=records))
 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -125,6 +129,8 @@ class Service:
                     *(group.create_task(_guarded(f"device-{sup.settings.id}", sup.run))
                       for sup in self.supervisors),
                 ]
+                if any(sup.records is not None for sup in self.supervisors):
+                    tasks.append(group.create_task(_guarded("discovery", self._discovery)))
                 await self._announce_ready()
                 await self._stop.wait()
                 await self._shutdown()
@@ -139,6 +145,29 @@ class Service:
             self.notifier.close()
         log.info("stopped")
         return 0
+
+    async def _discovery(self) -> None:
+        """Hot-plug: pyudev's add/remove events for the devices configured with a match go to
+        their supervisors (docs/udev.md)."""
+        from drivers.discovery import DeviceMatch, Discovery
+
+        by_id = {sup.settings.id: sup for sup in self.supervisors if sup.records is not None}
+        matches = {}
+        for device_id, sup in by_id.items():
+            m = sup.settings.match
+            assert m is not None
+            matches[device_id] = DeviceMatch(
+                vendor_id=m.vendor_id, model_id=m.model_id, serial=m.serial, by_id=m.by_id,
+                # a USB serial adapter shows up as its USB device and as its tty
+                subsystem="usb" if sup.settings.family == "dice" else "tty")
+        async with Discovery(matches, udev=True) as discovery:
+            async for change in discovery:
+                record = change.record
+                log.info("device_discovered", device=change.device_id, action=record.action,
+                         node=record.device_node)
+                queue = by_id[change.device_id].records
+                assert queue is not None
+                queue.put_nowait((record.action, record.url()))
 
     async def _announce_ready(self) -> None:
         assert self.mqtt is not None
