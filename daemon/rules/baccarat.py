@@ -91,7 +91,7 @@ _PAY_TABLES: Final[Mapping[BaccaratMethod, _PayTable]] = {
 }
 #: Art. 17: the winning totals whose Player/Banker win the commission reshapes, and the result.
 _COMMISSIONED_WINS: Final[Mapping[Commission, tuple[frozenset[int], BetResult]]] = {
-    "five_percent": (frozenset({8, 9}), BetResult("win", "baccarat.art17.1", Fraction(19, 20))),
+    "five_percent": (frozenset({7, 8, 9}), BetResult("win", "baccarat.art17.1", Fraction(19, 20))),
     "half_on_four": (frozenset({4}), BetResult("win", "baccarat.art17.2", Fraction(1, 2))),
 }
 _TIE_PUSH: Final = BetResult("push", ART11)

@@ -157,7 +157,7 @@ def test_art1_a_burned_card_beyond_the_shoe_is_noticed_no_hand_holds_it() -> Non
     table = BaccaratTable(BaccaratOptions(decks=6))
     assert feed_all(table, [Burn(card="QH") for _ in range(6)]) == []
     assert table.feed(Burn(card="QH")) == [Notice(
-        "card_count", "burned card QH is copy 7 in a shoe of 6 decks", "baccarat.art1")]
+        "card_count", "burned: card QH is copy 7 in a shoe of 6 decks", "baccarat.art1")]
     assert not table.round_open
 
 
@@ -464,13 +464,34 @@ def test_art10_an_unreadable_card_during_a_hand_voids_it_and_counts_toward_the_s
     assert over.void_reason == "card 4S is card 313 out of a shoe of 6 decks (312 cards)"
 
 
-def test_art10_an_unreadable_card_between_hands_is_counted_and_noticed() -> None:
+def test_art1_art10_an_unreadable_card_between_hands_is_counted_and_noticed() -> None:
+    """Art. 10 voids only a hand in progress; between hands the unread card is counted (Art. 1),
+    and one the shoe cannot have held is a card_count notice."""
     table = BaccaratTable()
-    assert table.feed(Fault(code="unreadable_card")) == [Notice(
+    unreadable = Notice(
         "unreadable_card",
         "an unreadable card left the shoe between hands; it counts toward the shoe",
-        "baccarat.art1")]
+        "baccarat.art1")
+    assert table.feed(ShoeStart(decks=6)) == []
+    assert table.feed(Fault(code="unreadable_card")) == [unreadable]
     assert not table.round_open
+    feed_all(table, [Burn() for _ in range(311)])
+    assert table.feed(Fault(code="unreadable_card")) == [unreadable, Notice(
+        "card_count",
+        "unreadable: an unknown card is card 313 out of a shoe of 6 decks (312 cards)",
+        "baccarat.art1")]
+    assert table.next_round == 1
+
+
+def test_art1_an_unreadable_card_beyond_the_shoe_voids_its_hand_by_art1_first() -> None:
+    """Art. 1 before Art. 10: an unread card in a hand, beyond the shoe's 312 cards, is the first
+    cause of the hand's void."""
+    table = BaccaratTable()
+    feed_all(table, [ShoeStart(decks=6), *(Burn() for _ in range(310)), *cards("2S", "3D")])
+    (outcome,) = table.feed(Fault(code="unreadable_card"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.article, outcome.void_reason) == (
+        "baccarat.art1", "an unknown card is card 313 out of a shoe of 6 decks (312 cards)")
 
 
 def test_art10_void_with_no_hand_is_a_notice_and_round_start_between_hands_is_silent() -> None:
