@@ -60,6 +60,7 @@ class Mosquitto:
         self.port = port or free_port()
         self._owned_dir = workdir is None
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="tabled-broker-"))
+        self.dir.mkdir(parents=True, exist_ok=True)
         self.extra_config = list(extra_config)
         self.listener_options = list(listener_options)
         self.allow_anonymous = allow_anonymous

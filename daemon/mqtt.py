@@ -224,6 +224,8 @@ class MqttService:
             max_inflight_messages=self.settings.max_inflight, timeout=T_PUBACK,
             clean_session=True,
         )
+        # up to max_inflight publishes wait for their PUBACK by design: not worth a warning
+        client.pending_calls_threshold = self.settings.max_inflight + 16
         async with client:
             self._client = client
             self.connected.set()

@@ -168,8 +168,11 @@ class TableRuntime:
                 record["ts"] = rfc3339_now()
                 entries.append(OutputEntry("outcome", record, round=output.round))
                 self.counters["outcomes"] += 1
-                log.info("outcome", round=output.round, status=output.status,
-                         article=output.article)
+                if output.status == "void":
+                    log.warning("round_void", round=output.round, article=output.article,
+                                reason=output.void_reason)
+                else:
+                    log.info("outcome", round=output.round)
             else:
                 entries.append(OutputEntry("fault", self._notice_body(output, event)))
                 self.counters["notices"] += 1
