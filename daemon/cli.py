@@ -138,6 +138,20 @@ def _cmd_listen(args: argparse.Namespace) -> int:
                               count=args.count, duration=args.duration))
 
 
+def _cmd_demo(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from daemon.demo import DemoError, run_demo
+
+    try:
+        return asyncio.run(run_demo(args.game, args.rounds, broker_url=args.broker,
+                                    seed=args.seed, pace=args.pace, workdir=args.workdir,
+                                    quiet=args.quiet))
+    except DemoError as exc:
+        print(f"tabled demo: {exc}", file=sys.stderr)
+        return 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tabled", description="Hardware-integration daemon for casino tables."
@@ -190,6 +204,20 @@ def build_parser() -> argparse.ArgumentParser:
     lp.add_argument("--count", type=int, help="stop after N events")
     lp.add_argument("--duration", type=float, help="stop after this many seconds")
     lp.set_defaults(func=_cmd_listen)
+
+    dp = sub.add_parser("demo", help="simulated devices + daemon + broker, outcomes shown live",
+                        description="Run N rounds of a game end to end on this machine and "
+                        "exit 0 once all their outcomes have been published and received.")
+    dp.add_argument("--game", choices=GAMES, default="baccarat")
+    dp.add_argument("--rounds", type=int, default=20, metavar="N")
+    dp.add_argument("--broker", metavar="mqtt://HOST:PORT",
+                    help="an existing broker (default: start a private Mosquitto)")
+    dp.add_argument("--seed", type=int, default=1)
+    dp.add_argument("--pace", type=float, default=0.05, metavar="SECONDS",
+                    help="time between device messages")
+    dp.add_argument("--workdir", help="keep config, journal and logs here")
+    dp.add_argument("--quiet", action="store_true")
+    dp.set_defaults(func=_cmd_demo)
     return parser
 
 

@@ -11,8 +11,9 @@ Protocol (docs/protocols/framing.md):
 - Go-back-N with a window of :data:`WINDOW` frames. Every data frame is acknowledged with
   ``ACK(seq)`` (cumulative). A damaged frame or a gap is answered with ``NAK(expected)``, once
   until the next good frame; the sender then retransmits from ``expected``.
-- A frame not acknowledged within :data:`T_ACK` is retransmitted with every later one; after
-  :data:`MAX_RETRIES` the link is down.
+- A frame not acknowledged within :data:`T_ACK` is retransmitted with every later one; the
+  timeout doubles with each retry up to :data:`T_ACK_MAX` (a busy peer is not a dead one), and
+  after :data:`MAX_RETRIES` the link is down.
 - The host opens with ``RESET``; the device answers ``RESET_ACK`` and both restart their
   sequence numbers at 0. Frames the device had not had acknowledged are renumbered and sent
   again, so nothing is lost across a reset. Either side may RESET (a device after a reboot).
@@ -49,7 +50,8 @@ T_ACK: Final = 0.25
 MAX_RETRIES: Final = 6
 T_RESET: Final = 0.5
 T_HEARTBEAT: Final = 1.0
-T_SILENCE: Final = 3.5
+T_SILENCE: Final = 5.0
+T_ACK_MAX: Final = 2.0
 
 
 class LinkState(enum.Enum):
@@ -209,7 +211,7 @@ class Link:
         else:
             deadlines.append(self._last_tx + self.t_heartbeat)
             if self._unacked:
-                deadlines.append(self._unacked[0].sent_at + self.t_ack)
+                deadlines.append(self._unacked[0].sent_at + self._ack_timeout())
         return min(deadlines)
 
     # -- input -----------------------------------------------------------------------------
@@ -240,7 +242,7 @@ class Link:
                 self._write(Frame(0, RESET), now)
                 self._reset_sent_at = now
             return []
-        if self._unacked and now - self._unacked[0].sent_at >= self.t_ack:
+        if self._unacked and now - self._unacked[0].sent_at >= self._ack_timeout():
             self._tries += 1
             self.counters["timeouts"] += 1
             if self._tries > self.max_retries:
@@ -251,6 +253,9 @@ class Link:
         return []
 
     # -- internals -------------------------------------------------------------------------
+
+    def _ack_timeout(self) -> float:
+        return min(self.t_ack * (1 << min(self._tries, 8)), max(self.t_ack, T_ACK_MAX))
 
     def _frame_received(self, frame: Frame, now: float, events: list[LinkEvent]) -> None:
         kind = frame.kind

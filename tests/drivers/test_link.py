@@ -16,6 +16,7 @@ from drivers.link import (
     FIRST_FAMILY_KIND,
     MAX_RETRIES,
     T_ACK,
+    T_ACK_MAX,
     T_SILENCE,
     Link,
     LinkDown,
@@ -118,22 +119,28 @@ def test_any_damage_short_of_a_dead_wire_loses_and_duplicates_nothing(
         assert delivered == msgs[: len(delivered)]
 
 
-def test_a_dead_wire_takes_the_link_down_after_the_named_retries() -> None:
+def test_a_peer_that_never_acknowledges_takes_the_link_down_after_the_named_retries() -> None:
+    """The device's heartbeats arrive, but nothing we send reaches it: after MAX_RETRIES
+    retransmissions with doubling timeouts the link is down (no_ack)."""
     now = 0.0
     host = Link(initiator=True, now=now)
-    device = Link(initiator=False, now=now)
+    device = Link(initiator=False, now=now, t_silence=1e9)  # a device that waits for its host
     device.receive_data(host.data_to_send(), now)
     host.receive_data(device.data_to_send(), now)
     assert host.state is LinkState.CONNECTED
     host.send(FIRST_FAMILY_KIND, b"x", now)
-    host.data_to_send()  # lost
-    events = []
-    while now < T_ACK * (MAX_RETRIES + 2):
+    host.data_to_send()  # lost, and so is every retransmission
+    events: list = []
+    while not events and now < 60:
         now += T_ACK / 5
+        device.poll(now)
+        events += host.receive_data(device.data_to_send(), now)  # heartbeats get through
         events += host.poll(now)
         host.data_to_send()
     assert events == [LinkDown("no_ack")]
     assert host.counters["timeouts"] == MAX_RETRIES + 1
+    # 0.25 + 0.5 + 1 + 2 + 2 + 2 + 2 s: doubling up to T_ACK_MAX
+    assert 9.5 <= now <= 10.0
     with pytest.raises(LinkError):
         host.send(FIRST_FAMILY_KIND, b"y", now)
 
