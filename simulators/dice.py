@@ -1,0 +1,468 @@
+"""The electronic dice sensor, simulated: ``tabled-sim dice``.
+
+Owns the device's side of docs/protocols/dice.md: a script of throws (seeded random or given
+with ``--rolls``), the numbered reports it keeps until the host acknowledges them, its STATUS
+heartbeat, its answers to the vendor control requests, and fault injection. It is served on the
+simulated USB bus of :mod:`simulators.usb_backend`, so a driver reaches it through pyusb exactly
+as it reaches the real sensor. It never decides what a driver should see: it only plays the
+device, encoding with the driver's own :mod:`drivers.dice.protocol`.
+
+Faults (``--fault KIND@N[:ARG]``, repeatable) name the N-th event report the sensor produces
+(1-based; heartbeats and resends do not count):
+
+- what happens at the table: ``off_table@N[:DICE]`` (report N is a no-roll: DICE 1, 2 or 3 for
+  both left the table; default 2), ``cocked@N[:DICE]`` (roll N has a cocked die, default 2),
+  ``sensor@N[:CODE]`` (report N is a sensor fault, CODE 1-5, default 1). A no-roll and a
+  sensor fault are extra reports: the scripted rolls all still come, in order;
+- what happens to report N on its way: ``drop@N`` (lost), ``corrupt@N`` (one bit flipped),
+  ``truncate@N`` (half a packet), ``garbage@N[:LEN]`` (LEN junk bytes first, default 8),
+  ``stall@N[:SECS]`` (the endpoint answers nothing for SECS, default 1), ``unplug@N[:SECS]`` or
+  ``disconnect@N[:SECS]`` (the device is gone for SECS, default 1, then enumerates again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import random
+import signal
+import sys
+import tempfile
+from collections import deque
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from drivers.dice.protocol import (
+    INTERFACE,
+    NUMBER_MODULO,
+    POLL_INTERVAL_MS,
+    PRODUCT_ID,
+    PROTOCOL_VERSION,
+    REPORT_ENDPOINT,
+    REPORT_SIZE,
+    REQUEST_TYPE_IN,
+    REQUEST_TYPE_OUT,
+    RETAINED_REPORTS,
+    T_STATUS,
+    VENDOR_ID,
+    DeviceInfo,
+    EventReport,
+    NoRollReport,
+    Request,
+    ResendReply,
+    RollReport,
+    SensorFaultCode,
+    SensorFaultReport,
+    SensorState,
+    StatusReport,
+    encode_info,
+    encode_report,
+    encode_resend_reply,
+    join_number,
+    number_is_ahead,
+)
+from simulators.usb_backend import SimulatedUsbDevice, UsbSimError, UsbSimServer
+
+TABLE_FAULTS: Final = ("off_table", "cocked", "sensor")
+LINK_FAULTS: Final = ("drop", "corrupt", "truncate", "garbage", "stall", "unplug", "disconnect")
+_DEFAULT_ARG: Final = {"off_table": 2.0, "cocked": 2.0, "sensor": 1.0, "drop": 0.0,
+                       "corrupt": 0.0, "truncate": 0.0, "garbage": 8.0, "stall": 1.0,
+                       "unplug": 1.0, "disconnect": 1.0}
+_SENSOR_CODES: Final = frozenset(int(code) for code in SensorFaultCode)
+_FACES: Final = frozenset("123456")
+#: The firmware version and serial number the simulated sensor reports by default.
+FIRMWARE: Final = (2, 1, 0)
+SERIAL: Final = "DS-0001"
+
+
+class FaultSpecError(ValueError):
+    """A fault or roll specification that does not parse, or does not fit the script."""
+
+
+@dataclass(frozen=True, slots=True)
+class DiceFault:
+    """One injected fault on the ``at``-th event report."""
+
+    kind: str
+    at: int
+    arg: float = 0.0
+
+    @classmethod
+    def parse(cls, text: str) -> DiceFault:
+        kind, sep, rest = text.partition("@")
+        if kind not in _DEFAULT_ARG or not sep:
+            raise FaultSpecError(f"{text!r}: expected KIND@N[:ARG] with KIND in "
+                                 f"{TABLE_FAULTS + LINK_FAULTS}")
+        at_text, _, arg_text = rest.partition(":")
+        try:
+            at = int(at_text)
+            arg = float(arg_text) if arg_text else _DEFAULT_ARG[kind]
+        except ValueError:
+            raise FaultSpecError(f"{text!r}: N must be an integer and ARG a number") from None
+        if at < 1 or arg < 0:
+            raise FaultSpecError(f"{text!r}: N counts from 1 and ARG is not negative")
+        if kind in ("off_table", "cocked") and arg not in (1, 2, 3):
+            raise FaultSpecError(f"{text!r}: DICE is 1, 2 or 3 (both)")
+        if kind == "sensor" and (arg != int(arg) or int(arg) not in _SENSOR_CODES):
+            raise FaultSpecError(f"{text!r}: CODE is one of {[int(c) for c in SensorFaultCode]}")
+        return cls(kind, at, arg)
+
+
+def parse_rolls(text: str) -> list[tuple[int, int]]:
+    """``"3-4,6-6"`` -> ``[(3, 4), (6, 6)]``."""
+    rolls = []
+    for item in text.split(","):
+        a, sep, b = item.strip().partition("-")
+        if not sep or a not in _FACES or b not in _FACES:
+            raise FaultSpecError(f"{item!r}: a roll is two faces 1-6, like 3-4")
+        rolls.append((int(a), int(b)))
+    return rolls
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptStep:
+    """One event report the sensor will produce (numbered when it is produced),
+    and what happens to it on the way to the host."""
+
+    report: EventReport
+    faults: tuple[DiceFault, ...] = ()
+
+
+def build_script(rolls: list[tuple[int, int]], faults: list[DiceFault],
+                 rng: random.Random) -> list[ScriptStep]:
+    """The sensor's reports: the rolls in order, with the table faults' no-rolls and sensor
+    faults inserted at their numbers, and each report's link faults attached."""
+    inserted = {f.at: f for f in faults if f.kind in ("off_table", "sensor")}
+    if len(inserted) != sum(f.kind in ("off_table", "sensor") for f in faults):
+        raise FaultSpecError("two no-roll or sensor faults name the same report")
+    total = len(rolls) + len(inserted)
+    for fault in faults:
+        if fault.at > total:
+            raise FaultSpecError(f"{fault.kind}@{fault.at}: the script has {total} reports")
+        if fault.kind == "cocked" and fault.at in inserted:
+            raise FaultSpecError(f"cocked@{fault.at}: report {fault.at} is not a roll")
+    cocked = {f.at: int(f.arg) for f in faults if f.kind == "cocked"}
+    remaining = iter(rolls)
+    steps = []
+    for number in range(1, total + 1):
+        report: EventReport
+        insert = inserted.get(number)
+        if insert is not None and insert.kind == "off_table":
+            report = NoRollReport(0, int(insert.arg))
+        elif insert is not None:
+            report = SensorFaultReport(0, SensorFaultCode(int(insert.arg)))
+        else:
+            a, b = next(remaining)
+            # A cocked die is read with less certainty than one lying flat.
+            confidence = rng.randint(55, 80) if number in cocked else rng.randint(93, 100)
+            report = RollReport(0, a, b, confidence, cocked.get(number, 0))
+        link = tuple(f for f in faults if f.kind in LINK_FAULTS and f.at == number)
+        steps.append(ScriptStep(report, link))
+    return steps
+
+
+class ReportMemory:
+    """The sensor's numbered event reports, kept until the host acknowledges them (sans-IO).
+
+    The oldest is forgotten when more than ``capacity`` wait: a host that stays away that
+    long learns from the RESEND reply which reports it lost.
+    """
+
+    def __init__(self, capacity: int = RETAINED_REPORTS) -> None:
+        self.capacity = capacity
+        self.next_number = 0
+        self.forgotten = 0
+        self._kept: deque[EventReport] = deque()
+
+    @property
+    def unacked_from(self) -> int:
+        return self._kept[0].number if self._kept else self.next_number
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def keep(self, report: EventReport) -> EventReport:
+        """Number ``report`` and keep it; return it numbered."""
+        numbered = replace(report, number=self.next_number)
+        self.next_number = (self.next_number + 1) % NUMBER_MODULO
+        if len(self._kept) == self.capacity:
+            self._kept.popleft()
+            self.forgotten += 1
+        self._kept.append(numbered)
+        return numbered
+
+    def acknowledge(self, next_expected: int) -> None:
+        """The host has every report before ``next_expected``."""
+        while self._kept and number_is_ahead(self._kept[0].number, next_expected):
+            self._kept.popleft()
+
+    def resend(self, from_number: int) -> tuple[ResendReply, list[EventReport]]:
+        """The reports kept from ``from_number`` on, and the reply that says where they start."""
+        reports = [r for r in self._kept
+                   if r.number == from_number or number_is_ahead(from_number, r.number)]
+        first = reports[0].number if reports else self.next_number
+        return ResendReply(first, len(reports)), reports
+
+
+class DiceSensor(SimulatedUsbDevice):
+    """The simulated sensor: plays its script, keeps its reports, answers the host."""
+
+    def __init__(
+        self,
+        script: list[ScriptStep],
+        *,
+        pace: float = 1.0,
+        serial: str = SERIAL,
+        firmware: tuple[int, int, int] = FIRMWARE,
+        t_status: float = T_STATUS,
+        retained: int = RETAINED_REPORTS,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.script = script
+        self.pace = pace
+        # A new boot id at every start, as at a power-on: report numbers restart at 0.
+        self.info = DeviceInfo(PROTOCOL_VERSION, firmware,
+                               int.from_bytes(os.urandom(4), "big"), serial)
+        self.t_status = t_status
+        self.memory = ReportMemory(retained)
+        self.rng = random.Random(seed)
+        #: Every scripted report produced and acknowledged by a host.
+        self.delivered = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        self._started = self._loop.time()
+        self._endpoint: deque[bytes] = deque()
+        self._frozen_until = 0.0
+        self._last_tx = self._started
+        self._fault: SensorFaultCode | None = None
+        self._script_done = False
+
+    # -- the table ---------------------------------------------------------------------------
+
+    async def run_script(self) -> None:
+        """Produce the scripted reports, one every ``pace`` seconds."""
+        for step in self.script:
+            await asyncio.sleep(self.pace)
+            await self._produce(step)
+        self._script_done = True
+        self._check_delivered()
+
+    async def _produce(self, step: ScriptStep) -> None:
+        report = self.memory.keep(step.report)
+        if isinstance(report, SensorFaultReport):
+            self._fault = report.code  # latched in STATUS until a RESET request
+        packets = [encode_report(report)]
+        unplug_for = 0.0
+        for fault in step.faults:
+            packet = packets[-1]
+            if fault.kind == "drop":
+                packets.pop()
+            elif fault.kind == "corrupt":
+                bit = self.rng.randrange(8 * (REPORT_SIZE - 2))
+                flipped = packet[bit // 8] ^ (1 << bit % 8)
+                packets[-1] = packet[: bit // 8] + bytes((flipped,)) + packet[bit // 8 + 1:]
+            elif fault.kind == "truncate":
+                packets[-1] = packet[: REPORT_SIZE // 2]
+            elif fault.kind == "garbage":
+                noise = self.rng.randbytes(int(fault.arg))
+                chunks = [noise[i:i + REPORT_SIZE] for i in range(0, len(noise), REPORT_SIZE)]
+                packets[:0] = chunks
+            elif fault.kind == "stall":
+                self._frozen_until = self._loop.time() + fault.arg
+            else:  # unplug / disconnect: the endpoint's contents go with the device
+                unplug_for = fault.arg
+                packets = []
+        self._endpoint.extend(packets)
+        self.notify()
+        if unplug_for:
+            self.unplug()
+            await asyncio.sleep(unplug_for)
+            self.plug()
+
+    def status(self) -> StatusReport:
+        return StatusReport(
+            next_number=self.memory.next_number,
+            unacked_from=self.memory.unacked_from,
+            state=SensorState.READY if self._fault is None else SensorState.FAULT,
+            fault=self._fault,
+            uptime=int(self._loop.time() - self._started),
+        )
+
+    def _check_delivered(self) -> None:
+        if self._script_done and not len(self.memory):
+            self.delivered.set()
+
+    # -- the USB device ----------------------------------------------------------------------
+
+    def descriptors(self) -> dict[str, Any]:
+        endpoint = {"bLength": 7, "bDescriptorType": 5, "bEndpointAddress": REPORT_ENDPOINT,
+                    "bmAttributes": 0x03, "wMaxPacketSize": REPORT_SIZE,
+                    "bInterval": POLL_INTERVAL_MS, "bRefresh": 0, "bSynchAddress": 0,
+                    "extra_descriptors": []}
+        interface = {"bLength": 9, "bDescriptorType": 4, "bInterfaceNumber": INTERFACE,
+                     "bAlternateSetting": 0, "bNumEndpoints": 1, "bInterfaceClass": 0xFF,
+                     "bInterfaceSubClass": 0, "bInterfaceProtocol": 0, "iInterface": 0,
+                     "extra_descriptors": []}
+        configuration = {"bLength": 9, "bDescriptorType": 2, "wTotalLength": 9 + 9 + 7,
+                         "bNumInterfaces": 1, "bConfigurationValue": 1, "iConfiguration": 0,
+                         "bmAttributes": 0xC0, "bMaxPower": 50, "extra_descriptors": []}
+        major, minor, _ = self.info.firmware
+        device = {"bLength": 18, "bDescriptorType": 1, "bcdUSB": 0x0200, "bDeviceClass": 0,
+                  "bDeviceSubClass": 0, "bDeviceProtocol": 0, "bMaxPacketSize0": 64,
+                  "idVendor": VENDOR_ID, "idProduct": PRODUCT_ID,
+                  "bcdDevice": major << 8 | minor, "iManufacturer": 1, "iProduct": 2,
+                  "iSerialNumber": 3, "bNumConfigurations": 1, "bus": 1,
+                  # a replugged device enumerates at a new address
+                  "address": self.generation % 127 + 1, "port_number": 1,
+                  "port_numbers": [1], "speed": 2}
+        return {"device": device, "configurations": [{
+            "descriptor": configuration,
+            "interfaces": [[{"descriptor": interface, "endpoints": [endpoint]}]],
+        }]}
+
+    def strings(self) -> dict[int, str]:
+        return {1: "tabled", 2: "Electronic dice sensor", 3: self.info.serial}
+
+    def configuration_set(self, value: int) -> None:
+        super().configuration_set(value)
+        self._endpoint.clear()  # a new host: what waited for the old one is resent on request
+
+    def unplug(self) -> None:
+        self._endpoint.clear()
+        super().unplug()
+
+    async def read_endpoint(self, endpoint: int, length: int, within: float) -> bytes | None:
+        if endpoint != REPORT_ENDPOINT:
+            raise UsbSimError("invalid", f"no IN endpoint {endpoint:#04x}")
+        deadline = self._loop.time() + within
+        while True:
+            now = self._loop.time()
+            if now >= self._frozen_until:
+                if self._endpoint:
+                    self._last_tx = now
+                    return self._endpoint.popleft()[:length]
+                if now - self._last_tx >= self.t_status:
+                    self._last_tx = now
+                    return encode_report(self.status())[:length]
+                wake = min(deadline, self._last_tx + self.t_status)
+            else:
+                wake = min(deadline, self._frozen_until)
+            if now >= deadline:
+                return None
+            await self.changed(wake - now)
+
+    def control(self, request_type: int, request: int, value: int, index: int,
+                data: bytes, length: int) -> bytes:
+        if request_type == REQUEST_TYPE_IN:
+            if request == Request.GET_INFO:
+                return encode_info(self.info)
+            if request == Request.GET_STATUS:
+                return encode_report(self.status())
+            if request == Request.RESEND:
+                reply, reports = self.memory.resend(join_number(value, index))
+                self._endpoint.clear()  # go-back-N: everything from the asked number, in order
+                self._endpoint.extend(encode_report(r) for r in reports)
+                self.notify()
+                return encode_resend_reply(reply)
+        elif request_type == REQUEST_TYPE_OUT:
+            if request == Request.ACK:
+                self.memory.acknowledge(join_number(value, index))
+                self._check_delivered()
+                return b""
+            if request == Request.RESET:
+                self._fault = None
+                return b""
+        raise UsbSimError("stall", f"request {request_type:#04x}/{request:#04x} not supported")
+
+
+# -- tabled-sim dice ---------------------------------------------------------------------------
+
+
+def _fault_arg(text: str) -> DiceFault:
+    try:
+        return DiceFault.parse(text)
+    except FaultSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _rolls_arg(text: str) -> list[tuple[int, int]]:
+    try:
+        return parse_rolls(text)
+    except FaultSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``tabled-sim dice``."""
+    parser.add_argument("--socket", "--link", dest="socket", metavar="PATH",
+                        help="the Unix socket the simulated USB bus listens on "
+                             "(default: a new one in the temporary directory)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for random rolls and faults")
+    parser.add_argument("--rolls", type=_rolls_arg, metavar="A-B,...",
+                        help="the rolls to report, in order (default: --count random rolls)")
+    parser.add_argument("--count", type=int, default=10, help="how many random rolls")
+    parser.add_argument("--pace", type=float, default=1.0, metavar="SECONDS",
+                        help="time between reports")
+    parser.add_argument("--fault", type=_fault_arg, action="append", default=[],
+                        metavar="KIND@N[:ARG]",
+                        help=f"inject a fault at the N-th report: {', '.join(TABLE_FAULTS)}, "
+                             f"{', '.join(LINK_FAULTS)}")
+    parser.add_argument("--serial", default=SERIAL, help="the sensor's serial number")
+    parser.add_argument("--forever", action="store_true",
+                        help="keep serving after the script has been delivered")
+
+
+def device_url(socket_path: str, serial: str = SERIAL) -> str:
+    """The URL a driver opens to reach the simulated sensor."""
+    return (f"usb://{VENDOR_ID:04x}:{PRODUCT_ID:04x}?serial={serial}"
+            f"&backend=sim:{socket_path}")
+
+
+async def serve(args: argparse.Namespace) -> int:
+    """Serve one sensor until its script is delivered (or forever); 0 on success, 2 when the
+    options do not make a script."""
+    rng = random.Random(args.seed)
+    rolls = args.rolls or [(rng.randint(1, 6), rng.randint(1, 6)) for _ in range(args.count)]
+    try:
+        script = build_script(rolls, args.fault, rng)
+    except FaultSpecError as exc:
+        print(f"tabled-sim dice: {exc}", file=sys.stderr)
+        return 2
+    path = args.socket or os.path.join(tempfile.gettempdir(), f"tabled-dice-{os.getpid()}.sock")
+    sensor = DiceSensor(script, pace=args.pace, serial=args.serial, seed=args.seed)
+    server = UsbSimServer(sensor, path)
+    await server.start()
+    print(f"socket: {path}")
+    print(f"url: {device_url(path, args.serial)}", flush=True)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    player = asyncio.create_task(sensor.run_script(), name="dice-script")
+    waiters = {asyncio.create_task(stop.wait())}
+    if not args.forever:
+        waiters.add(asyncio.create_task(sensor.delivered.wait()))
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (player, *waiters):
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(player, *waiters, return_exceptions=True)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        await server.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the simulator on its own (until ``tabled-sim dice`` is wired)."""
+    parser = argparse.ArgumentParser(prog="tabled-sim dice", description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    return asyncio.run(serve(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
