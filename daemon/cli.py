@@ -77,7 +77,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     config = _load_config_or_exit(args.config)
     assert isinstance(config, Config)
-    configure(args.log_level or config.log.level, config.log.format)
+    # every line, whoever logs it, names the table
+    configure(args.log_level or config.log.level, config.log.format,
+              static={"table": f"{config.table.site}/{config.table.id}"})
     return asyncio.run(run_service(config))
 
 

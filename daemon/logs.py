@@ -39,12 +39,25 @@ class _PrefixedJSON:
 
 
 def configure(level: str = "info", fmt: Literal["auto", "json", "console"] = "auto",
-              *, stream: Any = None) -> None:
-    """Configure structlog and route the standard library's logging (paho, aiomqtt) through it."""
+              *, stream: Any = None, static: dict[str, Any] | None = None) -> None:
+    """Configure structlog and route the standard library's logging (paho, aiomqtt) through it.
+
+    ``static`` fields (the table) go on every line of the process, whatever thread or context
+    logs it: paho's callbacks run in contexts that asyncio copied from an executor thread, where
+    context variables bound at start are not set.
+    """
     stream = stream or sys.stdout
     if fmt == "auto":
         fmt = "console" if stream.isatty() else "json"
+    fixed = dict(static or {})
+
+    def add_static(_: Any, __: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+        for key, value in fixed.items():
+            event_dict.setdefault(key, value)
+        return event_dict
+
     shared: list[Any] = [
+        add_static,
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),

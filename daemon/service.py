@@ -77,7 +77,6 @@ class Service:
 
     async def run(self) -> int:
         cfg = self.config
-        structlog.contextvars.bind_contextvars(table=f"{cfg.table.site}/{cfg.table.id}")
         options = declare(self.runtime.options)
         log.info("starting", version=__version__, game=cfg.table.game, options=options,
                  journal=str(cfg.journal.path), rebuilt_inputs=self.runtime.counters[
