@@ -455,14 +455,3 @@ async def serve(args: argparse.Namespace) -> int:
             loop.remove_signal_handler(signum)
         await server.close()
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the simulator on its own (until ``tabled-sim dice`` is wired)."""
-    parser = argparse.ArgumentParser(prog="tabled-sim dice", description=__doc__.split("\n")[0])
-    add_arguments(parser)
-    return asyncio.run(serve(parser.parse_args(argv)))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -49,6 +49,7 @@ from simulators.usb_backend import SimBackend
 ROLLS = [(3, 4), (6, 6), (1, 1), (2, 5), (5, 5)]
 ROLLS_ARG = ",".join(f"{a}-{b}" for a, b in ROLLS)
 PACE = 0.05
+TABLED_SIM_DICE = [sys.executable, "-m", "simulators.cli", "dice"]
 
 
 @dataclass
@@ -64,10 +65,10 @@ class Sim:
 
 @contextlib.contextmanager
 def simulator(*args: str) -> Iterator[Sim]:
-    """``python -m simulators.dice`` in its own process, on a socket of its own."""
+    """``tabled-sim dice`` in its own process, on a socket of its own."""
     folder = tempfile.mkdtemp(prefix="dice-", dir="/tmp")  # AF_UNIX paths are short
     path = os.path.join(folder, "bus.sock")
-    proc = subprocess.Popen([sys.executable, "-m", "simulators.dice", "--socket", path, *args],
+    proc = subprocess.Popen([*TABLED_SIM_DICE, "--socket", path, *args],
                             stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
@@ -445,8 +446,7 @@ def test_pyusb_sees_the_simulated_sensor_as_real_hardware() -> None:
 @pytest.mark.parametrize("args", [["--fault", "jam@1"], ["--fault", "sensor@1:9"],
                                   ["--rolls", "7-1"], ["--rolls", "1-1", "--fault", "drop@3"]])
 def test_the_simulator_refuses_a_script_it_cannot_play(args: list[str]) -> None:
-    result = subprocess.run([sys.executable, "-m", "simulators.dice", "--socket",
-                             "/tmp/never.sock", *args], capture_output=True, text=True,
-                            timeout=10)
+    result = subprocess.run([*TABLED_SIM_DICE, "--socket", "/tmp/never.sock", *args],
+                            capture_output=True, text=True, timeout=10)
     assert result.returncode == 2
     assert result.stdout == ""
