@@ -141,14 +141,11 @@ def _cmd_listen(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    import asyncio
-
     from daemon.demo import DemoError, run_demo
 
     try:
-        return asyncio.run(run_demo(args.game, args.rounds, broker_url=args.broker,
-                                    seed=args.seed, pace=args.pace, workdir=args.workdir,
-                                    quiet=args.quiet))
+        return run_demo(args.game, args.rounds, broker_url=args.broker, seed=args.seed,
+                        pace=args.pace, workdir=args.workdir, quiet=args.quiet)
     except DemoError as exc:
         print(f"tabled demo: {exc}", file=sys.stderr)
         return 1

@@ -138,8 +138,9 @@ class Console:
                 await self.send("reveal", {})
 
 
-async def run_demo(game: str, rounds: int, *, broker_url: str | None = None, seed: int = 1,
-                   pace: float = 0.05, workdir: str | None = None, quiet: bool = False) -> int:
+def run_demo(game: str, rounds: int, *, broker_url: str | None = None, seed: int = 1,
+             pace: float = 0.05, workdir: str | None = None, quiet: bool = False) -> int:
+    """Run the demo; returns the exit status (0 once every outcome was received)."""
     work = Path(workdir or tempfile.mkdtemp(prefix="tabled-demo-"))
     work.mkdir(parents=True, exist_ok=True)
     table = f"{game}-1"
@@ -169,7 +170,7 @@ async def run_demo(game: str, rounds: int, *, broker_url: str | None = None, see
         say(f"[demo] {game}: simulator and daemon starting (work dir {work})")
         daemon = _spawn(["daemon.cli", "run", "-c", str(config)], work / "daemon.log",
                         stdout=open(work / "daemon.log", "a"))  # noqa: SIM115
-        seen = await _watch(address, base, game, rounds, key, seed, daemon, say)
+        seen = asyncio.run(_watch(address, base, game, rounds, key, seed, daemon, say))
         say(f"[demo] {seen} outcomes published and received; journal {work / 'journal.sqlite'}")
         return 0 if seen >= rounds else 1
     finally:

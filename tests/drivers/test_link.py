@@ -16,7 +16,6 @@ from drivers.link import (
     FIRST_FAMILY_KIND,
     MAX_RETRIES,
     T_ACK,
-    T_ACK_MAX,
     T_SILENCE,
     Link,
     LinkDown,
