@@ -77,11 +77,12 @@ def normalize(report: EventReport) -> list[Event]:
             events.append(Fault(
                 code=COCKED_DIE,
                 detail=f"{which} not lying flat, read by the face most clearly up (craps.art1)",
-                extra={"dice": list(cocked)},
+                extra={"cocked_dice": list(cocked)},
             ))
         return events
     if isinstance(report, NoRollReport):
-        return [NoRoll(reason="off_table", extra={"dice": list(dice_in_mask(report.off_table))})]
+        off_table = list(dice_in_mask(report.off_table))
+        return [NoRoll(reason="off_table", extra={"dice_off_table": off_table})]
     return [Fault(code=SENSOR_FAULT, detail=f"device code {report.code}: {report.code.text}",
                   extra={"device_code": int(report.code)})]
 

@@ -23,7 +23,7 @@ import pytest
 import usb.core
 import usb.util
 
-from daemon.events import Event, Fault, NoRoll, Roll
+from daemon.events import Event, Fault, NoRoll, Roll, event_to_dict
 from drivers.dice import DiceDriver, open_device
 from drivers.dice.driver import READ_TIMEOUT
 from drivers.dice.protocol import (
@@ -171,22 +171,24 @@ TABLE_FAULTS = {
 
 
 @pytest.mark.parametrize("fault", list(TABLE_FAULTS))
-async def test_table_faults_arrive_as_their_events(fault: str) -> None:
+async def test_table_faults_arrive_as_their_events(fault: str, event_validator: Any) -> None:
     """craps Art. 1: a die off the table is no roll; a cocked die is read by its clearest face
     (the roll stands, with an informational cocked_die fault); a sensor fault keeps its code."""
     events: list[Event] = []
     with simulator("--rolls", "3-4,6-6", "--pace", str(PACE), "--fault", fault) as sim:
         await supervise(sim, events.append)
+    for event in events:
+        event_validator.validate(event_to_dict(event))
     expected = TABLE_FAULTS[fault]
     assert [(type(e), getattr(e, "dice", None), getattr(e, "code", None)) for e in events] == [
         (type(e), getattr(e, "dice", None), getattr(e, "code", None)) for e in expected]
     assert_stamped(events)
     if fault.startswith("off_table"):
-        assert events[1].extra["dice"] == ([1, 2] if fault.endswith(":3") else [2])
+        assert events[1].extra["dice_off_table"] == ([1, 2] if fault.endswith(":3") else [2])
     if fault == "cocked@2":
         roll, cocked = events[1], events[2]
         assert roll.extra["cocked"] is True and roll.extra["confidence"] <= 0.8
-        assert cocked.extra["dice"] == [2]
+        assert cocked.extra["cocked_dice"] == [2]
         assert isinstance(cocked, Fault) and "craps.art1" in (cocked.detail or "")
         assert cocked.extra["device_msg"] == roll.extra["device_msg"]
     if fault == "sensor@2:3":
