@@ -15,7 +15,8 @@ import contextlib
 import io
 import os
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -44,6 +45,14 @@ from simulators.shoe import (
 DEVICE_ID = "shoe-1"
 
 
+@pytest.fixture(autouse=True)
+async def no_task_left_behind() -> AsyncIterator[None]:
+    """Every test ends with nothing of its own still running on the loop."""
+    yield
+    await asyncio.sleep(0.01)
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+
 def open_fds() -> set[int]:
     return {int(fd) for fd in os.listdir("/proc/self/fd")}
 
@@ -60,17 +69,13 @@ def content(event: Event) -> dict[str, object]:
     return out
 
 
-def script(**kwargs: object) -> tuple[ShoeReader, Dealer, list[dict[str, object]]]:
-    """A dealer with ``kwargs`` and the events its script must arrive as (from a twin dealer)."""
-    twin = Dealer(ShoeReader(), rng=random.Random(kwargs.get("seed", 0)), **_dealer_args(kwargs))
+def script(seed: int, **options: Any) -> tuple[ShoeReader, Dealer, list[dict[str, object]]]:
+    """A dealer for the device, and the events its script must arrive as (from a twin dealer
+    with the same seed and options)."""
+    twin = Dealer(ShoeReader(), rng=random.Random(seed), **options)
     expected = [content(e) for e in map(normalize, twin.reports()) if e is not None]
     reader = ShoeReader()
-    dealer = Dealer(reader, rng=random.Random(kwargs.get("seed", 0)), **_dealer_args(kwargs))
-    return reader, dealer, expected
-
-
-def _dealer_args(kwargs: dict[str, object]) -> dict:  # type: ignore[type-arg]
-    return {k: v for k, v in kwargs.items() if k != "seed"}
+    return reader, Dealer(reader, rng=random.Random(seed), **options), expected
 
 
 async def until(condition: Callable[[], bool]) -> None:
@@ -85,10 +90,12 @@ async def receive(device: ShoeDevice, events: list[Event], count: int) -> list[S
     drivers: list[ShoeDriver] = []
     async with asyncio.timeout(20):
         while len(events) < count or device.backlog or device.unplugged.is_set():
-            if not drivers or drivers[-1].close_reason is not None:
+            gone = not drivers or drivers[-1].close_reason is not None
+            # Not while unplugged: the link then names a pty number that another process on
+            # this machine may already have been given.
+            if gone and not device.unplugged.is_set():
                 first_seq = drivers[-1].next_seq if drivers else 0
-                # unplugged, the symlink points at a pty that is gone: try again
-                with contextlib.suppress(DeviceError):
+                with contextlib.suppress(DeviceError):  # plugged in again a moment later
                     drivers.append(await open_device(device.path, device_id=DEVICE_ID,
                                                      emit=events.append, first_seq=first_seq))
             await asyncio.sleep(0.01)
@@ -358,7 +365,7 @@ class WiredShoe:
         self.runner.start()
 
     def report(self, report: object) -> None:
-        self.runner.send(*encode(report))  # type: ignore[arg-type]
+        self.runner.send(*encode(report))
 
     def _link_event(self, item: LinkEvent) -> None:
         if isinstance(item, LinkUp):
@@ -479,19 +486,27 @@ def cli_args(*argv: str) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-async def test_tabled_sim_shoe_prints_the_path_serves_its_script_and_ends(tmp_path) -> None:
-    """``tabled-sim shoe --seed 4 --hands 3 --fault unreadable@15 --fault corrupt@3``: the
-    listener gets the dealer's script, the fault included; the simulator ends once delivered."""
-    link = str(tmp_path / "shoe")
-    args = cli_args("--seed", "4", "--hands", "3", "--fault", "unreadable@15",
-                    "--fault", "corrupt@3", "--link", link, "--pace", "0.001")
-    _, _, expected = script(seed=4, hands=3, shoes=None, faults=[ShoeFault("unreadable", 15)])
+async def start_serving(args: argparse.Namespace, link: str) -> asyncio.Task[int]:
+    """Run ``serve(args)`` and return once it printed the path to open (checked)."""
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
         served = asyncio.create_task(shoe_sim.serve(args))
         async with asyncio.timeout(5):
             await until(lambda: os.path.lexists(link))
     assert stdout.getvalue() == f"path: {link}\n"
+    return served
+
+
+async def test_tabled_sim_shoe_prints_the_path_serves_a_whole_shoe_and_ends(tmp_path) -> None:
+    """``tabled-sim shoe --seed 4 --fault unreadable@15 --fault corrupt@3``: the listener gets
+    the dealer's whole shoe (more reports than the shoe keeps for an absent host, so the dealer
+    waits for it), the fault included; the simulator ends once everything is delivered."""
+    link = str(tmp_path / "shoe")
+    args = cli_args("--seed", "4", "--fault", "unreadable@15", "--fault", "corrupt@3",
+                    "--link", link)
+    _, _, expected = script(seed=4, faults=[ShoeFault("unreadable", 15)])
+    assert len(expected) > shoe_sim.MAX_BACKLOG
+    served = await start_serving(args, link)
     events: list[Event] = []
     driver = await open_device(link, device_id=DEVICE_ID, emit=events.append)
     async with asyncio.timeout(10):
@@ -501,3 +516,22 @@ async def test_tabled_sim_shoe_prints_the_path_serves_its_script_and_ends(tmp_pa
     driver.close()
     await driver.wait_closed()
     assert not (tmp_path / "shoe").is_symlink()  # the simulator cleaned up its link
+
+
+async def test_tabled_sim_shoe_forever_stays_plugged_in_until_cancelled(tmp_path) -> None:
+    link = str(tmp_path / "shoe")
+    served = await start_serving(cli_args("--cards", "AS,KH", "--forever", "--pace", "0.01",
+                                          "--link", link), link)
+    events: list[Event] = []
+    driver = await open_device(link, device_id=DEVICE_ID, emit=events.append)
+    async with asyncio.timeout(5):
+        await until(lambda: len(events) == 3)
+        await asyncio.sleep(0.1)
+    assert not served.done()
+    assert [e.type for e in events] == ["shoe_start", "card", "card"]
+    served.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await served
+    async with asyncio.timeout(5):
+        await driver.wait_closed()  # the port went away with the simulator
+    assert not (tmp_path / "shoe").is_symlink()
