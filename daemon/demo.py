@@ -94,8 +94,9 @@ def describe(outcome: dict[str, Any]) -> str:
         a, b = result["dice"]
         point = result["point_after"]
         wins = [k for k, v in bets.items() if v["result"] == "win"]
+        shown = ", ".join(wins[:5]) + (f" (+{len(wins) - 5} more)" if len(wins) > 5 else "")
         return (f"roll  {rnd:>4}  {a}-{b} = {result['total']:>2}  point "
-                f"{'off' if point is None else point:<3}  wins: {', '.join(wins) or '-'}")
+                f"{'off' if point is None else point:<3}  wins: {shown or '-'}")
     dealer = result["dealer"]
     seats = []
     for seat, info in sorted(result["seats"].items(), key=lambda kv: int(kv[0])):
@@ -160,7 +161,10 @@ def run_demo(game: str, rounds: int, *, broker_url: str | None = None, seed: int
         device, sim_args, rules = _devices(game, rounds, seed, pace, work)
         sim = _spawn(["simulators.cli", *sim_args], work / "simulator.log",
                      stdout=subprocess.PIPE, stdin=subprocess.PIPE)
-        device["url"] = _device_url(game, _first_line(sim, work / "simulator.log"))
+        printed = _first_line(sim, work / "simulator.log")
+        if game == "craps":  # the dice simulator prints its socket, then the URL to open
+            printed = _first_line(sim, work / "simulator.log")
+        device["url"] = printed
         key = secrets.token_hex(32).encode()
         key_file = work / "console.key"
         key_file.write_bytes(key)
@@ -199,13 +203,6 @@ def _devices(game: str, rounds: int, seed: int, pace: float,
             ["shuffler", "--game", "qpoker", "--seed", str(seed), "--rounds", str(rounds),
              "--pace", str(pace), "--link", str(work / "shuffler"), "--step", "--forever"],
             {"positions": 7})
-
-
-def _device_url(game: str, printed: str) -> str:
-    if game == "craps":
-        return printed if printed.startswith("usb://") else \
-            f"usb://1209:7d01?backend=sim:{printed}"
-    return printed
 
 
 def _write_config(work: Path, game: str, table: str, broker_url: str, device: dict[str, Any],
