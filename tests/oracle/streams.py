@@ -306,7 +306,7 @@ class _QRound:
         if kind == "exposed_player":  # Art. 11.2: the round stands
             players = [i for i in self.dealing if self.events[i][1]["seat"] != "dealer"]
             self.events[rng.choice(players)][1]["face_up"] = True
-        elif kind == "stray_seat" and self.free_seats:  # Art. 11.4: that seat alone is void
+        elif kind == "stray_seat" and self.free_seats:  # Art. 11.4 (all seats bet: regular)
             seat = rng.choice(self.free_seats)
             count = 1 if self.mode == "hand" else rng.randint(1, 3)
             last_dealer = self.dealing[-1]
@@ -392,6 +392,8 @@ def qpoker_stream(rng: random.Random, rounds: int, positions: int = 7) -> list[E
         elif style == "bare":
             stream.emit("console", type="round_start")
         left_open = False
+        # Twice the usual share: it is spread over fourteen kinds. Only rounds with a seat list
+        # get one, since the seats a void must list are otherwise not yet known.
         if style == "declared" and rng.random() < IRREGULAR * 2:
             left_open = game.irregular(rng.choice(QPOKER_IRREGULARITIES))
         for device, fields in game.events:
