@@ -17,9 +17,9 @@ import asyncio
 import random
 import sys
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Final, TypeVar
 
 from daemon.events import CARD_CODES, DEALER, RANKS, SUITS, CardDealt, Seat
 from daemon.rules import Table, make_table
@@ -48,6 +48,9 @@ HALTS: Final = {"jam": p.DeviceFault.JAM, "failure": p.DeviceFault.FAILURE,
 #: Deck-count faults and how far off the count they make the check.
 MISCOUNTS: Final = {"short_deck": -1, "long_deck": +1}
 MACHINE_FAULTS: Final = (*HALTS, "exposed", *MISCOUNTS)
+
+
+T = TypeVar("T")
 
 
 class ScriptError(ValueError):
@@ -295,6 +298,19 @@ class ShufflerSimulator(PtyDevice):
 # -- tabled-sim shuffler -----------------------------------------------------------------------
 
 
+def _option(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """``parse`` as an argparse ``type`` that shows our reason, not "invalid value"."""
+
+    def convert(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = parse.__name__
+    return convert
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``tabled-sim shuffler``."""
     parser.add_argument("--game", choices=("qpoker", "baccarat"), default="qpoker",
@@ -302,20 +318,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=None,
                         help=f"Q Poker rounds / baccarat hands (default {DEFAULT_ROUNDS}, or as "
                              "many as --cards fill)")
-    parser.add_argument("--seats", type=parse_seats, default=None,
+    parser.add_argument("--seats", type=_option(parse_seats), default=None,
                         help="Q Poker seats with a bet, e.g. 1,3,5 (default: drawn per round)")
     parser.add_argument("--positions", type=int, default=DEFAULT_POSITIONS,
                         help="Q Poker player positions to draw seats from (default 7)")
     parser.add_argument("--decks", type=int, default=DEFAULT_DECKS,
                         help="baccarat: decks in the shoe (default 8)")
-    parser.add_argument("--cards", type=parse_cards, default=[],
+    parser.add_argument("--cards", type=_option(parse_cards), default=[],
                         help="explicit deal order, e.g. AS,KH,7D,... (the first shoe in "
                              "baccarat mode)")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed for shuffles and seats (default: random, printed on stderr)")
     parser.add_argument("--pace", type=float, default=DEFAULT_PACE,
                         help=f"seconds between messages (default {DEFAULT_PACE})")
-    parser.add_argument("--fault", action="append", default=[], type=parse_fault,
+    parser.add_argument("--fault", action="append", default=[], type=_option(parse_fault),
                         help="inject a fault, repeatable: jam@N, failure@N, door@N, exposed@N, "
                              "exposed@dealer[:R], short_deck@R, long_deck@R (N counts hands), "
                              "or a byte fault: corrupt@N, truncate@N, drop@N[:K], garbage@N[:K], "

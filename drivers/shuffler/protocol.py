@@ -14,6 +14,7 @@ else) when the *machine* sent content that is not a valid message.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import ClassVar, Final, TypeAlias, TypeVar
 
@@ -434,7 +435,8 @@ Message: TypeAlias = (
 #: The messages only the host sends; every other message only the machine sends.
 HOST_REQUESTS: Final = (InfoRequest, StatusRequest)
 
-_BY_KIND: Final[dict[int, type[Message]]] = {
+#: Every message type by its kind byte.
+MESSAGE_TYPES: Final[Mapping[int, type[Message]]] = {
     cls.KIND: cls
     for cls in (InfoRequest, StatusRequest, Info, Status, ShuffleStarted, ShuffleComplete,
                 DeckCheck, RoundSeats, Hand, Card, Fault)
@@ -448,7 +450,7 @@ def encode(msg: Message) -> tuple[int, bytes]:
 
 def decode(kind: int, payload: bytes) -> Message:
     """The message in a frame's ``kind`` and ``payload``; ProtocolError if it is not one."""
-    cls = _BY_KIND.get(kind)
+    cls = MESSAGE_TYPES.get(kind)
     if cls is None:
         raise ProtocolError(f"unknown message kind 0x{kind:02x}")
     reader = _Reader(payload, cls.__name__)

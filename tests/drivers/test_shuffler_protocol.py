@@ -86,7 +86,7 @@ def test_every_message_survives_encode_then_decode(msg: p.Message) -> None:
 
 
 @settings(max_examples=800)
-@given(st.one_of(st.sampled_from(sorted(p._BY_KIND)), st.integers(0, 255)),
+@given(st.one_of(st.sampled_from(sorted(p.MESSAGE_TYPES)), st.integers(0, 255)),
        st.one_of(st.binary(max_size=12), st.binary(max_size=255)))
 def test_arbitrary_payload_bytes_give_a_message_or_a_protocol_error(kind: int,
                                                                     payload: bytes) -> None:
@@ -159,7 +159,7 @@ def test_documented_byte_level_examples_decode_and_normalize_as_documented() -> 
         events = [value.strip() for key, value in fields[2:] if key == "event"]
         assert [encode_event(e) for e in normalize(msg)] == events
         kinds.add(decoded[0].kind)
-    assert kinds == set(p._BY_KIND), "every message kind has an example"
+    assert kinds == set(p.MESSAGE_TYPES), "every message kind has an example"
 
 
 # -- the machine's status ----------------------------------------------------------------------
