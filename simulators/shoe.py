@@ -17,7 +17,7 @@ import asyncio
 import random
 import sys
 from collections import deque
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -217,8 +217,7 @@ class Dealer:
             )
         self._pulls = 0
         self._cards: deque[str] = deque()
-        self._cut_at: int | None = None
-        self._drawn = 0
+        self._cut_behind: int | None = None  # cards behind the cut card, until it comes out
         self._empty = False
         self._last_round: int | None = None
 
@@ -235,7 +234,7 @@ class Dealer:
     # -- the script's parts
 
     def _explicit_sequence(self, cards: list[str]) -> Iterator[Report]:
-        self._new_shoe(cards, cut_at=None)
+        self._new_shoe(cards, cut_behind=None)
         yield from self._report(self.reader.load(self._decks))
         while self._cards and not self._empty:
             yield from self._pull()
@@ -244,7 +243,7 @@ class Dealer:
         table = self._table
         assert table is not None
         cards = shuffled_shoe(self._rng, self._decks)
-        self._new_shoe(cards, cut_at=len(cards) - self._rng.randint(*CUT_CARD_FROM_END))
+        self._new_shoe(cards, cut_behind=self._rng.randint(*CUT_CARD_FROM_END))
         yield from self._report(self.reader.load(self._decks))
         yield from self._burn_at_start()
         demos = self._demos
@@ -252,12 +251,12 @@ class Dealer:
             if not table.round_open:
                 if self._enough_hands():
                     return
-                if demos:
+                if demos > 0:
                     demos -= 1
                     yield from self._report(self.reader.press(Button.DEMO))
             yield from self._pull()
 
-    def _burn_at_start(self) -> Generator[Report, None, None]:
+    def _burn_at_start(self) -> Iterator[Report]:
         first = yield from self._pull(burn=True)
         if self._burn_rule == "value" and first is not None:
             more = BURN_COUNT[first[0]]
@@ -273,8 +272,8 @@ class Dealer:
         (unreadable, or the shoe is empty)."""
         self._pulls += 1
         planned = self._plan.get(self._pulls, set())
-        if self._cut_at is not None and self._drawn == self._cut_at:
-            self._cut_at = None
+        if self._cut_behind is not None and len(self._cards) == self._cut_behind:
+            self._cut_behind = None
             yield from self._report(self.reader.cut_card())
             # Reading R-B2: the hand in progress, or else the next, is the cut card's hand.
             assert self._table is not None
@@ -290,7 +289,6 @@ class Dealer:
             yield from self._report(self.reader.fault(FaultCode.SHOE_EMPTY))
             return None
         card = self._cards.popleft()
-        self._drawn += 1
         read = None if "unreadable" in planned else card
         yield from self._report(self.reader.card_out(read))
         return read
@@ -303,10 +301,9 @@ class Dealer:
 
     # -- bookkeeping
 
-    def _new_shoe(self, cards: list[str], cut_at: int | None) -> None:
+    def _new_shoe(self, cards: list[str], cut_behind: int | None) -> None:
         self._cards = deque(cards)
-        self._cut_at = cut_at
-        self._drawn = 0
+        self._cut_behind = cut_behind
         self._empty = False
         self._last_round = None
 
@@ -372,6 +369,18 @@ def _fault_arg(text: str) -> ShoeFault | ByteFault:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= {minimum}")
+        return value
+    return parse
+
+
 def _cards_arg(text: str) -> list[str]:
     try:
         return parse_cards(text)
@@ -384,7 +393,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the shuffles (default 0)")
     parser.add_argument("--decks", type=int, default=8, choices=range(6, 13), metavar="6-12",
                         help="decks per shoe (Art. 1; default 8)")
-    parser.add_argument("--demo", type=int, default=0, metavar="N",
+    parser.add_argument("--demo", type=_at_least(0), default=0, metavar="N",
                         help="demonstration hands at the start of each shoe (Art. 2.2)")
     parser.add_argument("--burn", choices=("value", "decks"), default="value",
                         help="burn at the start: the first card's value, or the deck count")
@@ -392,9 +401,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Art. 9 drawing method the dealer follows (default 1)")
     parser.add_argument("--last-hand", choices=("this", "one_more"), default="this",
                         help="Art. 3: the cut card's hand is the last, or one more follows")
-    parser.add_argument("--hands", type=int, metavar="N",
+    parser.add_argument("--hands", type=_at_least(1), metavar="N",
                         help="stop after N hands (demonstrations and voids count)")
-    parser.add_argument("--shoes", type=int, metavar="N",
+    parser.add_argument("--shoes", type=_at_least(1), metavar="N",
                         help="stop after N shoes (default 1 unless --hands)")
     parser.add_argument("--cards", type=_cards_arg, metavar="AS,KH,...",
                         help="an explicit sequence instead: each card out in order")

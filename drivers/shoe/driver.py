@@ -101,6 +101,8 @@ class ShoeDriver(SerialDevice):
         self._info_timer: asyncio.TimerHandle | None = None
 
     def link_established(self) -> None:
+        # Also after a RESET from a rebooted shoe: ask afresh, with a fresh count.
+        self._cancel_info_timer()
         self._info_requests = 0
         self._request_info()
 

@@ -439,7 +439,8 @@ def test_the_command_line_describes_the_dealer() -> None:
     explicit = shoe_sim.dealer_from_args(cli("--cards", "AS,9D", "--decks", "6"), ShoeReader())
     assert [event_to_dict(e)["type"] for e in events_of(explicit)] == [
         "shoe_start", "card", "card"]
-    for bad in (["--fault", "jam@1"], ["--cards", "ZZ"], ["--decks", "5"]):
+    for bad in (["--fault", "jam@1"], ["--cards", "ZZ"], ["--decks", "5"], ["--demo", "-1"],
+                ["--hands", "0"], ["--shoes", "x"]):
         with pytest.raises((argparse.ArgumentError, SystemExit)):
             cli(*bad)
 
