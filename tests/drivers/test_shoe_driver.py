@@ -25,7 +25,7 @@ from daemon.rules import make_table
 from daemon.rules.outcome import Outcome
 from drivers import shoe as shoe_family
 from drivers.errors import DeviceError
-from drivers.link import Link, LinkEvent, LinkUp, MessageReceived
+from drivers.link import Link, LinkEvent, LinkUp, MessageReceived, Resume
 from drivers.link_runner import LinkRunner
 from drivers.shoe import ShoeDriver, open_device
 from drivers.shoe.driver import normalize
@@ -84,9 +84,19 @@ async def until(condition: Callable[[], bool]) -> None:
         await asyncio.sleep(0.01)
 
 
-async def receive(device: ShoeDevice, events: list[Event], count: int) -> list[ShoeDriver]:
+def resume_after(events: list[Event]) -> Resume | None:
+    """What the host already has, as the supervisor tells a new link: a message whose ACK was
+    lost in an unplug is sent again and dropped (drivers.link, "exactly once across resets")."""
+    if not events:
+        return None
+    return Resume(events[-1].extra["device_boot"], events[-1].extra["device_msg"])
+
+
+async def receive(device: ShoeDevice, events: list[Event], count: int,
+                  emit: Callable[[Event], None] | None = None) -> list[ShoeDriver]:
     """Play the supervisor: open the shoe, reopen it whenever it goes away (numbering on from
-    the last driver), until ``count`` events arrived and the shoe has nothing unacknowledged."""
+    the last driver, telling the link what it already has), until ``count`` events arrived and
+    the shoe has nothing unacknowledged."""
     drivers: list[ShoeDriver] = []
     async with asyncio.timeout(20):
         while len(events) < count or device.backlog or device.unplugged.is_set():
@@ -97,7 +107,9 @@ async def receive(device: ShoeDevice, events: list[Event], count: int) -> list[S
                 first_seq = drivers[-1].next_seq if drivers else 0
                 with contextlib.suppress(DeviceError):  # plugged in again a moment later
                     drivers.append(await open_device(device.path, device_id=DEVICE_ID,
-                                                     emit=events.append, first_seq=first_seq))
+                                                     emit=events.append if emit is None else emit,
+                                                     first_seq=first_seq,
+                                                     resume=resume_after(events)))
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.1)  # room for anything extra (a duplicate) to show up
     return drivers
@@ -295,10 +307,39 @@ async def receive_from(device: ShoeDevice, events: list[Event], count: int,
                        first_seq: int) -> list[ShoeDriver]:
     """Reconnect after a replug, numbering on from ``first_seq``, until ``count`` events."""
     driver = await open_device(device.path, device_id=DEVICE_ID, emit=events.append,
-                               first_seq=first_seq)
+                               first_seq=first_seq, resume=resume_after(events))
     async with asyncio.timeout(10):
         await until(lambda: len(events) >= count and not device.backlog)
     return [driver]
+
+
+class Journal(list[Event]):
+    """A sink with a durability barrier, like the daemon's; its third commit "crashes" after
+    the events are durable but before the shoe's frames are acknowledged."""
+
+    commits = 0
+
+    def __call__(self, event: Event) -> None:
+        self.append(event)
+
+    def commit(self) -> bool:
+        self.commits += 1
+        return self.commits != 3
+
+
+async def test_what_the_host_already_has_is_not_delivered_twice(tmp_path) -> None:
+    """The shoe sends again what was never acknowledged; told what is durable (``resume``,
+    through ``open_device``), the new link drops it: exactly once across the reconnect."""
+    reader, dealer, expected = script(seed=13, hands=3, shoes=None)
+    device = ShoeDevice(reader, link_path=str(tmp_path / "shoe"))
+    await device.start()
+    play(device, dealer)
+    journal = Journal()
+    drivers = await receive(device, journal, len(expected), emit=journal)
+    assert_intact(journal, expected)
+    assert drivers[0].close_reason == "link_down: not_durable"
+    assert drivers[1].link_counters()["resent_already_durable"] > 0
+    await close_all(drivers, device)
 
 
 # -- transports: whole, a byte at a time, with loss, with delay ----------------------------------
