@@ -29,7 +29,7 @@ from drivers.link import Link, LinkEvent, LinkUp, MessageReceived, Resume
 from drivers.link_runner import LinkRunner
 from drivers.shoe import ShoeDriver, open_device
 from drivers.shoe.driver import normalize
-from drivers.shoe.protocol import InfoRequest, ShoeState, ShoeStatus, encode
+from drivers.shoe.protocol import InfoRequest, Report, ShoeState, ShoeStatus, encode
 from simulators import shoe as shoe_sim
 from simulators.faults import ByteFault
 from simulators.shoe import (
@@ -405,7 +405,7 @@ class WiredShoe:
                                  self._link_event, clock=loop.time)
         self.runner.start()
 
-    def report(self, report: object) -> None:
+    def report(self, report: Report) -> None:
         self.runner.send(*encode(report))
 
     def _link_event(self, item: LinkEvent) -> None:
