@@ -55,6 +55,7 @@ class Mosquitto:
         extra_config: Iterable[str] = (),
         listener_options: Iterable[str] = (),
         allow_anonymous: bool = True,
+        persistence: bool = False,
         workdir: str | os.PathLike[str] | None = None,
     ) -> None:
         self.port = port or free_port()
@@ -64,6 +65,8 @@ class Mosquitto:
         self.extra_config = list(extra_config)
         self.listener_options = list(listener_options)
         self.allow_anonymous = allow_anonymous
+        #: Keep sessions and queued QoS 1 messages across a broker restart (in ``dir``).
+        self.persistence = persistence
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = self.dir / "mosquitto.log"
 
@@ -76,7 +79,9 @@ class Mosquitto:
             # Started as root, mosquitto would drop to user "mosquitto" and could not read files
             # in private directories (FIELD-NOTES.md): run it as whoever started it.
             f"user {_current_user()}",
-            "persistence false",
+            f"persistence {'true' if self.persistence else 'false'}",
+            f"persistence_location {self.dir}/",
+            "autosave_interval 1",
             "log_dest stderr",
             "log_type error",
             "log_type warning",

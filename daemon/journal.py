@@ -225,6 +225,14 @@ class Journal:
         )
         return [StoredOutput(*row) for row in cur]
 
+    def count_outputs_after(self, after_id: int) -> int:
+        """How many outputs have an id above ``after_id`` (not yet acknowledged, if it is the
+        acknowledged position)."""
+        row = self._db.execute(
+            "SELECT COUNT(*) FROM journal WHERE kind = 'output' AND id > ?", (after_id,)
+        ).fetchone()
+        return int(row[0])
+
     def acked_id(self) -> int:
         """Every output with an id up to this one was acknowledged by the broker."""
         return int(self.get_meta("acked_id", "0") or 0)

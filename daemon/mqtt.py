@@ -142,8 +142,8 @@ class MqttService:
 
     @property
     def backlog(self) -> int:
-        """Durable messages not yet acknowledged by the broker (journal rows)."""
-        return max(0, self.journal.last_id - self.acked_id)
+        """Durable messages not yet acknowledged by the broker."""
+        return self.journal.count_outputs_after(self.acked_id)
 
     def set_device_status(self, device_id: str, body: dict[str, Any]) -> None:
         """Retained availability of one device; re-published on every (re)connect."""
@@ -280,6 +280,8 @@ class MqttService:
                 if row.id <= first_pass_end:
                     self.counters["republished"] += 1
                 future = asyncio.ensure_future(self._publish_row(client, row, room))
+                # a PUBACK wakes the pump, which moves the acknowledged position at once
+                future.add_done_callback(lambda _: self.wake.set())
                 inflight.append((row.id, future))
                 cursor = row.id
                 self._advance(inflight)

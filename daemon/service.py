@@ -33,7 +33,6 @@ from daemon.runtime import Degraded, TableRuntime
 from daemon.supervisor import DeviceSupervisor
 from daemon.systemd import Notifier
 from daemon.timeutil import rfc3339_now
-from drivers.link import Resume
 
 log = structlog.get_logger("tabled.service")
 
@@ -103,18 +102,11 @@ class Service:
         )
         self.runtime.on_committed = self.mqtt.notify
         for settings in cfg.devices:
-            progress = self.runtime.devices.get(settings.id)
-            driver_options: dict[str, Any] = {}
-            if progress is not None and progress.boot_id is not None \
-                    and progress.last_message is not None:
-                driver_options["resume"] = Resume(progress.boot_id, progress.last_message)
             records: asyncio.Queue[tuple[str, str | None]] | None = None
             if settings.match is not None:
                 records = asyncio.Queue()
             self.supervisors.append(DeviceSupervisor(
-                settings, self.runtime, on_status=self.mqtt.set_device_status,
-                first_seq=progress.next_seq if progress else 0, options=driver_options,
-                records=records))
+                settings, self.runtime, on_status=self.mqtt.set_device_status, records=records))
 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

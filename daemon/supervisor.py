@@ -32,6 +32,7 @@ from daemon.faults import DEVICE_LOST
 from daemon.runtime import Degraded, TableRuntime
 from daemon.timeutil import rfc3339_now
 from drivers.errors import DeviceError
+from drivers.link import Resume
 from drivers.registry import Device, open_device
 
 log = structlog.get_logger("tabled.supervisor")
@@ -103,7 +104,7 @@ class DeviceSupervisor:
             try:
                 driver = await open_device(s.family, url, device_id=s.id,
                                            emit=DeviceSink(self.runtime, s.id),
-                                           first_seq=self.next_seq, **self.options)
+                                           first_seq=self.next_seq, **self._driver_options())
             except DeviceError as exc:
                 self._status("unavailable", url=url, error=str(exc))
                 await asyncio.sleep(backoff.next())
@@ -144,6 +145,18 @@ class DeviceSupervisor:
         if driver is not None:
             driver.close("daemon stopping")
             await driver.wait_closed()
+
+    def _driver_options(self) -> dict[str, Any]:
+        """The options of the next connection, with what the journal holds from this device
+        *now* (drivers.link, "exactly once across resets"): a message made durable whose ACK
+        was lost with the last connection is dropped, not delivered twice."""
+        options = dict(self.options)
+        progress = self.runtime.devices.get(self.settings.id)
+        if progress is not None and progress.boot_id is not None \
+                and progress.last_message is not None:
+            options["resume"] = Resume(progress.boot_id, progress.last_message)
+        self.next_seq = max(self.next_seq, progress.next_seq if progress else 0)
+        return options
 
     # -- loss and its consequence ------------------------------------------------------------
 

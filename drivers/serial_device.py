@@ -196,8 +196,11 @@ async def open_serial(
     loop = asyncio.get_running_loop()
     try:
         async with asyncio.timeout(T_OPEN):
+            # exclusive: an advisory lock, so that two openers (the daemon and a stray
+            # `tabled listen`) never split one device's messages between them
             _, protocol = await serial_asyncio_fast.create_serial_connection(
-                loop, protocol_factory, url, baudrate=baudrate
+                loop, protocol_factory, url, baudrate=baudrate,
+                **({} if "://" in url else {"exclusive": True}),
             )
     except (serial.SerialException, OSError, ValueError, TimeoutError) as exc:
         raise DeviceError(f"cannot open {url}: {exc}", url=url, reason="open_failed") from exc

@@ -167,6 +167,11 @@ class PtyDevice:
 
     def _unplug(self) -> None:
         self.host_connected.clear()
+        if self.link_path:
+            # like udev removing a by-id link: nobody may open the old /dev/pts/N by our name
+            # (another process may get that number while we are unplugged)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.link_path)
         if self._master is not None:
             asyncio.get_running_loop().remove_reader(self._master)
             os.close(self._master)

@@ -209,12 +209,17 @@ class Subscriber:
     def on(self, suffix: str) -> list[dict[str, Any]]:
         return [p for t, p, _ in self.messages if t.endswith(suffix)]
 
+    def distinct(self, suffix: str) -> int:
+        """Messages on ``suffix`` counted once per ``table_seq`` (QoS 1 may deliver twice)."""
+        return len({p.get("table_seq", i) for i, p in enumerate(self.on(suffix))})
+
     async def wait_for(self, suffix: str, count: int, timeout: float = 60.0,
                        alive: Daemon | None = None) -> list[dict[str, Any]]:
+        """Wait until ``count`` distinct messages arrived on ``suffix``; return them all."""
         deadline = time.monotonic() + timeout
-        while len(self.on(suffix)) < count:
+        while self.distinct(suffix) < count:
             if time.monotonic() > deadline:
-                raise AssertionError(f"{len(self.on(suffix))}/{count} messages on {suffix}")
+                raise AssertionError(f"{self.distinct(suffix)}/{count} messages on {suffix}")
             if alive is not None and not alive.alive():
                 raise AssertionError(f"the daemon exited: {alive.log_lines()[-20:]}")
             self.changed.clear()
