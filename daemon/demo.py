@@ -174,7 +174,7 @@ def run_demo(game: str, rounds: int, *, broker_url: str | None = None, seed: int
         say(f"[demo] {game}: simulator and daemon starting (work dir {work})")
         daemon = _spawn(["daemon.cli", "run", "-c", str(config)], work / "daemon.log",
                         stdout=open(work / "daemon.log", "a"))  # noqa: SIM115
-        seen = asyncio.run(_watch(address, base, game, rounds, key, seed, daemon, say))
+        seen = asyncio.run(_watch(address, base, game, rounds, key, seed, daemon, say, sim))
         say(f"[demo] {seen} outcomes published and received; journal {work / 'journal.sqlite'}")
         return 0 if seen >= rounds else 1
     finally:
@@ -224,7 +224,8 @@ def _write_config(work: Path, game: str, table: str, broker_url: str, device: di
 
 
 async def _watch(address: BrokerAddress, base: str, game: str, rounds: int, key: bytes,
-                 seed: int, daemon: subprocess.Popen[str], say: Any) -> int:
+                 seed: int, daemon: subprocess.Popen[str], say: Any,
+                 sim: subprocess.Popen[str]) -> int:
     seen = 0
     last = time.monotonic()
     async with aiomqtt.Client(address.host, address.port) as client:
@@ -241,6 +242,9 @@ async def _watch(address: BrokerAddress, base: str, game: str, rounds: int, key:
                     say(describe(body))
                     if seen >= rounds:
                         return seen
+                    if console is not None and sim.stdin is not None:
+                        sim.stdin.write("deal\n")  # the dealer presses "deal" on the machine
+                        sim.stdin.flush()
                 elif topic.endswith("/event") and console is not None:
                     await console.event(body)
                 elif topic.endswith("/fault"):

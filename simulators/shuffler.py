@@ -17,7 +17,7 @@ import asyncio
 import random
 import sys
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, TypeVar
 
@@ -286,10 +286,18 @@ class ShufflerSimulator(PtyDevice):
         if answer is not None:
             self.send(*p.encode(answer))
 
-    async def play(self, script: Iterable[p.Message], pace: float = 0.0) -> None:
+    async def play(self, script: Iterable[p.Message], pace: float = 0.0,
+                   next_round: Callable[[], Awaitable[bool]] | None = None) -> None:
         """Send the script's messages, ``pace`` seconds apart (kept for the host across
-        disconnects: the link delivers each exactly once)."""
+        disconnects: the link delivers each exactly once). With ``next_round``, every shuffle
+        after the first waits for it, as the machine waits for the dealer's "deal" button
+        (False: no more rounds)."""
+        first = True
         for msg in script:
+            if (isinstance(msg, p.ShuffleStarted) and next_round is not None and not first
+                    and not await next_round()):
+                return
+            first = first and not isinstance(msg, p.ShuffleStarted)
             self.status = self.status.after(msg)
             self.send(*p.encode(msg))
             await asyncio.sleep(pace)
@@ -340,6 +348,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a stable symlink to the pty that follows replugs")
     parser.add_argument("--forever", action="store_true",
                         help="keep serving requests after the script ends")
+    parser.add_argument("--step", action="store_true",
+                        help="wait for a line on standard input before each shuffle after the "
+                        "first (the dealer's deal button: a console settles the round first)")
 
 
 def build_script(args: argparse.Namespace, rng: random.Random) -> list[p.Message]:
@@ -351,6 +362,11 @@ def build_script(args: argparse.Namespace, rng: random.Random) -> list[p.Message
                                faults=faults)
     return qpoker_script(rng, rounds=rounds, seats=args.seats, positions=args.positions,
                          cards=args.cards, faults=faults)
+
+
+async def _stdin_line() -> bool:
+    """The dealer pressed "deal": a line on standard input (end of input: no more rounds)."""
+    return bool(await asyncio.to_thread(sys.stdin.readline))
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -372,7 +388,7 @@ async def serve(args: argparse.Namespace) -> int:
     print(f"path: {path}", flush=True)
     try:
         await device.host_connected.wait()
-        await device.play(script, args.pace)
+        await device.play(script, args.pace, next_round=_stdin_line if args.step else None)
         await device.drain()
         if args.forever:
             await asyncio.Event().wait()

@@ -147,7 +147,7 @@ class Simulator:
         log = open(self.log_path, "a")  # noqa: SIM115
         self.proc = subprocess.Popen([PYTHON, "-m", "simulators.cli", *self.args],
                                      stdout=subprocess.PIPE, stderr=log, text=True,
-                                     start_new_session=True)
+                                     stdin=subprocess.PIPE, start_new_session=True)
         log.close()
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()
@@ -164,8 +164,11 @@ class Simulator:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc is not None and self.proc.stdout is not None:
-            self.proc.stdout.close()
+        if self.proc is not None:
+            for stream in (self.proc.stdout, self.proc.stdin):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
 
 
 class Subscriber:
