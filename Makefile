@@ -36,7 +36,7 @@ demo: venv system-deps
 	$(BIN)/tabled demo --game $(GAME) --rounds $(ROUNDS)
 
 lint: venv
-	$(BIN)/ruff check daemon drivers simulators tests bench
+	$(BIN)/ruff check .
 
 typecheck: venv
 	$(BIN)/mypy
