@@ -121,8 +121,9 @@ class FrameDecoder:
                 self._escaped = True
             else:
                 body.append(b)
-                if len(body) > MAX_BODY:
-                    out.append(self._damaged("oversize"))
+            # After either append: a run of escaped bytes must not grow the buffer past the cap.
+            if len(body) > MAX_BODY:
+                out.append(self._damaged("oversize"))
         return out
 
     def _damaged(self, reason: str) -> CorruptFrame:
