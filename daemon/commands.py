@@ -116,15 +116,20 @@ class CommandGate:
             raise CommandRejected("unknown", f"no command {name!r} (known: {', '.join(COMMANDS)})")
         try:
             body = json.loads(payload)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise CommandRejected("malformed", "not JSON") from None
         if not isinstance(body, dict):
             raise CommandRejected("malformed", "not a JSON object")
         mac = body.get("mac")
-        if not isinstance(mac, str):
+        # compare_digest takes ASCII text only; a MAC is hex, so anything else is no MAC.
+        if not isinstance(mac, str) or not mac.isascii():
             raise CommandRejected("forged", "no mac")
         unsigned = {k: v for k, v in body.items() if k != "mac"}
-        expected = hmac.new(self._key, canonical(unsigned), hashlib.sha256).hexdigest()
+        try:
+            content = canonical(unsigned)
+        except UnicodeEncodeError:  # a lone surrogate, spelt with a JSON \u escape
+            raise CommandRejected("malformed", "text that is not valid Unicode") from None
+        expected = hmac.new(self._key, content, hashlib.sha256).hexdigest()
         if not hmac.compare_digest(mac, expected):
             raise CommandRejected("forged", "the mac does not match the content")
         # From here on the content is the console's own words.

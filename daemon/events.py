@@ -25,6 +25,8 @@ CARD_CODES: frozenset[str] = frozenset(r + s for r in RANKS for s in SUITS)
 
 Seat: TypeAlias = int | Literal["dealer"]
 DEALER: Literal["dealer"] = "dealer"
+#: The device families a ``fault`` event's optional ``family`` field names (a lost device).
+DEVICE_FAMILIES = ("shuffler", "shoe", "dice")
 
 
 class EventError(ValueError):
@@ -257,10 +259,30 @@ def _meta(obj: Mapping[str, Any]) -> Meta:
     return Meta(device=device, seq=seq, ts=ts)
 
 
+def _check_unicode(obj: dict[str, Any]) -> None:
+    """Refuse text no UTF-8 can carry (a lone surrogate, which JSON's ``\\u`` escapes can
+    spell): such an event could be neither journaled nor published as it came."""
+    pending: list[Any] = [obj]
+    while pending:  # a loop, not recursion: nesting depth is the sender's to choose
+        value = pending.pop()
+        if isinstance(value, str):
+            if not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise EventError(f"text {value!r} is not valid Unicode") from None
+        elif isinstance(value, dict):
+            pending += value.keys()
+            pending += value.values()
+        elif isinstance(value, list):
+            pending += value
+
+
 def parse_event(obj: Any) -> Event:
     """Build a typed event from a decoded JSON object, or raise :class:`EventError`."""
     if not isinstance(obj, dict):
         raise EventError(f"an event is a JSON object, not {type(obj).__name__}")
+    _check_unicode(obj)
     version = obj.get("v")
     if version != CONTRACT_VERSION:
         raise EventError(f"unsupported contract version v={version!r} (expected 1)")
@@ -328,6 +350,11 @@ def parse_event(obj: Any) -> Event:
         code = _required(obj, "code", etype)
         if not isinstance(code, str) or not code:
             raise EventError(f"code {code!r} is not a non-empty string")
+        # The rules read the family of a lost device (qpoker.art11.5): a misspelt one must not
+        # pass for another device's.
+        if "family" in obj and obj["family"] not in DEVICE_FAMILIES:
+            raise EventError(f"family {obj['family']!r} is not one of "
+                             f"{', '.join(DEVICE_FAMILIES)}")
         ev = Fault(code=code, detail=_optional_str(obj, "detail"), meta=meta, extra=extra)
     elif etype == "no_roll":
         ev = NoRoll(reason=_optional_str(obj, "reason") or "off_table", meta=meta, extra=extra)
@@ -348,7 +375,8 @@ def parse_line(line: str | bytes) -> Event:
     """Parse one JSON Lines record into an event, or raise :class:`EventError`."""
     try:
         obj = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        # RecursionError: nested deeper than the interpreter's stack, still not an event.
         raise EventError(f"not JSON: {exc}") from None
     return parse_event(obj)
 
