@@ -35,7 +35,7 @@ async def test_hands_from_a_shoe_arrive_as_outcomes_equal_to_replay(
             daemon.start()
             outcomes = await sub.wait_for("/outcome", HANDS, alive=daemon)
             events = sub.on("/event")
-            status = sub.on("/status")
+            status = sub.on("/t1/status")
     finally:
         sim.stop()
         assert daemon.stop() == 0

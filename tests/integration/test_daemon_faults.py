@@ -156,7 +156,9 @@ async def test_kill_9_mid_round_recovers_state_and_loses_nothing(tmp_path: Path,
                 await sub.wait_for("/outcome", kill_after, alive=daemon)
                 await asyncio.sleep(0.013)  # somewhere in the next hand
                 daemon.kill9()
-                await asyncio.sleep(0.2)
+                # the broker publishes the last will: the table is offline
+                await sub.wait_for("/t1/status", sub.distinct("/t1/status") + 1)
+                assert sub.on("/t1/status")[-1]["state"] == "offline"
                 daemon.start()
             outcomes = await sub.wait_for("/outcome", hands, alive=daemon, timeout=90)
             events = sub.on("/event")

@@ -22,3 +22,17 @@ def test_the_demo_runs_every_game_to_the_end(game: str, tmp_path: Path) -> None:
     assert len(lines) == 6
     assert "6 outcomes published and received" in proc.stdout
     assert (tmp_path / "journal.sqlite").exists()
+
+
+def test_the_demo_runs_against_a_given_broker(tmp_path: Path) -> None:
+    """``tabled demo --broker mqtt://HOST:PORT`` uses that broker and starts none of its own."""
+    from daemon.broker import Mosquitto
+
+    with Mosquitto(workdir=tmp_path / "broker") as broker:
+        proc = subprocess.run(
+            [sys.executable, "-m", "daemon.cli", "demo", "--game", "craps", "--rounds", "5",
+             "--pace", "0.01", "--broker", broker.url, "--workdir", str(tmp_path / "w")],
+            capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "private Mosquitto" not in proc.stdout
+    assert "5 outcomes published and received" in proc.stdout

@@ -233,8 +233,9 @@ def craps_stream(rng: random.Random, rolls: int) -> list[Event]:
 #: Irregularities of one round (Art. 1, 11; the project's decisions), and harmless oddities.
 QPOKER_IRREGULARITIES = (
     "exposed_player", "stray_seat", "exposed_dealer", "shuffler_fault", "duplicate", "void",
-    "early_reveal", "cut_short", "out_of_order", "wrong_count", "late_fault", "other_device_lost",
+    "early_reveal", "out_of_order", "wrong_count", "late_fault", "other_device_lost",
     "double_decision", "early_decision",
+    "cut_short",  # last: the only one that leaves the round open, for the next round_start
 )
 #: Faults that mean the shuffler failed (qpoker.art11.5).
 SHUFFLER_FAULTS: tuple[Event, ...] = (
@@ -377,10 +378,8 @@ def qpoker_stream(rng: random.Random, rounds: int, positions: int = 7) -> list[E
     """``rounds`` rounds (each one outcome) with random bet seats, dealt from the shuffler or
     the shoe, a fresh deck each round."""
     stream = _Stream(rng, "qpoker")
-    made = 0
     left_open = False  # the last round is waiting for a round_start to void it
-    while made < rounds or left_open:
-        made += 1
+    for made in range(1, rounds + 1):
         stream.maybe_foreign()
         game = _QRound(rng, positions)
         game.plan()
@@ -395,7 +394,8 @@ def qpoker_stream(rng: random.Random, rounds: int, positions: int = 7) -> list[E
         # Twice the usual share: it is spread over fourteen kinds. Only rounds with a seat list
         # get one, since the seats a void must list are otherwise not yet known.
         if style == "declared" and rng.random() < IRREGULAR * 2:
-            left_open = game.irregular(rng.choice(QPOKER_IRREGULARITIES))
+            kinds = QPOKER_IRREGULARITIES[:-1] if made == rounds else QPOKER_IRREGULARITIES
+            left_open = game.irregular(rng.choice(kinds))  # the last round is never left open
         for device, fields in game.events:
             stream.events.append(stream.stamp(device, fields))
         if rng.random() < 0.02:  # between rounds: no round to void, nothing to decide
