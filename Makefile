@@ -46,5 +46,8 @@ unit: venv system-deps
 
 test: lint typecheck unit
 
+bench: venv system-deps
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

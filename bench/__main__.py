@@ -1,0 +1,123 @@
+"""``python -m bench [--quick]``: run every benchmark of issue 6 and write docs/performance.md.
+
+The full run takes about half an hour on the 2-core reference machine; ``--quick`` runs every
+benchmark in its smallest form in well under a minute (what CI's smoke test runs: it checks that
+the harness works, never how fast anything is). ``--only`` picks benchmarks; ``--out`` writes the
+report elsewhere; the raw figures go to ``bench/results.json`` (or next to ``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import floor, footprint, latency, replay, throughput
+from bench.measure import machine
+from bench.report import render
+from daemon.broker import Mosquitto
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = ("latency", "throughput", "footprint", "replay", "floor")
+REPORT = ROOT / "docs" / "performance.md"
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    """How big each benchmark runs."""
+
+    latency: latency.Plan
+    throughput_events: int
+    footprint_starts: int
+    footprint_idle_s: float
+    footprint_pace_s: float
+    replay_rounds: dict[str, int]
+    replay_repeats: int
+    floor_tables: list[int]
+    floor_seconds: float
+
+
+FULL = Sizes(
+    latency=latency.Plan(count=10_000, warmup=200, interval=0.01),
+    throughput_events=20_000,
+    footprint_starts=5, footprint_idle_s=60.0, footprint_pace_s=120.0,
+    replay_rounds={"baccarat": 200_000, "craps": 200_000, "qpoker": 50_000}, replay_repeats=3,
+    floor_tables=[50, 100, 200], floor_seconds=60.0,
+)
+QUICK = Sizes(
+    latency=latency.Plan(count=40, warmup=5, interval=0.005),
+    throughput_events=200,
+    footprint_starts=1, footprint_idle_s=1.0, footprint_pace_s=1.0,
+    replay_rounds={"baccarat": 300, "craps": 300, "qpoker": 100}, replay_repeats=1,
+    floor_tables=[4], floor_seconds=2.0,
+)
+
+
+async def run(sizes: Sizes, only: list[str], workdir: Path, say: Any) -> dict[str, Any]:
+    results: dict[str, Any] = {"machine": machine(workdir)}
+    with Mosquitto(workdir=workdir / "broker") as broker:
+        if "latency" in only:
+            results["latency"] = await latency.run(broker, workdir, sizes.latency, say)
+        if "throughput" in only:
+            results["throughput"] = await throughput.run(broker, workdir,
+                                                         sizes.throughput_events, say)
+        if "footprint" in only:
+            foot = workdir / "footprint"
+            foot.mkdir()
+            pace = min(footprint.TABLE_CARD_EVERY, sizes.footprint_pace_s)
+            results["footprint"] = await footprint.run(
+                broker, foot, starts=sizes.footprint_starts, idle_s=sizes.footprint_idle_s,
+                pace_s=sizes.footprint_pace_s, card_every=pace, say=say)
+    if "replay" in only:
+        replay_dir = workdir / "replay"
+        replay_dir.mkdir()
+        results["replay"] = await asyncio.to_thread(replay.run, replay_dir, sizes.replay_rounds,
+                                                    sizes.replay_repeats, say)
+    if "floor" in only:  # last, with a broker of its own: its CPU is the floor's alone
+        results["floor"] = await floor.run(workdir, sizes.floor_tables, sizes.floor_seconds, say)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="every benchmark, smallest form")
+    parser.add_argument("--only", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
+    parser.add_argument("--out", type=Path, default=REPORT)
+    parser.add_argument("--workdir", type=Path,
+                        help="where journals and logs go (default: a new temporary directory "
+                             "on the same disk as /tmp, removed afterwards)")
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tabled-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+
+    started = time.monotonic()
+    try:
+        results = asyncio.run(run(sizes, args.only, workdir, say))
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    results["run"] = {"quick": args.quick, "only": args.only,
+                      "seconds": time.monotonic() - started,
+                      "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    figures = ROOT / "bench" / "results.json" if args.out == REPORT else args.out.with_suffix(
+        ".json")
+    figures.write_text(json.dumps(results, indent=1) + "\n")
+    args.out.write_text(render(results))
+    say(f"[bench] wrote {args.out} in {results['run']['seconds']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

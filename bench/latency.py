@@ -1,0 +1,276 @@
+"""Latency, device byte to subscriber, per device family: tabled against its two baselines.
+
+For each family (shoe, shuffler, dice) three pipelines carry the same script at the same pace
+to one subscriber on the same broker:
+
+- ``tabled``: the daemon (``tabled run``) with the family's simulator, published on
+  ``…/event``, matched by the event's ``seq`` (the driver numbers the k-th event k);
+- ``baseline_a``: ``bench.baseline`` reading the device and publishing with paho;
+- ``baseline_b``: the same with one fsync'd SQLite WAL insert per frame.
+
+The three run side by side for the whole measurement but only one is driven at a time: the
+script is played in blocks, tabled's block, then (a)'s, then (b)'s, and round again, so a drift
+in the machine (the VM's disk is the noisiest part) falls on all three alike.
+
+A latency is the collector's arrival stamp minus the device's wire stamp (bench.devices), both
+CLOCK_MONOTONIC. The first ``warmup`` messages of every pipeline are sent and not counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import devices as dev
+from bench.measure import Latency, usage
+from bench.rig import (
+    Arrival,
+    Collector,
+    DaemonProcess,
+    device_connected,
+    json_of,
+    socket_path,
+    topic_base,
+    write_config,
+)
+from daemon.broker import Mosquitto
+
+PIPELINES = ("tabled", "baseline_a", "baseline_b")
+#: Messages per block: a pipeline is driven for one block, then the next pipeline.
+BLOCK = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    count: int = 10_000
+    warmup: int = 200
+    interval: float = 0.01
+    seed: int = 6
+
+
+async def _device(family: str, workdir: Path, *, raw: bool) -> Any:
+    device: Any
+    if family == "dice":
+        device = dev.UsbFamilyDevice(socket_path("dice.sock"))
+    elif raw:
+        device = dev.RawPty()
+    else:
+        device = dev.PtyFamilyDevice(family)
+    await device.start()
+    return device
+
+
+@dataclass
+class TabledPipeline:
+    """A fresh daemon (own journal, own table) with the family's timed simulator."""
+
+    family: str
+    workdir: Path
+    name: str
+    device: Any = None
+    daemon: DaemonProcess | None = None
+    arrived: dict[int, float] = field(default_factory=dict)
+    duplicates: int = 0
+
+    @property
+    def device_id(self) -> str:
+        return dev.DEVICE_ID[self.family]
+
+    @property
+    def topics(self) -> list[str]:
+        base = topic_base(self.name)
+        return [f"{base}/event", f"{base}/device/+/status"]
+
+    async def start(self, broker: Mosquitto, collector: Collector) -> None:
+        self.device = await _device(self.family, self.workdir, raw=False)
+        config = write_config(
+            self.workdir / f"{self.name}.toml", table=self.name, game=dev.GAME[self.family],
+            journal=self.workdir / f"{self.name}.sqlite", broker_url=broker.url,
+            devices=[{"id": self.device_id, "family": self.family, "url": self.device.url}])
+        self.daemon = DaemonProcess(config, self.workdir / f"{self.name}.log")
+        self.daemon.start()
+        await asyncio.to_thread(self.daemon.wait_ready)
+        if not await asyncio.to_thread(collector.wait_until,
+                                       device_connected(self.name, self.device_id), 30.0):
+            raise RuntimeError(f"{self.name}: the daemon did not connect its device")
+
+    def take(self, arrival: Arrival) -> bool:
+        """Note ``arrival`` if it is one of this pipeline's events."""
+        if not arrival.topic.startswith(topic_base(self.name) + "/event"):
+            return False
+        body = json_of(arrival)
+        if body.get("device") == self.device_id and "seq" in body:
+            if body["seq"] in self.arrived:
+                self.duplicates += 1
+            else:
+                self.arrived[body["seq"]] = arrival.at
+        return True
+
+    async def stop(self) -> None:
+        if self.daemon is not None:
+            await asyncio.to_thread(self.daemon.stop)
+        if self.device is not None:
+            await self.device.close()
+
+
+@dataclass
+class BaselinePipeline:
+    """``bench.baseline`` (a) or, ``durable``, (b), with a device that expects no host."""
+
+    family: str
+    workdir: Path
+    durable: bool
+    device: Any = None
+    proc: subprocess.Popen[str] | None = None
+    arrived: dict[int, float] = field(default_factory=dict)
+    duplicates: int = 0
+
+    @property
+    def topic(self) -> str:
+        return f"bench/baseline/{self.family}/{'b' if self.durable else 'a'}"
+
+    @property
+    def topics(self) -> list[str]:
+        return [self.topic]
+
+    async def start(self, broker: Mosquitto, collector: Collector) -> None:
+        self.device = await _device(self.family, self.workdir / ("b" if self.durable else "a"),
+                                    raw=True)
+        source = (f"usb:{self.device.socket_path}" if self.family == "dice"
+                  else f"pty:{self.device.url}")
+        args = [sys.executable, "-m", "bench.baseline", "--source", source,
+                "--port", str(broker.port), "--topic", self.topic]
+        if self.durable:
+            args += ["--journal", str(self.workdir / f"baseline-{self.family}.sqlite")]
+        self.proc = await asyncio.to_thread(_spawn, args,
+                                            self.workdir / f"baseline-{self.family}.log")
+        assert self.proc.stdout is not None
+        line = await asyncio.to_thread(self.proc.stdout.readline)
+        if line.strip() != "ready":
+            raise RuntimeError(f"baseline {self.topic} did not start: {line!r}")
+
+    def take(self, arrival: Arrival) -> bool:
+        if arrival.topic != self.topic:
+            return False
+        index = json_of(arrival)["n"]
+        if index in self.arrived:
+            self.duplicates += 1
+        else:
+            self.arrived[index] = arrival.at
+        return True
+
+    async def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            await asyncio.to_thread(self.proc.wait)
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
+        if self.device is not None:
+            await self.device.close()
+
+
+def _spawn(args: list[str], log_path: Path) -> subprocess.Popen[str]:
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True,
+                                start_new_session=True)
+
+
+Pipeline = TabledPipeline | BaselinePipeline
+
+
+async def drive(pipeline: Pipeline, collector: Collector, messages: list[Any], first: int,
+                interval: float, within: float) -> None:
+    """Play ``messages`` as script indices ``first``… and wait until each has arrived."""
+    await pipeline.device.play(messages, interval, first=first)
+    wanted = set(range(first, first + len(messages)))
+
+    def done(_: list[Arrival]) -> bool:
+        for arrival in collector.take():
+            pipeline.take(arrival)
+        return wanted.issubset(pipeline.arrived)
+    await asyncio.to_thread(collector.wait_until, done, within)
+
+
+def _summary(pipeline: Pipeline, plan: Plan) -> dict[str, Any]:
+    written, arrived = pipeline.device.written, pipeline.arrived
+    measured = range(plan.warmup, plan.warmup + plan.count)
+    samples = [arrived[k] - written[k] for k in measured if k in arrived and k in written]
+    return {**Latency.of(samples).to_dict(), "lost": plan.count - len(samples),
+            "duplicates": pipeline.duplicates}
+
+
+async def run_family(family: str, broker: Mosquitto, workdir: Path, plan: Plan,
+                     say: Any = print) -> dict[str, Any]:
+    """The three pipelines of one family, driven in turn, block by block, with one script."""
+    messages = dev.script(family, plan.warmup + plan.count, plan.seed)
+    for sub in ("a", "b"):
+        (workdir / sub).mkdir(parents=True, exist_ok=True)
+    pipelines: dict[str, Pipeline] = {
+        "tabled": TabledPipeline(family, workdir, f"lat-{family}"),
+        "baseline_a": BaselinePipeline(family, workdir, durable=False),
+        "baseline_b": BaselinePipeline(family, workdir, durable=True),
+    }
+    topics = [t for p in pipelines.values() for t in p.topics]
+    say(f"[latency] {family}: {plan.count} events per pipeline at {1 / plan.interval:.0f}/s, "
+        f"in blocks of {BLOCK}")
+    block_timeout = BLOCK * plan.interval * 2 + 30.0
+    try:
+        with Collector(broker.port, topics) as collector:
+            for pipeline in pipelines.values():
+                await pipeline.start(broker, collector)
+            collector.take()  # statuses and births: nothing to time
+            for first in range(0, len(messages), BLOCK):
+                for pipeline in pipelines.values():
+                    await drive(pipeline, collector, messages[first:first + BLOCK], first,
+                                plan.interval, block_timeout)
+    finally:
+        for pipeline in pipelines.values():
+            await pipeline.stop()
+    results = {name: _summary(p, plan) for name, p in pipelines.items()}
+    tabled, a, b = (results[p] for p in PIPELINES)
+    results["ratios"] = {
+        "p50_vs_b": tabled["p50"] / b["p50"], "p99_vs_b": tabled["p99"] / b["p99"],
+        "p50_vs_a": tabled["p50"] / a["p50"], "p99_vs_a": tabled["p99"] / a["p99"],
+    }
+    return results
+
+
+async def run(broker: Mosquitto, workdir: Path, plan: Plan, say: Any = print) -> dict[str, Any]:
+    out: dict[str, Any] = {"plan": {"count": plan.count, "warmup": plan.warmup,
+                                    "rate": 1 / plan.interval, "block": BLOCK}}
+    for family in dev.FAMILIES:
+        family_dir = workdir / f"latency-{family}"
+        family_dir.mkdir(parents=True, exist_ok=True)
+        out[family] = await run_family(family, broker, family_dir, plan, say)
+    return out
+
+
+@dataclass
+class Pass:
+    """One script through one fresh daemon: wire and arrival times, and the daemon's CPU."""
+
+    written: dict[int, float]
+    arrived: dict[int, float]
+    cpu: float
+    duplicates: int
+
+
+async def tabled_pass(family: str, broker: Mosquitto, workdir: Path, messages: list[Any],
+                      interval: float, *, name: str, within: float) -> Pass:
+    """Play ``messages`` through a fresh daemon with the family's simulator."""
+    pipeline = TabledPipeline(family, workdir, name)
+    try:
+        with Collector(broker.port, pipeline.topics) as collector:
+            await pipeline.start(broker, collector)
+            collector.take()
+            assert pipeline.daemon is not None
+            cpu0 = usage(pipeline.daemon.pid).cpu
+            await drive(pipeline, collector, messages, 0, interval, within)
+            cpu = usage(pipeline.daemon.pid).cpu - cpu0
+    finally:
+        await pipeline.stop()
+    return Pass(pipeline.device.written, pipeline.arrived, cpu, pipeline.duplicates)
