@@ -152,14 +152,17 @@ class MqttService:
             asyncio.get_running_loop().create_task(
                 self._publish_device_status(device_id), name=f"device-status-{device_id}")
 
-    async def publish_volatile(self, topic: str, body: dict[str, Any], *, kind: str,
+    async def publish_volatile(self, topic: str, body: dict[str, Any], *, kind: str | None,
                                retain: bool = False, qos: int = 1) -> bool:
-        """A message that is not journaled (status, metrics, replies, a journal failure):
-        published now if connected, with the next number of its own sequence."""
+        """A message that is not journaled (status, metrics, replies): published now if
+        connected, with the next number of its own sequence ``kind``. ``kind=None`` (only the
+        journal failure on ``…/fault``) publishes it outside any sequence, ``table_seq: null``:
+        it could not be journaled, so it has no place among the durable numbers."""
         client = self._client
         if client is None or not self.connected.is_set():
             return False
-        payload = dumps({**body, "table_seq": self._next_volatile(kind), "ts": rfc3339_now()})
+        seq = None if kind is None else self._next_volatile(kind)
+        payload = dumps({**body, "table_seq": seq, "ts": rfc3339_now()})
         try:
             await client.publish(topic, payload, qos=qos, retain=retain, timeout=T_PUBACK)
         except aiomqtt.MqttError as exc:

@@ -204,7 +204,7 @@ class Service:
         reason = self.runtime.degraded or "journal failure"
         body = self.runtime.fault_body(JOURNAL_FAILURE, reason)
         body["durable"] = False
-        sent = await self.mqtt.publish_volatile(self.topics.fault, body, kind="fault-volatile")
+        sent = await self.mqtt.publish_volatile(self.topics.fault, body, kind=None)
         await self.mqtt.publish_volatile(
             self.topics.status, {**self._birth(), "state": "degraded", "reason": reason},
             kind="status", retain=True)

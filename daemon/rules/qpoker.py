@@ -36,6 +36,8 @@ from daemon.rules.options import QPokerOptions
 from daemon.rules.outcome import BetResult, Game, Notice, Outcome, Output
 from daemon.rules.qpoker_hands import HandClass, RankedHand, qualifies, rank_hand
 
+#: The notice for dealing that arrives after its round was voided midway (see QPokerTable).
+DEALT_AFTER_VOID: Final = "dealt_after_void"
 ART1: Final = "qpoker.art1"
 ART2: Final = "qpoker.art2"
 ART9_1: Final = "qpoker.art9.1"
@@ -207,6 +209,7 @@ class _Round:
         # before the dealer's first card are the bets (Art. 6(2): none after the first card).
         self.bet_seats: list[int] = sorted(listed) if listed is not None else []
         self.seats_fixed = listed is not None
+        self.seats_fixed_by_list = listed is not None
         self.positions: dict[Seat, _Position] = {seat: _Position(bet=True)
                                                   for seat in self.bet_seats}
         self.positions[DEALER] = _Position(bet=True)
@@ -316,6 +319,9 @@ class QPokerTable:
         self._options = options
         self._round: _Round | None = None
         self._next_round = 1
+        # The rest of a deal voided midway may still come (a shuffler whose link dropped keeps
+        # dealing): until the next round_start it belongs to the void round, not to a new one.
+        self._deal_voided = False
 
     @property
     def options(self) -> QPokerOptions:
@@ -339,6 +345,11 @@ class QPokerTable:
 
     def feed(self, event: Event) -> list[Output]:
         """Apply one event; return the outcome it completed and notices for what it declined."""
+        if self._deal_voided and isinstance(event, (CardDealt, HandDealt, Withheld)):
+            return [Notice(DEALT_AFTER_VOID,
+                           f"a {event.type} event after round {self._next_round - 1} was "
+                           "voided in the middle of its deal belongs to that void round; "
+                           "the next round begins with a round_start", ART11_1)]
         match event:
             case CardDealt() if _is_withheld_identity(event):
                 return self._identify(event.seat, (event.card,))
@@ -384,6 +395,7 @@ class QPokerTable:
         if self._round is not None and self._round.dealing_started:
             outputs += self._void(self._round, ART11_1,
                                   f"a new round began first: {self._round.shortfall()}")
+        self._deal_voided = False  # the new round's deal begins here
         # A round_start with no card since the last simply replaces it: no bet has been decided.
         self._round = _Round(listed)
         if listed is not None:
@@ -405,7 +417,11 @@ class QPokerTable:
         return [outcome]
 
     def _void(self, rnd: _Round, article: str, reason: str) -> list[Output]:
-        """The round is void and all its bets with it (Art. 11.1, 11.3, 11.5; Art. 1, 2)."""
+        """The round is void and all its bets with it (Art. 11.1, 11.3, 11.5; Art. 1, 2).
+        If its seats were listed and its deal was cut short, what is left of that deal may
+        still arrive: it is declined until the next ``round_start``."""
+        self._deal_voided = (rnd.seats_fixed_by_list and rnd.dealing_started
+                             and not rnd.dealing_complete)
         every_bet = BetResult("void", article)
         bets = {
             str(seat): (
@@ -596,6 +612,8 @@ class Publication:
             published: list[Event] = [_identified(held) for held in self._held]
             self._held.clear()
             return [*published, event]
+        if any(isinstance(o, Notice) and o.code == DEALT_AFTER_VOID for o in outputs):
+            return [event]  # cards of a round already void: nothing left to hide
         if _face_down_dealing(event):
             assert event.seat is not None  # for mypy: the guard checked it
             count = 1 if isinstance(event, CardDealt) else len(event.cards)

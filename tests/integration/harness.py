@@ -214,7 +214,8 @@ class Subscriber:
 
     def distinct(self, suffix: str) -> int:
         """Messages on ``suffix`` counted once per ``table_seq`` (QoS 1 may deliver twice)."""
-        return len({p.get("table_seq", i) for i, p in enumerate(self.on(suffix))})
+        return len({p.get("table_seq") if p.get("table_seq") is not None else -1 - i
+                    for i, p in enumerate(self.on(suffix))})
 
     async def wait_for(self, suffix: str, count: int, timeout: float = 60.0,
                        alive: Daemon | None = None) -> list[dict[str, Any]]:

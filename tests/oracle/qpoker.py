@@ -114,6 +114,9 @@ class QPokerOracle:
         self.positions = positions
         self.outcomes: list[Record] = []
         self.declared: tuple[int, ...] | None = None  # seats of the latest round_start
+        # after a round with declared seats is voided midway, the rest of its deal may still
+        # come: it belongs to that void round until the next round_start (project decision)
+        self.deal_voided = False
         self._clear()
 
     def _clear(self) -> None:
@@ -127,6 +130,7 @@ class QPokerOracle:
         self.stray: dict[int, list[str]] = {}  # Art. 11.4: seats dealt without a bet
         self.seen: set[str] = set()
         self.decisions: dict[int, bool] = {}
+        self.listed = False  # the bet seats came from a round_start
 
     @property
     def dealing(self) -> bool:
@@ -145,6 +149,7 @@ class QPokerOracle:
         self.mode = mode
         if self.declared is not None:
             self.bet_seats = sorted(self.declared)
+            self.listed = True
             self._fix_seats()
 
     def _finish(self, record: Record) -> None:
@@ -154,6 +159,7 @@ class QPokerOracle:
         self._clear()
 
     def _void(self, article: str, cards_known: bool = True) -> None:
+        self.deal_voided = self.listed and self.dealing and not self.dealt
         result: dict[str, Any] = {}
         if cards_known:
             seats: dict[str, Any] = {str(s): {"cards": list(self.cards[s])}
@@ -222,6 +228,8 @@ class QPokerOracle:
     def feed(self, event: Mapping[str, Any]) -> None:
         """Apply one event dict."""
         kind = event["type"]
+        if self.deal_voided and kind in ("card", "hand"):
+            return  # the rest of a deal voided midway: not a new round
         if kind == "card":
             self._dealt("card", event["seat"], [event["card"]], bool(event.get("face_up")))
         elif kind == "hand":
@@ -229,6 +237,7 @@ class QPokerOracle:
         elif kind == "round_start":
             if self.dealing:  # Art. 11.1: a new round before this one has its cards
                 self._void("qpoker.art11.1")
+            self.deal_voided = False
             seats = event.get("seats")
             if seats is not None and not all(1 <= s <= self.positions for s in seats):
                 raise OutOfScope(f"seats {seats} outside 1..{self.positions}")

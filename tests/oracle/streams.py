@@ -379,23 +379,26 @@ def qpoker_stream(rng: random.Random, rounds: int, positions: int = 7) -> list[E
     the shoe, a fresh deck each round."""
     stream = _Stream(rng, "qpoker")
     left_open = False  # the last round is waiting for a round_start to void it
+    after_void = False  # the last round was voided midway: the next must begin with its seats
     for made in range(1, rounds + 1):
         stream.maybe_foreign()
         game = _QRound(rng, positions)
         game.plan()
-        style = "declared" if left_open or rng.random() < 0.85 else rng.choice(("bare", "none"))
+        style = ("declared" if left_open or after_void or rng.random() < 0.85
+                 else rng.choice(("bare", "none")))
         if style == "declared":
             if rng.random() < 0.02:  # replaced before any card: no outcome
                 stream.emit("console", type="round_start", seats=[rng.randint(1, positions)])
             stream.emit("console", type="round_start", seats=game.seats)
         elif style == "bare":
             stream.emit("console", type="round_start")
-        left_open = False
+        left_open = after_void = False
         # Twice the usual share: it is spread over fourteen kinds. Only rounds with a seat list
         # get one, since the seats a void must list are otherwise not yet known.
         if style == "declared" and rng.random() < IRREGULAR * 2:
             kinds = QPOKER_IRREGULARITIES[:-1] if made == rounds else QPOKER_IRREGULARITIES
             left_open = game.irregular(rng.choice(kinds))  # the last round is never left open
+            after_void = True  # a dealing the rules cut short: a round_start must follow
         for device, fields in game.events:
             stream.events.append(stream.stamp(device, fields))
         if rng.random() < 0.02:  # between rounds: no round to void, nothing to decide

@@ -387,14 +387,29 @@ def test_art11_1_the_dealers_void_names_an_article_of_11_or_defaults_to_11_1() -
     """Art. 11: a ``void`` event voids the open round, citing its reason when it is one of
     qpoker.art11.1-11.5, else Art. 11.1."""
     run = Run([RoundStart(seats=(1,)), CardDealt(seat=1, card="AS"), Void(reason="qpoker.art11.3"),
-               CardDealt(seat=1, card="AS"), Void(reason="spilled drink"), RoundStart(), Void(),
-               Void()])
+               RoundStart(seats=(1,)), CardDealt(seat=1, card="AS"),
+               Void(reason="spilled drink"), RoundStart(), Void(), Void()])
     assert [(r["round"], r["article"], r["void_reason"]) for r in run.records] == [
         (1, "qpoker.art11.3", "voided by the dealer: qpoker.art11.3"),
         (2, "qpoker.art11.1", "voided by the dealer: spilled drink"),
         (3, "qpoker.art11.1", "voided by the dealer"),
     ]
     assert run.codes == ["nothing_to_void"]
+
+
+def test_art11_5_the_rest_of_a_deal_voided_midway_belongs_to_the_void_round() -> None:
+    """Art. 11.5: the shuffler's link drops while it deals, so the round is void; the machine
+    kept dealing and the rest of that deal arrives when the link is back. Those hands belong to
+    the void round, not to a new one: declined (noticed) until the next round_start."""
+    lost = Fault(code="device_lost", extra={"family": "shuffler"})
+    run = Run([RoundStart(seats=(1, 2)), HandDealt(seat=1, cards=("AS", "KS", "QS")), lost,
+               HandDealt(seat=2, cards=("2C", "2D", "7H")),
+               HandDealt(seat="dealer", cards=("QD", "5C", "3H")),
+               RoundStart(seats=(1,)), *hands({1: PAIR_TWOS, DEALER: QUEEN_HIGH}), Reveal()])
+    first, second = run.records
+    assert first["status"] == "void" and first["article"] == "qpoker.art11.5"
+    assert second["round"] == 2 and second["status"] == "complete"
+    assert run.codes == ["dealt_after_void", "dealt_after_void"]
 
 
 def test_art11_2_an_exposed_player_card_stands_and_is_recorded() -> None:
