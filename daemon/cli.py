@@ -71,12 +71,17 @@ def _load_config_or_exit(path: str) -> object:
 def _cmd_run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from daemon.config import Config
+    from daemon.config import Config, SecretError, check_secrets
     from daemon.logs import configure
     from daemon.service import run_service
 
     config = _load_config_or_exit(args.config)
     assert isinstance(config, Config)
+    try:
+        check_secrets(config)
+    except SecretError as exc:  # names the file and its mode, never what is in it
+        print(f"tabled run: {exc}", file=sys.stderr)
+        return 2
     # every line, whoever logs it, names the table
     configure(args.log_level or config.log.level, config.log.format,
               static={"table": f"{config.table.site}/{config.table.id}"})

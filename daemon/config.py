@@ -301,3 +301,18 @@ def read_secret(path: Path) -> bytes:
     if not data:
         raise SecretError(f"{path} is empty")
     return data
+
+
+def check_secrets(config: Config) -> None:
+    """Read every secret file ``config`` names (the broker password, the dealer console's HMAC
+    key, the TLS client key), so that a daemon with one readable by others refuses to start
+    before it journals or connects anything. Raises :class:`SecretError` naming the first."""
+    tls = config.mqtt.tls
+    paths = (
+        config.mqtt.password_file,
+        config.commands.hmac_key_file if config.commands.enabled else None,
+        tls.key_file if tls is not None else None,
+    )
+    for path in paths:
+        if path is not None:
+            read_secret(path)
