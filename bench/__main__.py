@@ -14,13 +14,14 @@ import json
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench import floor, footprint, latency, replay, throughput
-from bench.measure import machine
+from bench.measure import load_average, machine
 from bench.report import render
 from daemon.broker import Mosquitto
 
@@ -85,6 +86,15 @@ async def run(sizes: Sizes, only: list[str], workdir: Path, say: Any) -> dict[st
     return results
 
 
+def _sample_load(samples: list[float], stop: threading.Event) -> None:
+    """The machine's load average every 10 s while the run lasts: other work on the machine
+    is part of every figure, and the report says how much there was."""
+    while True:
+        samples.append(load_average())
+        if stop.wait(10.0):
+            return
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="every benchmark, smallest form")
@@ -102,14 +112,21 @@ def main(argv: list[str] | None = None) -> int:
         print(text, flush=True)
 
     started = time.monotonic()
+    loads: list[float] = []
+    stop = threading.Event()
+    sampler = threading.Thread(target=_sample_load, args=(loads, stop), daemon=True)
+    sampler.start()
     try:
         results = asyncio.run(run(sizes, args.only, workdir, say))
     finally:
+        stop.set()
+        sampler.join()
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
     results["run"] = {"quick": args.quick, "only": args.only,
                       "seconds": time.monotonic() - started,
-                      "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+                      "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                      "load_mean": sum(loads) / len(loads), "load_max": max(loads)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     figures = ROOT / "bench" / "results.json" if args.out == REPORT else args.out.with_suffix(
         ".json")

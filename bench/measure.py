@@ -142,6 +142,11 @@ def _mosquitto_version() -> str:
     return out.splitlines()[0].strip() if out else "unknown"
 
 
+def load_average() -> float:
+    """The machine's 1-minute load average: how much else was running (2.0 on 2 cores = full)."""
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
 def machine(workdir: Path) -> dict[str, Any]:
     """Where the figures come from: CPU, cores, memory, Python, Mosquitto, and the filesystem
     and fsync cost of the directory the journals live in."""
@@ -156,4 +161,5 @@ def machine(workdir: Path) -> dict[str, Any]:
         "mosquitto": _mosquitto_version(),
         "journal_fs": _filesystem(workdir),
         "durable_commit": fsync_cost(workdir).to_dict(),
+        "load_at_start": load_average(),
     }
