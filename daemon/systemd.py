@@ -35,7 +35,10 @@ class Notifier:
             self.watchdog_interval = int(usec) / 1_000_000 / 2
         self._sock: socket.socket | None = None
         if self._address is not None:
-            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+            # Non-blocking: a notify socket nobody reads (its queue full) must cost a lost
+            # STATUS line, never an event loop blocked in sendto().
+            self._sock = socket.socket(
+                socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK)
 
     @property
     def enabled(self) -> bool:
