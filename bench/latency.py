@@ -192,7 +192,9 @@ async def drive(pipeline: Pipeline, collector: Collector, messages: list[Any], f
         for arrival in collector.take():
             pipeline.take(arrival)
         return wanted.issubset(pipeline.arrived)
-    await asyncio.to_thread(collector.wait_until, done, within)
+    if not await asyncio.to_thread(collector.wait_until, done, within):
+        missing = len(wanted - pipeline.arrived.keys())
+        raise RuntimeError(f"{missing} of {len(wanted)} messages did not arrive in {within:g} s")
 
 
 def _summary(pipeline: Pipeline, plan: Plan) -> dict[str, Any]:

@@ -11,6 +11,7 @@ stamped when the socket delivers it, not when some event loop gets round to it.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import json
 import os
@@ -109,7 +110,8 @@ class DaemonProcess:
                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
     def wait_ready(self, timeout: float = T_START) -> float:
-        """Block until READY=1; return the seconds since spawn."""
+        """Block until READY=1; return the seconds since spawn. The socket is read on, as
+        systemd reads it, for as long as the daemon runs."""
         assert self._notify is not None and self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -123,8 +125,17 @@ class DaemonProcess:
                 continue
             if "READY=1" in message.split("\n"):
                 self.ready_after = time.monotonic() - self._spawned
+                threading.Thread(target=self._drain, args=(self._notify,), daemon=True).start()
                 return self.ready_after
         raise RigError(f"no READY=1 within {timeout} s")
+
+    @staticmethod
+    def _drain(notify: socket.socket) -> None:
+        """Read STATUS and WATCHDOG lines until the socket is closed."""
+        notify.settimeout(None)
+        with contextlib.suppress(OSError):
+            while notify.recv(4096):
+                pass
 
     def stop(self, timeout: float = 20.0) -> int | None:
         proc = self.proc
@@ -136,6 +147,8 @@ class DaemonProcess:
                 proc.kill()
                 proc.wait()
         if self._notify is not None:
+            with contextlib.suppress(OSError):
+                self._notify.shutdown(socket.SHUT_RDWR)  # ends the reader's recv()
             self._notify.close()
             self._notify = None
         return None if proc is None else proc.returncode
