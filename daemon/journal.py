@@ -191,8 +191,8 @@ class Journal:
             raise JournalError(f"{self.path}: meta write failed: {exc}") from exc
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return default if row is None else str(row[0])
+        rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
+        return default if not rows else str(rows[0][0])
 
     def probe(self) -> None:
         """A small durable write, to learn whether the disk takes writes again."""
@@ -209,29 +209,28 @@ class Journal:
 
     def inputs(self, after_id: int = 0) -> Iterator[StoredInput]:
         """Every accepted input in order: what the rules core is rebuilt from."""
-        cur = self._db.execute(
-            "SELECT id, source, body FROM journal WHERE kind = 'input' AND id > ? ORDER BY id",
-            (after_id,),
-        )
-        for row_id, source, body in cur:
-            yield StoredInput(row_id, source, json.loads(body))
+        try:
+            cur = self._db.execute(
+                "SELECT id, source, body FROM journal WHERE kind = 'input' AND id > ? "
+                "ORDER BY id", (after_id,))
+            for row_id, source, body in cur:
+                yield StoredInput(row_id, source, json.loads(body))
+        except sqlite3.Error as exc:
+            raise JournalError(f"{self.path}: read failed: {exc}") from exc
 
     def outputs_after(self, after_id: int, limit: int = 500) -> list[StoredOutput]:
         """Outputs with id > ``after_id``, oldest first (store-and-forward reads these)."""
-        cur = self._db.execute(
+        rows = self._read(
             "SELECT id, topic, stream_seq, body FROM journal WHERE kind = 'output' AND id > ? "
-            "ORDER BY id LIMIT ?",
-            (after_id, limit),
-        )
-        return [StoredOutput(*row) for row in cur]
+            "ORDER BY id LIMIT ?", (after_id, limit))
+        return [StoredOutput(*row) for row in rows]
 
     def count_outputs_after(self, after_id: int) -> int:
         """How many outputs have an id above ``after_id`` (not yet acknowledged, if it is the
         acknowledged position)."""
-        row = self._db.execute(
-            "SELECT COUNT(*) FROM journal WHERE kind = 'output' AND id > ?", (after_id,)
-        ).fetchone()
-        return int(row[0])
+        rows = self._read("SELECT COUNT(*) FROM journal WHERE kind = 'output' AND id > ?",
+                          (after_id,))
+        return int(rows[0][0])
 
     def acked_id(self) -> int:
         """Every output with an id up to this one was acknowledged by the broker."""
@@ -264,19 +263,16 @@ class Journal:
     def recall(self, last: int) -> list[RecalledRound]:
         """The last ``last`` rounds that have an outcome, each with the inputs that led to it
         (game recall). Inputs after the last outcome (a round in progress) are not shown."""
-        outcome_rows = self._db.execute(
+        outcome_rows = self._read(
             "SELECT id, round, body FROM journal WHERE kind = 'output' AND topic = 'outcome' "
-            "ORDER BY id DESC LIMIT ?",
-            (last,),
-        ).fetchall()
+            "ORDER BY id DESC LIMIT ?", (last,))
         outcome_rows.reverse()
         if not outcome_rows:
             return []
         first_id = outcome_rows[0][0]
-        before = self._db.execute(
+        before = self._read(
             "SELECT MAX(id) FROM journal WHERE kind = 'output' AND topic = 'outcome' AND id < ?",
-            (first_id,),
-        ).fetchone()[0] or 0
+            (first_id,))[0][0] or 0
         inputs = list(self.inputs(after_id=before))
         rounds = []
         start = before
@@ -291,6 +287,13 @@ class Journal:
         self._db.close()
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """A query's rows; a failing disk is a JournalError like a failing write."""
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise JournalError(f"{self.path}: read failed: {exc}") from exc
 
     def _tail(self) -> tuple[bytes, int]:
         row = self._db.execute("SELECT hash, id FROM journal ORDER BY id DESC LIMIT 1").fetchone()

@@ -142,8 +142,11 @@ class MqttService:
 
     @property
     def backlog(self) -> int:
-        """Durable messages not yet acknowledged by the broker."""
-        return self.journal.count_outputs_after(self.acked_id)
+        """Durable messages not yet acknowledged by the broker (-1: the journal cannot say)."""
+        try:
+            return self.journal.count_outputs_after(self.acked_id)
+        except JournalError:
+            return -1
 
     def set_device_status(self, device_id: str, body: dict[str, Any]) -> None:
         """Retained availability of one device; re-published on every (re)connect."""
@@ -175,7 +178,7 @@ class MqttService:
         if self.connected.is_set():
             try:
                 async with asyncio.timeout(drain_timeout):
-                    while self.backlog and self.connected.is_set():
+                    while self.backlog > 0 and self.connected.is_set():
                         self.wake.set()
                         await asyncio.sleep(0.02)
             except TimeoutError:
@@ -269,7 +272,14 @@ class MqttService:
         last_persist = time.monotonic()
         while True:
             self.wake.clear()
-            rows = self.journal.outputs_after(cursor, BATCH)
+            try:
+                rows = self.journal.outputs_after(cursor, BATCH)
+            except JournalError as exc:
+                # the disk fails: keep the connection (status and faults still go out) and
+                # try again; nothing unread is lost, it is still in the journal
+                log.warning("journal_unreadable", error=str(exc))
+                await asyncio.sleep(T_ACK_PERSIST)
+                continue
             if not rows:
                 self._advance(inflight)
                 # At most once per T_ACK_PERSIST: each write is a durable commit of its own

@@ -98,6 +98,7 @@ class TableRuntime:
         self.counters: Counter[str] = Counter()
         self.commit_latency = Latencies()
         self.degraded: str | None = None
+        self._stale = False  # the rules state is ahead of the journal: rebuild before use
         self._staged: list[Entry] = []
         self._staged_at: float | None = None
         self.devices: dict[str, DeviceProgress] = {}
@@ -219,18 +220,41 @@ class TableRuntime:
         first = self.degraded is None
         self.degraded = reason
         self.counters["journal_failures"] += 1
-        # What was fed to the rules but not written never happened: rebuild from the journal.
-        self.table, self.publication = self._rebuild()
         if first:
             log.error("journal_failure", reason=reason, code=JOURNAL_FAILURE)
+        # What was fed to the rules but not written never happened: rebuild from the journal,
+        # now if the disk still reads, else once it is back (nothing is accepted meanwhile).
+        self._stale = True
+        self._try_rebuild()
+
+    def _try_rebuild(self) -> bool:
+        try:
+            self.table, self.publication = self._rebuild()
+        except JournalError as exc:
+            log.error("journal_unreadable", reason=str(exc))
+            return False
+        self._stale = False
+        return True
+
+    def check_journal(self) -> bool:
+        """A small durable write to a healthy journal; a failure degrades the runtime."""
+        try:
+            self.journal.probe()
+        except JournalError as exc:
+            self._degrade(str(exc))
+            return False
+        return True
 
     def probe(self) -> bool:
-        """While degraded: try a durable write; leave the degraded state if it works."""
+        """While degraded: try a durable write (and the rebuild it may owe); leave the degraded
+        state if both work."""
         if self.degraded is None:
             return True
         try:
             self.journal.probe()
         except JournalError:
+            return False
+        if self._stale and not self._try_rebuild():
             return False
         log.warning("journal_recovered", was=self.degraded)
         self.degraded = None

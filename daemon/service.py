@@ -41,6 +41,8 @@ log = structlog.get_logger("tabled.service")
 T_READY = 1.0
 #: While the journal fails, how often to try it again, seconds.
 T_PROBE = 2.0
+#: How often a healthy journal's disk is checked with a small durable write, seconds.
+T_HEALTH = 10.0
 
 
 def _percentiles(samples: Sequence[float]) -> dict[str, float | None]:
@@ -180,10 +182,16 @@ class Service:
             await self.mqtt.stop()
 
     async def _housekeeping(self) -> None:
-        """STATUS lines, and the journal probe while degraded."""
+        """STATUS lines, the journal probe while degraded, and a health check of the journal's
+        disk every ``T_HEALTH`` seconds while idle (a dying disk is a fault even with no event
+        to write)."""
         last_status = ""
+        last_health = time.monotonic()
         while True:
             await asyncio.sleep(T_PROBE)
+            if self.runtime.degraded is None and time.monotonic() - last_health > T_HEALTH:
+                last_health = time.monotonic()
+                self.runtime.check_journal()
             if self.runtime.degraded is not None:
                 await self._report_degraded()
                 if self.runtime.probe():

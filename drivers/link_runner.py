@@ -39,6 +39,10 @@ class LinkRunner:
         self._clock = clock
         self._timer: asyncio.TimerHandle | None = None
         self._stopped = False
+        # While a batch of received frames is dispatched, nothing is written: the link has
+        # already queued their ACKs, which must wait for the barrier (a reply the application
+        # sends from a callback waits with them).
+        self._holding = False
 
     def now(self) -> float:
         return self._clock()
@@ -49,9 +53,13 @@ class LinkRunner:
 
     def data_received(self, data: bytes) -> None:
         delivered = False
-        for item in self.link.receive_data(data, self._clock()):
-            delivered |= isinstance(item, MessageReceived)
-            self._dispatch(item)
+        self._holding = True
+        try:
+            for item in self.link.receive_data(data, self._clock()):
+                delivered |= isinstance(item, MessageReceived)
+                self._dispatch(item)
+        finally:
+            self._holding = False
         if delivered and self._barrier is not None and not self._barrier():
             # What these frames said could not be made durable: they must not be
             # acknowledged. Drop the ACKs and the link; the device keeps the frames and sends
@@ -73,7 +81,7 @@ class LinkRunner:
             self._timer = None
 
     def flush(self) -> None:
-        if self._stopped:
+        if self._stopped or self._holding:
             return
         data = self.link.data_to_send()
         if data:

@@ -158,3 +158,34 @@ async def test_frames_are_acknowledged_only_after_the_barrier(tmp_path) -> None:
     driver2.close()
     await driver2.wait_closed()
     await device.stop()
+
+
+class AskingDriver(CounterDriver):
+    """Like the real families: asks the device for its info as soon as the link is up."""
+
+    def link_established(self) -> None:
+        self.send(COUNT + 1, b"info?")
+
+
+async def test_a_request_sent_on_link_up_does_not_carry_unsafe_acks_out(tmp_path) -> None:
+    """Regression: the ACKs of the first frames of a connection are queued before the LinkUp
+    callback runs; a request sent from that callback used to write them out before the
+    barrier had made the frames durable, so a refusing host acknowledged what it dropped."""
+    device = PtyDevice(link_path=str(tmp_path / "dev"))
+    await device.start()
+    for i in range(6):
+        device.send(COUNT, i.to_bytes(2, "big"))  # waiting for a host: they go out on RESET_ACK
+    sink = DurableSink()
+    sink.fail = True
+    async with asyncio.timeout(10):
+        for _ in range(3):  # three refusing hosts
+            driver = await open_serial(device.path, lambda: AskingDriver("dev-1", sink))
+            await driver.wait_closed()
+        assert device.backlog == 6
+        sink.fail = False
+        good = await open_serial(device.path, lambda: AskingDriver("dev-1", sink))
+        await device.drain()
+    assert [int(e.detail) for e in sink.durable] == list(range(6))
+    good.close()
+    await good.wait_closed()
+    await device.stop()
