@@ -1,0 +1,281 @@
+"""A whole table for the fault campaigns: broker, simulated device, daemon, a floor consumer,
+and — for Q Poker — a dealer console; plus the final audit that compares what the consumer
+received with the journal.
+
+Everything is real: Mosquitto (with persistence, so that a consumer's session survives a broker
+restart), ``tabled-sim`` processes, ``tabled run`` processes that the campaigns kill, restart and
+starve of disk, and aiomqtt clients.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import sqlite3
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+
+from daemon.broker import Mosquitto
+from daemon.demo import Console
+from tests.integration.harness import (
+    Daemon,
+    Simulator,
+    Subscriber,
+    replay,
+    strip_envelope,
+    write_config,
+)
+
+TOPIC_BASE = "tabled/lab/t1"
+DURABLE = ("event", "outcome", "fault")
+
+
+@dataclass
+class Audit:
+    """What the consumer received, checked against the journal and against replay."""
+
+    game: str
+    rounds: int = 0
+    outcomes_received: int = 0
+    redeliveries: int = 0
+    lost: int = 0
+    duplicated_under_new_number: int = 0
+    gaps: int = 0
+    out_of_order: int = 0
+    replay_equal: bool = False
+    journal_verified: bool = False
+    voids: Counter[str] = field(default_factory=Counter)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return (not self.problems and self.lost == 0 and self.duplicated_under_new_number == 0
+                and self.gaps == 0 and self.out_of_order == 0 and self.replay_equal
+                and self.journal_verified)
+
+
+def sim_args(game: str, rounds: int, seed: int, pace: float, workdir: Path,
+             faults: list[str]) -> list[str]:
+    extra = [arg for fault in faults for arg in ("--fault", fault)]
+    if game == "baccarat":
+        return ["shoe", "--seed", str(seed), "--hands", str(rounds), "--pace", str(pace),
+                "--link", str(workdir / "device"), "--forever", *extra]
+    if game == "craps":
+        return ["dice", "--seed", str(seed), "--count", str(rounds), "--pace", str(pace),
+                "--socket", str(workdir / "dice.sock"), "--forever", *extra]
+    return ["shuffler", "--game", "qpoker", "--seed", str(seed), "--rounds", str(rounds),
+            "--pace", str(pace), "--link", str(workdir / "device"), "--step", "--forever",
+            *extra]
+
+
+class Table:
+    """One table under test. Use as ``async with Table(...) as table:``."""
+
+    def __init__(self, game: str, workdir: Path, *, rounds: int, seed: int = 1,
+                 pace: float = 0.01, faults: list[str] | None = None,
+                 journal: Path | None = None, device_options: dict[str, Any] | None = None,
+                 log_level: str = os.environ.get("TABLED_CAMPAIGN_LOG", "info")) -> None:
+        self.game, self.workdir, self.rounds, self.seed = game, workdir, rounds, seed
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.broker = Mosquitto(workdir=workdir / "broker", persistence=True)
+        self.sim = Simulator(sim_args(game, rounds, seed, pace, workdir, faults or []),
+                             workdir / "simulator.log")
+        self.journal_path = journal or workdir / "journal.sqlite"
+        self.device_options = device_options or {}
+        self.log_level = log_level
+        self.daemon: Daemon
+        self.sub: Subscriber
+        self.key = secrets.token_hex(32).encode()
+        self._console_task: asyncio.Task[None] | None = None
+        self.deals = 0
+        self.dealt_after = 0  # the last round whose outcome made the console press "deal"
+
+    async def __aenter__(self) -> Table:
+        self.broker.start()
+        printed = self.sim.start()
+        url = printed
+        if self.game == "craps":
+            assert self.sim.proc is not None and self.sim.proc.stdout is not None
+            url = self.sim.proc.stdout.readline().split(":", 1)[1].strip()
+        family = {"baccarat": "shoe", "craps": "dice", "qpoker": "shuffler"}[self.game]
+        key_file = self.workdir / "console.key"
+        key_file.write_bytes(self.key)
+        os.chmod(key_file, 0o600)
+        config = write_config(
+            self.workdir / "tabled.toml", game=self.game, journal=self.journal_path,
+            broker_url=self.broker.url,
+            devices=[{"id": f"{family}-1", "family": family, "url": url,
+                      "reconnect_min": 0.1, "reconnect_max": 0.5, **self.device_options}],
+            commands={"enabled": True, "hmac_key_file": str(key_file)}
+            if self.game == "qpoker" else None)
+        text = config.read_text().replace('level = "debug"', f'level = "{self.log_level}"')
+        config.write_text(text)
+        self.daemon = Daemon(config, self.workdir / "daemon.log")
+        self.sub = Subscriber("127.0.0.1", self.broker.port, f"{TOPIC_BASE}/#",
+                              identifier="floor-consumer", clean_session=False)
+        await self.sub.__aenter__()
+        self.daemon.start()
+        if self.game == "qpoker":
+            self._console_task = asyncio.create_task(self._console())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._console_task is not None:
+            self._console_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._console_task
+        self.sim.stop()
+        self.daemon.stop()
+        await self.sub.__aexit__(None, None, None)
+        self.broker.cleanup()
+
+    async def _console(self) -> None:
+        """The dealer console of Q Poker: decisions and reveal once a deal is complete (again if
+        no outcome follows: a command sent while the daemon was down is lost), and "deal" on
+        the machine after each outcome."""
+        while True:
+            try:
+                async with aiomqtt.Client("127.0.0.1", self.broker.port) as client:
+                    await client.subscribe(f"{TOPIC_BASE}/event", qos=1)
+                    await client.subscribe(f"{TOPIC_BASE}/outcome", qos=1)
+                    console = Console(client, TOPIC_BASE, self.key, self.seed)
+                    pending_since: float | None = None
+                    async for message in client.messages:
+                        body = json.loads(message.payload)  # type: ignore[arg-type]
+                        if str(message.topic).endswith("/outcome"):
+                            pending_since = None
+                            # once per round: a QoS 1 re-delivery must not deal twice
+                            if body["round"] > self.dealt_after:
+                                self.dealt_after = body["round"]
+                                self._deal()
+                            continue
+                        before = console.dealer_cards
+                        await console.event(body)
+                        if console.dealer_cards == 3 and before != 3:
+                            pending_since = time.monotonic()
+                        elif pending_since and time.monotonic() - pending_since > 2.0:
+                            pending_since = time.monotonic()
+                            for seat in console.seats:
+                                await console.send("decision", {"seat": seat, "play": True})
+                            await console.send("reveal", {})
+            except aiomqtt.MqttError:
+                await asyncio.sleep(0.2)
+
+    def _deal(self) -> None:
+        proc = self.sim.proc
+        if proc is not None and proc.stdin is not None and proc.poll() is None:
+            with contextlib.suppress(OSError):
+                proc.stdin.write("deal\n")
+                proc.stdin.flush()
+                self.deals += 1
+
+    async def outcomes(self, count: int, timeout: float = 120.0) -> None:
+        await self.sub.wait_for("/outcome", count, timeout=timeout)
+
+    async def restart(self, timeout: float = 30.0) -> None:
+        """Start the daemon again and wait for its birth record (it is up: journal rebuilt,
+        broker connected)."""
+        self.daemon.start()
+        assert self.daemon.proc is not None
+        pid = self.daemon.proc.pid
+        deadline = time.monotonic() + timeout
+        while not any(p.get("pid") == pid for p in self.sub.on("/t1/status")):
+            if time.monotonic() > deadline or not self.daemon.alive():
+                raise AssertionError(f"no birth record: {self.daemon.log_lines()[-15:]}")
+            await asyncio.sleep(0.02)
+
+    # -- the audit ------------------------------------------------------------------------------
+
+    def journal_rows(self) -> dict[str, dict[int, str]]:
+        db = sqlite3.connect(self.journal_path)
+        rows: dict[str, dict[int, str]] = {t: {} for t in DURABLE}
+        for topic, seq, body in db.execute(
+                "SELECT topic, stream_seq, body FROM journal WHERE kind = 'output'"):
+            rows[topic][seq] = body
+        db.close()
+        return rows
+
+    async def settle(self, timeout: float = 60.0) -> None:
+        """Wait until the consumer has every durable message the journal holds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            rows = self.journal_rows()
+            if all(self.sub.distinct(f"/{t}") >= len(rows[t]) for t in DURABLE):
+                return
+            await asyncio.sleep(0.2)
+
+    def audit(self, options: dict[str, Any] | None = None) -> Audit:
+        audit = Audit(self.game)
+        rows = self.journal_rows()
+        for topic in DURABLE:
+            received = [p for t, p, _ in self.sub.messages if t == f"{TOPIC_BASE}/{topic}"]
+            seen: dict[int, dict[str, Any]] = {}
+            last = -1
+            for payload in received:
+                seq = payload["table_seq"]
+                if seq is None:  # the journal failure: outside the durable sequence
+                    continue
+                if seq in seen:
+                    audit.redeliveries += 1
+                    if seen[seq] != payload:
+                        audit.problems.append(f"{topic} {seq} re-delivered with other content")
+                    continue
+                if seq != last + 1:
+                    if seq > last + 1:
+                        audit.gaps += 1
+                    else:
+                        audit.out_of_order += 1
+                seen[seq] = payload
+                last = max(last, seq)
+            for seq, body in rows[topic].items():
+                if seq not in seen:
+                    audit.lost += 1
+                elif json.loads(body) != seen[seq]:
+                    audit.problems.append(f"{topic} {seq} differs from the journal")
+            if topic == "outcome":
+                outcomes = [seen[k] for k in sorted(seen)]
+                rounds = [o["round"] for o in outcomes]
+                audit.rounds = len(rounds)
+                audit.outcomes_received = len(received)
+                audit.duplicated_under_new_number = len(rounds) - len(set(rounds))
+                if rounds != list(range(1, len(rounds) + 1)):
+                    audit.problems.append("outcome rounds are not 1..N")
+                audit.voids = Counter(o["article"] for o in outcomes if o["status"] == "void")
+            if topic == "event":
+                events = [seen[k] for k in sorted(seen)]
+                keys = [(e.get("device_boot"), e.get("device_msg"), e["type"]) for e in events
+                        if e.get("device_msg") is not None and not e.get("withheld")]
+                dupes = len(keys) - len(set(keys))
+                if dupes:
+                    audit.problems.append(f"{dupes} device messages journaled twice")
+        events = [strip_envelope(p) for p in self._ordered("event")]
+        outcomes = [strip_envelope(p) for p in self._ordered("outcome")]
+        audit.replay_equal = replay(self.game, events, options) == outcomes
+        from daemon.journal import Journal
+
+        journal = Journal(self.journal_path, create=False)
+        audit.journal_verified = journal.verify().ok
+        journal.close()
+        return audit
+
+    def _ordered(self, topic: str) -> list[dict[str, Any]]:
+        seen: dict[int, dict[str, Any]] = {}
+        for t, payload, _ in self.sub.messages:
+            if t == f"{TOPIC_BASE}/{topic}" and payload["table_seq"] is not None:
+                seen.setdefault(payload["table_seq"], payload)
+        return [seen[k] for k in sorted(seen)]
+
+    def starts(self) -> list[dict[str, Any]]:
+        db = sqlite3.connect(self.journal_path)
+        out = [json.loads(b) for (b,) in db.execute(
+            "SELECT body FROM journal WHERE kind = 'start' ORDER BY id")]
+        db.close()
+        return out
