@@ -100,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="every benchmark, smallest form")
     parser.add_argument("--only", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
     parser.add_argument("--out", type=Path, default=REPORT)
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other benchmarks' figures from the last run's JSON and "
+                             "replace only those run now (with --only)")
     parser.add_argument("--workdir", type=Path,
                         help="where journals and logs go (default: a new temporary directory "
                              "on the same disk as /tmp, removed afterwards)")
@@ -123,13 +126,16 @@ def main(argv: list[str] | None = None) -> int:
         sampler.join()
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
-    results["run"] = {"quick": args.quick, "only": args.only,
+    results["run"] = {"quick": args.quick, "only": args.only, "merged": args.merge,
                       "seconds": time.monotonic() - started,
                       "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                       "load_mean": sum(loads) / len(loads), "load_max": max(loads)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     figures = ROOT / "bench" / "results.json" if args.out == REPORT else args.out.with_suffix(
         ".json")
+    if args.merge and figures.exists():
+        earlier = json.loads(figures.read_text())
+        results = {**earlier, **results, "earlier_run": earlier.get("earlier_run", earlier["run"])}
     figures.write_text(json.dumps(results, indent=1) + "\n")
     args.out.write_text(render(results))
     say(f"[bench] wrote {args.out} in {results['run']['seconds']:.0f} s")
