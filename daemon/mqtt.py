@@ -44,6 +44,9 @@ log = structlog.get_logger("tabled.mqtt")
 T_ACK_PERSIST = 1.0
 #: A QoS 1 publish not acknowledged within this time counts as a lost connection, seconds.
 T_PUBACK = 10.0
+#: A connection (TCP, TLS handshake, CONNACK) that takes longer has failed, seconds: a broker
+#: that refuses a client certificate may just stop answering.
+T_CONNECT = 3.0
 #: Rows read from the journal per batch.
 BATCH = 256
 
@@ -227,7 +230,7 @@ class MqttService:
             self.address.host, self.address.port, identifier=self.client_id,
             username=self.settings.username, password=self._password, will=will,
             keepalive=self.settings.keepalive, tls_context=self._tls_context(),
-            max_inflight_messages=self.settings.max_inflight, timeout=T_PUBACK,
+            max_inflight_messages=self.settings.max_inflight, timeout=T_CONNECT,
             clean_session=True,
         )
         # up to max_inflight publishes wait for their PUBACK by design: not worth a warning
@@ -240,11 +243,12 @@ class MqttService:
             log.info("broker_connected", url=self._url(), backlog=self.backlog)
             birth = {**self._birth(), "state": "online", "table_seq": birth_seq,
                      "ts": rfc3339_now()}
-            await client.publish(self.topics.status, dumps(birth), qos=1, retain=True)
+            await client.publish(self.topics.status, dumps(birth), qos=1, retain=True,
+                                 timeout=T_PUBACK)
             for device_id in list(self._device_status):
                 await self._publish_device_status(device_id)
             if self._on_command is not None:
-                await client.subscribe(self.topics.commands, qos=1)
+                await client.subscribe(self.topics.commands, qos=1, timeout=T_PUBACK)
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._pump(client), name="mqtt-pump")
                 group.create_task(self._metrics_loop(), name="mqtt-metrics")
@@ -309,7 +313,8 @@ class MqttService:
                            room: asyncio.Semaphore) -> None:
         started = time.monotonic()
         try:
-            await client.publish(self.topics.durable(row.topic), row.payload, qos=1)
+            await client.publish(self.topics.durable(row.topic), row.payload, qos=1,
+                                 timeout=T_PUBACK)
         finally:
             room.release()
         self.counters["published"] += 1
