@@ -85,7 +85,10 @@ class Table:
                  log_level: str = os.environ.get("TABLED_CAMPAIGN_LOG", "info")) -> None:
         self.game, self.workdir, self.rounds, self.seed = game, workdir, rounds, seed
         workdir.mkdir(parents=True, exist_ok=True)
-        self.broker = Mosquitto(workdir=workdir / "broker", persistence=True)
+        # a consumer that falls behind in a burst must not lose messages to the broker's
+        # default per-client queue limit (1000): the audit is about the daemon's delivery
+        self.broker = Mosquitto(workdir=workdir / "broker", persistence=True,
+                                extra_config=["max_queued_messages 0"])
         self.sim = Simulator(sim_args(game, rounds, seed, pace, workdir, faults or []),
                              workdir / "simulator.log")
         self.journal_path = journal or workdir / "journal.sqlite"

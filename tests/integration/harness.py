@@ -178,6 +178,8 @@ class Subscriber:
         self.host, self.port, self.topic = host, port, topic
         self.client_kwargs = client_kwargs
         self.messages: list[tuple[str, dict[str, Any], bool]] = []
+        self._seqs: dict[str, set[int]] = {}  # per topic: the table_seq numbers seen
+        self._unnumbered: dict[str, int] = {}
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
         self.changed = asyncio.Event()
@@ -203,8 +205,13 @@ class Subscriber:
                     async for message in client.messages:
                         raw = message.payload
                         text = raw.decode() if isinstance(raw, bytes) else str(raw)
-                        self.messages.append((str(message.topic), json.loads(text),
-                                              bool(message.retain)))
+                        topic, payload = str(message.topic), json.loads(text)
+                        self.messages.append((topic, payload, bool(message.retain)))
+                        seq = payload.get("table_seq") if isinstance(payload, dict) else None
+                        if seq is None:
+                            self._unnumbered[topic] = self._unnumbered.get(topic, 0) + 1
+                        else:
+                            self._seqs.setdefault(topic, set()).add(seq)
                         self.changed.set()
             except aiomqtt.MqttError:
                 await asyncio.sleep(0.2)  # the broker went away: a real consumer reconnects
@@ -213,9 +220,10 @@ class Subscriber:
         return [p for t, p, _ in self.messages if t.endswith(suffix)]
 
     def distinct(self, suffix: str) -> int:
-        """Messages on ``suffix`` counted once per ``table_seq`` (QoS 1 may deliver twice)."""
-        return len({p.get("table_seq") if p.get("table_seq") is not None else -1 - i
-                    for i, p in enumerate(self.on(suffix))})
+        """Messages on ``suffix`` counted once per ``table_seq`` (QoS 1 may deliver twice);
+        kept incrementally, so that waiting on a long run stays cheap."""
+        return (sum(len(v) for k, v in self._seqs.items() if k.endswith(suffix))
+                + sum(v for k, v in self._unnumbered.items() if k.endswith(suffix)))
 
     async def wait_for(self, suffix: str, count: int, timeout: float = 60.0,
                        alive: Daemon | None = None) -> list[dict[str, Any]]:
@@ -230,6 +238,7 @@ class Subscriber:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(0.2):
                     await self.changed.wait()
+            await asyncio.sleep(0.01)  # let a burst in before counting again
         return self.on(suffix)
 
 
