@@ -63,6 +63,7 @@ from drivers.dice.protocol import (
     join_number,
     number_is_ahead,
 )
+from simulators.faults import FaultSpecError, parse_spec
 from simulators.usb_backend import SimulatedUsbDevice, UsbSimError, UsbSimServer
 
 TABLE_FAULTS: Final = ("off_table", "cocked", "sensor")
@@ -77,10 +78,6 @@ FIRMWARE: Final = (2, 1, 0)
 SERIAL: Final = "DS-0001"
 
 
-class FaultSpecError(ValueError):
-    """A fault or roll specification that does not parse, or does not fit the script."""
-
-
 @dataclass(frozen=True, slots=True)
 class DiceFault:
     """One injected fault on the ``at``-th event report."""
@@ -91,18 +88,7 @@ class DiceFault:
 
     @classmethod
     def parse(cls, text: str) -> DiceFault:
-        kind, sep, rest = text.partition("@")
-        if kind not in _DEFAULT_ARG or not sep:
-            raise FaultSpecError(f"{text!r}: expected KIND@N[:ARG] with KIND in "
-                                 f"{TABLE_FAULTS + LINK_FAULTS}")
-        at_text, _, arg_text = rest.partition(":")
-        try:
-            at = int(at_text)
-            arg = float(arg_text) if arg_text else _DEFAULT_ARG[kind]
-        except ValueError:
-            raise FaultSpecError(f"{text!r}: N must be an integer and ARG a number") from None
-        if at < 1 or arg < 0:
-            raise FaultSpecError(f"{text!r}: N counts from 1 and ARG is not negative")
+        kind, at, arg = parse_spec(text, _DEFAULT_ARG)
         if kind in ("off_table", "cocked") and arg not in (1, 2, 3):
             raise FaultSpecError(f"{text!r}: DICE is 1, 2 or 3 (both)")
         if kind == "sensor" and (arg != int(arg) or int(arg) not in _SENSOR_CODES):

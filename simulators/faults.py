@@ -12,6 +12,7 @@ A plan is a list of :class:`ByteFault`, each applied to the N-th data frame the 
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -33,18 +34,24 @@ class ByteFault:
 
     @classmethod
     def parse(cls, text: str) -> ByteFault:
-        kind, sep, rest = text.partition("@")
-        if kind not in BYTE_FAULTS or not sep:
-            raise FaultSpecError(f"{text!r}: expected KIND@N[:ARG] with KIND in {BYTE_FAULTS}")
-        at_text, _, arg_text = rest.partition(":")
-        try:
-            at = int(at_text)
-            arg = float(arg_text) if arg_text else _DEFAULT_ARG[kind]
-        except ValueError:
-            raise FaultSpecError(f"{text!r}: N must be an integer and ARG a number") from None
-        if at < 1 or arg < 0:
-            raise FaultSpecError(f"{text!r}: N counts from 1 and ARG is not negative")
-        return cls(kind, at, arg)
+        return cls(*parse_spec(text, _DEFAULT_ARG))
+
+
+def parse_spec(text: str, defaults: Mapping[str, float]) -> tuple[str, int, float]:
+    """``KIND@N[:ARG]`` -> ``(kind, n, arg)`` for the kinds of ``defaults`` (each kind's
+    default ARG); FaultSpecError names what is wrong. Every simulator's faults use this form."""
+    kind, sep, rest = text.partition("@")
+    if kind not in defaults or not sep:
+        raise FaultSpecError(f"{text!r}: expected KIND@N[:ARG] with KIND in {tuple(defaults)}")
+    at_text, _, arg_text = rest.partition(":")
+    try:
+        at = int(at_text)
+        arg = float(arg_text) if arg_text else defaults[kind]
+    except ValueError:
+        raise FaultSpecError(f"{text!r}: N must be an integer and ARG a number") from None
+    if at < 1 or arg < 0:
+        raise FaultSpecError(f"{text!r}: N counts from 1 and ARG is not negative")
+    return kind, at, arg
 
 
 _DEFAULT_ARG: Final = {"corrupt": 0.0, "truncate": 0.0, "drop": 1.0, "garbage": 8.0,
