@@ -50,6 +50,10 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
+_SET_META = ("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+             "value = excluded.value")
+
+
 class JournalError(Exception):
     """The journal could not make a record durable (disk full, unwritable, corrupt)."""
 
@@ -140,10 +144,16 @@ class Journal:
             self._db.executescript(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:
             raise JournalError(f"{self.path}: cannot open: {exc}") from exc
+        self._acked_to_record: int | None = None
         self._last_hash, self._last_id = self._tail()
         self._next_seq = {topic: self._max_seq(topic) + 1 for topic in DURABLE_TOPICS}
 
     # -- writing --------------------------------------------------------------------------------
+
+    def note_acked(self, acked_id: int) -> None:
+        """The broker acknowledged every output up to ``acked_id``: recorded with the next
+        write's transaction (no commit of its own), so that a crash re-publishes little."""
+        self._acked_to_record = acked_id
 
     def write(self, entries: Sequence[Entry], ts: str) -> list[StoredOutput]:
         """Make ``entries`` durable in one transaction; return the outputs as stored.
@@ -152,6 +162,7 @@ class Journal:
         """
         if not entries:
             return []
+        acked = self._acked_to_record
         db = self._db
         prev, last_id = self._last_hash, self._last_id
         next_seq = dict(self._next_seq)
@@ -175,18 +186,21 @@ class Journal:
                 prev = _row_hash(prev, row)
                 db.execute("INSERT INTO journal VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            (*row, prev))
+            if acked is not None:
+                db.execute(_SET_META, ("acked_id", str(acked)))
             db.execute("COMMIT")
         except sqlite3.Error as exc:
             self._rollback()
             raise JournalError(f"{self.path}: write failed: {exc}") from exc
         self._last_hash, self._last_id = prev, last_id
         self._next_seq = next_seq
+        if acked is not None and self._acked_to_record == acked:
+            self._acked_to_record = None
         return stored
 
     def set_meta(self, key: str, value: str) -> None:
         try:
-            self._db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
-                             "value = excluded.value", (key, value))
+            self._db.execute(_SET_META, (key, value))
         except sqlite3.Error as exc:
             raise JournalError(f"{self.path}: meta write failed: {exc}") from exc
 

@@ -329,6 +329,7 @@ class MqttService:
             if exc is not None:
                 raise exc  # the connection is gone: the session ends, the loop reconnects
             self.acked_id = row_id
+            self.journal.note_acked(row_id)  # rides on the next journal commit
 
     def _persist_ack(self, force: bool = False) -> None:
         if self.acked_id == self._persisted_ack and not force:

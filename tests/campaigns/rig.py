@@ -69,6 +69,10 @@ def sim_args(game: str, rounds: int, seed: int, pace: float, workdir: Path,
         return ["shoe", "--seed", str(seed), "--hands", str(rounds), "--pace", str(pace),
                 "--link", str(workdir / "device"), "--forever", *extra]
     if game == "craps":
+        # The sensor throws on its own clock and keeps 64 unacknowledged reports: faster than
+        # ~20 throws/s, a daemon restart would outlast its memory (a real table throws every
+        # 20-60 s).
+        pace = max(pace, 0.05)
         return ["dice", "--seed", str(seed), "--count", str(rounds), "--pace", str(pace),
                 "--socket", str(workdir / "dice.sock"), "--forever", *extra]
     return ["shuffler", "--game", "qpoker", "--seed", str(seed), "--rounds", str(rounds),

@@ -102,3 +102,15 @@ def test_the_file_is_private(tmp_path: Path) -> None:
 def test_opening_a_missing_journal_for_reading_fails(tmp_path: Path) -> None:
     with pytest.raises(JournalError, match="no journal"):
         Journal(tmp_path / "none.sqlite", create=False)
+
+
+def test_the_acknowledged_position_rides_on_the_next_write(tmp_path: Path) -> None:
+    """No commit of its own: the broker's acknowledgement is made durable with the next batch,
+    so that a crash re-publishes only what was in flight since."""
+    journal = Journal(tmp_path / "j.sqlite")
+    journal.write([card("AS"), outcome(1)], TS)
+    journal.note_acked(2)
+    assert journal.acked_id() == 0  # not yet: nothing was written since
+    journal.write([card("KH")], TS)
+    journal.close()
+    assert Journal(tmp_path / "j.sqlite").acked_id() == 2
