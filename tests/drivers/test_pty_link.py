@@ -189,3 +189,45 @@ async def test_a_request_sent_on_link_up_does_not_carry_unsafe_acks_out(tmp_path
     good.close()
     await good.wait_closed()
     await device.stop()
+
+
+async def test_a_socket_url_reaches_a_device_over_tcp() -> None:
+    """pyserial's ``socket://`` (a serial-to-Ethernet converter) opens through the same seam,
+    and the same link runs over it."""
+    from drivers.link import Link
+    from drivers.link_runner import LinkRunner
+
+    loop = asyncio.get_running_loop()
+    served: list[asyncio.StreamWriter] = []
+
+    async def device(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        served.append(writer)
+        runner = LinkRunner(Link(initiator=False, now=loop.time()), writer.write,
+                            lambda _: None, clock=loop.time)
+        runner.start()
+        for i in range(5):
+            runner.send(COUNT, i.to_bytes(2, "big"))
+        while data := await reader.read(1024):
+            runner.data_received(data)
+        runner.stop()
+
+    server = await asyncio.start_server(device, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    events: list[Event] = []
+    fifth = asyncio.Event()
+
+    def emit(event: Event) -> None:
+        events.append(event)
+        if len(events) == 5:
+            fifth.set()
+
+    driver = await open_serial(f"socket://127.0.0.1:{port}", lambda: CounterDriver("d", emit))
+    async with asyncio.timeout(10):
+        await fifth.wait()
+    assert driver.values == [0, 1, 2, 3, 4]
+    driver.close()
+    await driver.wait_closed()
+    for writer in served:
+        writer.close()
+    server.close()
+    await server.wait_closed()
