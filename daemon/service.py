@@ -65,6 +65,7 @@ class Service:
         self._stop = asyncio.Event()
         self.broker: Mosquitto | None = None
         self.journal = Journal(config.journal.path)
+        self.journal.start_checkpointer()
         self.runtime = TableRuntime(config, self.journal)
         self.topics = Topics(config.mqtt.topic_prefix, config.table.site, config.table.id)
         self.supervisors: list[DeviceSupervisor] = []

@@ -49,7 +49,7 @@ WINDOW: Final = 4
 T_ACK: Final = 0.25
 MAX_RETRIES: Final = 6
 T_RESET: Final = 0.5
-T_HEARTBEAT: Final = 1.0
+T_HEARTBEAT: Final = 2.0
 T_SILENCE: Final = 5.0
 T_ACK_MAX: Final = 2.0
 

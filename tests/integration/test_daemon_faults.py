@@ -23,7 +23,10 @@ from tests.integration.harness import (
 
 
 def shoe(tmp_path: Path, *args: str) -> tuple[Simulator, str]:
-    sim = Simulator(["shoe", "--link", str(tmp_path / "shoe"), *args], tmp_path / "sim.log")
+    # --forever: the shoe stays plugged in once its hands are dealt (an ending simulator is
+    # an unplug of its own)
+    sim = Simulator(["shoe", "--link", str(tmp_path / "shoe"), "--forever", *args],
+                    tmp_path / "sim.log")
     return sim, sim.start()
 
 
