@@ -104,6 +104,7 @@ class Table:
         self._console_task: asyncio.Task[None] | None = None
         self.deals = 0
         self.dealt_after = 0  # the last round whose outcome made the console press "deal"
+        self._pending_since: float | None = None  # a deal complete, its outcome awaited
 
     async def __aenter__(self) -> Table:
         self.broker.start()
@@ -145,36 +146,42 @@ class Table:
         self.broker.cleanup()
 
     async def _console(self) -> None:
-        """The dealer console of Q Poker: decisions and reveal once a deal is complete (again if
-        no outcome follows: a command sent while the daemon was down is lost), and "deal" on
-        the machine after each outcome."""
+        """The dealer console of Q Poker: decisions and reveal once a deal is complete (again
+        every 2 s while no outcome follows: a command sent while the daemon was down is lost),
+        and "deal" on the machine after each outcome."""
         while True:
             try:
                 async with aiomqtt.Client("127.0.0.1", self.broker.port) as client:
                     await client.subscribe(f"{TOPIC_BASE}/event", qos=1)
                     await client.subscribe(f"{TOPIC_BASE}/outcome", qos=1)
                     console = Console(client, TOPIC_BASE, self.key, self.seed)
-                    pending_since: float | None = None
-                    async for message in client.messages:
-                        body = json.loads(message.payload)  # type: ignore[arg-type]
-                        if str(message.topic).endswith("/outcome"):
-                            pending_since = None
-                            # once per round: a QoS 1 re-delivery must not deal twice
-                            if body["round"] > self.dealt_after:
-                                self.dealt_after = body["round"]
-                                self._deal()
-                            continue
-                        before = console.dealer_cards
-                        await console.event(body)
-                        if console.dealer_cards == 3 and before != 3:
-                            pending_since = time.monotonic()
-                        elif pending_since and time.monotonic() - pending_since > 2.0:
-                            pending_since = time.monotonic()
-                            for seat in console.seats:
-                                await console.send("decision", {"seat": seat, "play": True})
-                            await console.send("reveal", {})
-            except aiomqtt.MqttError:
+                    async with asyncio.TaskGroup() as group:
+                        group.create_task(self._console_retry(console))
+                        async for message in client.messages:
+                            body = json.loads(message.payload)  # type: ignore[arg-type]
+                            if str(message.topic).endswith("/outcome"):
+                                self._pending_since = None
+                                # once per round: a QoS 1 re-delivery must not deal twice
+                                if body["round"] > self.dealt_after:
+                                    self.dealt_after = body["round"]
+                                    self._deal()
+                                continue
+                            before = console.dealer_cards
+                            await console.event(body)
+                            if console.dealer_cards == 3 and before != 3:
+                                self._pending_since = time.monotonic()
+            except* aiomqtt.MqttError:
                 await asyncio.sleep(0.2)
+
+    async def _console_retry(self, console: Console) -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            since = self._pending_since
+            if since is not None and time.monotonic() - since > 2.0:
+                self._pending_since = time.monotonic()
+                for seat in console.seats:
+                    await console.send("decision", {"seat": seat, "play": True})
+                await console.send("reveal", {})
 
     def _deal(self) -> None:
         proc = self.sim.proc
