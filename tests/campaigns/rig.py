@@ -151,7 +151,11 @@ class Table:
         and "deal" on the machine after each outcome."""
         while True:
             try:
-                async with aiomqtt.Client("127.0.0.1", self.broker.port) as client:
+                # a persistent session: what the table publishes while the console is away (a
+                # broker outage) waits for it, so it never misses the end of a deal
+                async with aiomqtt.Client("127.0.0.1", self.broker.port,
+                                          identifier="dealer-console",
+                                          clean_session=False) as client:
                     await client.subscribe(f"{TOPIC_BASE}/event", qos=1)
                     await client.subscribe(f"{TOPIC_BASE}/outcome", qos=1)
                     console = Console(client, TOPIC_BASE, self.key, self.seed)
