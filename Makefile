@@ -9,7 +9,7 @@ GAME   ?= baccarat
 ROUNDS ?= 20
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint typecheck unit system-deps venv bench campaigns clean
+.PHONY: demo test lint typecheck unit system-deps venv bench campaigns fuzz clean
 
 venv: $(VENV)/.installed
 
@@ -48,6 +48,14 @@ test: lint typecheck unit
 
 bench: venv system-deps
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+# The full fault campaigns and the full fuzzing campaign of docs/reliability.md (bounded forms
+# of both run in `make test`). The disk campaign needs root (a loop-mounted filesystem).
+campaigns: venv system-deps
+	$(BIN)/python -m tests.campaigns $(CAMPAIGN_ARGS)
+
+fuzz: venv
+	$(BIN)/python -m bench.fuzz $(FUZZ_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
