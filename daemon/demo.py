@@ -119,21 +119,30 @@ class Console:
         self.rng = random.Random(seed)
         self.seats: list[int] = []
         self.dealer_cards = 0
+        self.armed = False  # a round_start was seen and its deal is not complete yet
 
     async def send(self, name: str, args: dict[str, Any]) -> None:
         body = sign({"cmd": name, "args": args, "console": "demo-console", "ts": rfc3339_now(),
                      "nonce": secrets.token_hex(16)}, self.key)
         await self.client.publish(f"{self.base}/cmd/{name}", json.dumps(body), qos=1)
 
+    def round_over(self) -> None:
+        """An outcome came: whatever of that round still arrives (the rest of a deal voided
+        midway) is not to be decided on."""
+        self.armed = False
+
     async def event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "round_start":
             self.seats = list(event.get("seats") or [])
             self.dealer_cards = 0
+            self.armed = True
         elif kind in ("withheld", "hand", "card") and event.get("seat") == "dealer" \
-                and not event.get("withheld"):
+                and not event.get("withheld") and self.armed:
+            # (the rest of a deal voided midway arrives unarmed: it is not this round's)
             self.dealer_cards += int(event.get("count", len(event.get("cards", [1]))))
             if self.dealer_cards == 3:  # the deal is complete: the players decide, then reveal
+                self.armed = False
                 for seat in self.seats:
                     await self.send("decision", {"seat": seat, "play": self.rng.random() < 0.8})
                 await self.send("reveal", {})
@@ -237,6 +246,8 @@ async def _watch(address: BrokerAddress, base: str, game: str, rounds: int, key:
                 raw = message.payload
                 body = json.loads(raw if isinstance(raw, (bytes, str)) else b"{}")
                 if topic.endswith("/outcome"):
+                    if console is not None:
+                        console.round_over()
                     seen += 1
                     last = time.monotonic()
                     say(describe(body))

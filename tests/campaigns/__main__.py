@@ -30,7 +30,7 @@ from tests.campaigns.campaigns import (
 FULL = {
     "crash": {"rounds": 1000, "kills": 110},
     "broker": {"rounds": 600, "outages": 6, "long_outage": 20.0},
-    "devices": {"rounds": 400, "cycles": 55},
+    "devices": {"rounds": 500, "cycles": 70},
     "disk": {"rounds": 200},
 }
 QUICK = {

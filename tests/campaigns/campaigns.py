@@ -113,9 +113,9 @@ def _max_metric(table: Table, name: str) -> int:
 def _unplug_faults(game: str, cycles: int, rounds: int, rng: random.Random,
                    down: float) -> list[str]:
     """``cycles`` unplugs at random data frames of the run (the dice count reports), at least
-    three frames apart so that each is a separate unplug."""
+    six frames apart so that each is a separate unplug with a daemon connected to see it."""
     per_round = {"baccarat": 5, "craps": 1, "qpoker": 5}[game]
-    slots = range(10, max(10 + 3 * cycles, rounds * per_round - 5), 3)
+    slots = range(10, max(10 + 6 * cycles, rounds * per_round - 5), 6)
     frames = sorted(rng.sample(slots, cycles))
     kind = "unplug" if game == "craps" else "disconnect"
     return [f"{kind}@{n}:{down}" for n in frames]

@@ -165,11 +165,14 @@ class Table:
                             body = json.loads(message.payload)  # type: ignore[arg-type]
                             if str(message.topic).endswith("/outcome"):
                                 self._pending_since = None
+                                console.round_over()
                                 # once per round: a QoS 1 re-delivery must not deal twice
                                 if body["round"] > self.dealt_after:
                                     self.dealt_after = body["round"]
                                     self._deal()
                                 continue
+                            if body.get("type") == "round_start":
+                                self._pending_since = None
                             before = console.dealer_cards
                             await console.event(body)
                             if console.dealer_cards == 3 and before != 3:
