@@ -85,7 +85,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # every line, whoever logs it, names the table
     configure(args.log_level or config.log.level, config.log.format,
               static={"table": f"{config.table.site}/{config.table.id}"})
-    return asyncio.run(run_service(config))
+    from daemon.journal import JournalError
+
+    try:
+        return asyncio.run(run_service(config))
+    except JournalError as exc:  # the journal cannot even be opened or written at start
+        print(f"tabled run: {exc}", file=sys.stderr)
+        return 1
 
 
 def _journal_path(args: argparse.Namespace) -> str:
