@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import ssl
 import time
 from collections import deque
@@ -232,6 +233,10 @@ class MqttService:
             keepalive=self.settings.keepalive, tls_context=self._tls_context(),
             max_inflight_messages=self.settings.max_inflight, timeout=T_CONNECT,
             clean_session=True,
+            # Small QoS 1 packets written back to back: with Nagle's algorithm the second waits
+            # for the broker's delayed ACK of the first (measured: publish-to-PUBACK p50 of
+            # 12 ms in some intervals, 0.6 ms in others). paho does not set it.
+            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
         )
         # up to max_inflight publishes wait for their PUBACK by design: not worth a warning
         client.pending_calls_threshold = self.settings.max_inflight + 16
