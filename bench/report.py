@@ -240,11 +240,11 @@ def _reason(r: dict[str, Any], name: str) -> str:
                 "link, and the publish from the journal through aiomqtt/paho" + cpu + ". The "
                 f"p99 follows the disk (one durable commit alone: p99 {commit['p99']:.2f} ms, "
                 f"max {commit['max']:.2f} ms in this run). At p99.9 tabled has "
-                f"{res['tabled']['p999']:.0f} ms where (b) has {res['baseline_b']['p999']:.0f}: "
-                "a stall of about 40 ms, a few times a run, in every family and in no baseline. "
-                "It is not the journal (the same commits at the same pace, alone, for a minute: "
-                "none over 15 ms) nor the collection of start-up objects (frozen before READY "
-                "since the first run: no change); it is not yet found.")
+                f"{res['tabled']['p999']:.0f} ms where (b) has {res['baseline_b']['p999']:.0f}. "
+                "Earlier runs had a 40 ms tail in every family: Nagle's algorithm held the "
+                "broker's PUBACK for the second of two back-to-back publishes until the "
+                "daemon's delayed ACK (the baselines publish one message per frame, so they "
+                "never met it); TCP_NODELAY on both sides removed it (docs/deployment.md).")
     if name.startswith("throughput"):
         return (f"one device cannot have more than {LINK_WINDOW} frames unacknowledged and "
                 "each is acknowledged only once durable, so a device is held to about "
@@ -266,7 +266,7 @@ def _reason(r: dict[str, Any], name: str) -> str:
         return "the start-up times listed under Footprint."
     if name.startswith("CPU idle"):
         return ("an idle daemon with three devices still runs their links: each serial link "
-                "sends and receives a heartbeat frame every second, the dice driver reads the "
+                "sends and receives a heartbeat frame every 2 s, the dice driver reads the "
                 "sensor's STATUS report every second through a worker thread, and metrics "
                 "(with their sequence number written to the journal) go out every 5 s: a few "
                 "milliseconds of CPU each second in CPython.")
