@@ -385,6 +385,11 @@ class UsbSimServer:
                 await writer.drain()
         except ConnectionError:
             pass  # the host went away mid-reply
+        except asyncio.CancelledError:
+            # stop() closes the connections. Ending quietly instead of cancelled: asyncio's
+            # stream server calls exception() on this task, which would raise (and print a
+            # traceback) for a cancelled one.
+            pass
         finally:
             # A host that goes away closes its handles, releasing their interfaces.
             for number in [n for n, h in self._handles.items() if h.connection == connection]:
