@@ -44,7 +44,8 @@ CREATE TABLE IF NOT EXISTS journal (
     round       INTEGER,
     ts          TEXT NOT NULL,
     body        TEXT NOT NULL,
-    hash        BLOB NOT NULL
+    hash        BLOB NOT NULL,
+    acked       INTEGER
 );
 CREATE UNIQUE INDEX IF NOT EXISTS journal_stream ON journal (topic, stream_seq)
     WHERE kind = 'output';
@@ -145,6 +146,9 @@ class Journal:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(journal)")}
+            if "acked" not in columns:  # a journal from before the column
+                self._db.execute("ALTER TABLE journal ADD COLUMN acked INTEGER")
         except (sqlite3.Error, OSError) as exc:
             raise JournalError(f"{self.path}: cannot open: {exc}") from exc
         self._acked_to_record: int | None = None
@@ -156,7 +160,11 @@ class Journal:
 
     def note_acked(self, acked_id: int) -> None:
         """The broker acknowledged every output up to ``acked_id``: recorded with the next
-        write's transaction (no commit of its own), so that a crash re-publishes little."""
+        write's transaction (no commit of its own), so that a crash re-publishes little.
+
+        It goes in the ``acked`` column of that write's last row, outside the hash chain (it
+        is delivery bookkeeping, not the record). Not in ``meta``: another table is another
+        page in every commit's WAL, measured at 0.1-0.15 ms of each commit on this disk."""
         self._acked_to_record = acked_id
 
     def write(self, entries: Sequence[Entry], ts: str) -> list[StoredOutput]:
@@ -173,7 +181,8 @@ class Journal:
         stored: list[StoredOutput] = []
         try:
             db.execute("BEGIN IMMEDIATE")
-            for entry in entries:
+            last = len(entries) - 1
+            for index, entry in enumerate(entries):
                 last_id += 1
                 row: tuple[object, ...]
                 if isinstance(entry, OutputEntry):
@@ -188,10 +197,8 @@ class Journal:
                 else:
                     row = (last_id, "start", None, None, "daemon", None, ts, _dumps(entry.body))
                 prev = _row_hash(prev, row)
-                db.execute("INSERT INTO journal VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           (*row, prev))
-            if acked is not None:
-                db.execute(_SET_META, ("acked_id", str(acked)))
+                db.execute("INSERT INTO journal VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (*row, prev, acked if index == last else None))
             db.execute("COMMIT")
         except sqlite3.Error as exc:
             self._rollback()
@@ -251,8 +258,13 @@ class Journal:
         return int(rows[0][0])
 
     def acked_id(self) -> int:
-        """Every output with an id up to this one was acknowledged by the broker."""
-        return int(self.get_meta("acked_id", "0") or 0)
+        """Every output with an id up to this one was acknowledged by the broker: the later
+        of the position the publisher persists in ``meta`` and the last one that rode on a
+        write (a row recording position P has an id above P, so only rows after the persisted
+        position need looking at)."""
+        persisted = int(self.get_meta("acked_id", "0") or 0)
+        rows = self._read("SELECT MAX(acked) FROM journal WHERE id > ?", (persisted,))
+        return max(persisted, int(rows[0][0] or 0))
 
     def size_bytes(self) -> int:
         total = 0

@@ -71,7 +71,7 @@ def test_verify_finds_tampering(tmp_path: Path, tamper: str) -> None:
         db.execute("DELETE FROM journal WHERE id = 4")
     else:
         db.execute("INSERT INTO journal VALUES (11, 'input', NULL, NULL, 'x', NULL, 't', '{}', "
-                   "x'00')")
+                   "x'00', NULL)")
     db.commit()
     db.close()
     result = journal.verify()
@@ -97,6 +97,37 @@ def test_the_file_is_private(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "state" / "j.sqlite")
     assert (journal.path.stat().st_mode & 0o077) == 0
     journal.close()
+
+
+def test_the_acknowledged_position_is_the_later_of_meta_and_the_rows(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.sqlite")
+    journal.write([card("AS"), outcome(1), card("KH"), outcome(2)], TS)
+    journal.set_meta("acked_id", "2")  # what the publisher persists now and then
+    assert journal.acked_id() == 2
+    journal.note_acked(4)
+    journal.write([card("QD")], TS)
+    assert journal.acked_id() == 4  # rode on row 5, after the persisted position
+    journal.set_meta("acked_id", "5")
+    assert journal.acked_id() == 5
+
+
+def test_a_journal_from_before_the_acked_column_opens_and_keeps_its_chain(
+        tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    journal = Journal(path)
+    journal.write([card("AS"), outcome(1)], TS)
+    journal.set_meta("acked_id", "2")
+    journal.close()
+    db = sqlite3.connect(path)  # as the journal was made before the column existed
+    db.execute("ALTER TABLE journal DROP COLUMN acked")
+    db.commit()
+    db.close()
+    reopened = Journal(path)
+    assert reopened.verify().ok and reopened.acked_id() == 2
+    reopened.note_acked(2)
+    reopened.write([card("KH"), outcome(2)], TS)
+    assert reopened.verify().ok and reopened.verify().rows == 4
+    assert [o.stream_seq for o in reopened.outputs_after(0, 10)] == [0, 1]
 
 
 def test_opening_a_missing_journal_for_reading_fails(tmp_path: Path) -> None:
