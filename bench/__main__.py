@@ -133,9 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     figures = ROOT / "bench" / "results.json" if args.out == REPORT else args.out.with_suffix(
         ".json")
+    # when each section was measured: with --merge the sections come from several runs
+    results["measured"] = {name: results["run"]["date"] for name in args.only}
     if args.merge and figures.exists():
         earlier = json.loads(figures.read_text())
-        results = {**earlier, **results, "earlier_run": earlier.get("earlier_run", earlier["run"])}
+        before = earlier.get("measured") or {name: earlier["run"]["date"] for name in BENCHMARKS
+                                             if name in earlier}
+        results = {**earlier, **results, "earlier_run": earlier.get("earlier_run", earlier["run"]),
+                   "measured": {**before, **results["measured"]}}
     figures.write_text(json.dumps(results, indent=1) + "\n")
     args.out.write_text(render(results))
     say(f"[bench] wrote {args.out} in {results['run']['seconds']:.0f} s")
