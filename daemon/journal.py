@@ -167,6 +167,16 @@ class Journal:
         page in every commit's WAL, measured at 0.1-0.15 ms of each commit on this disk."""
         self._acked_to_record = acked_id
 
+    def save_acked(self) -> None:
+        """Make the noted position durable now, with a commit of its own, if no write has
+        carried it yet (the publisher calls this when idle and when the connection ends)."""
+        pending = self._acked_to_record
+        if pending is None:
+            return
+        self.set_meta("acked_id", str(pending))
+        if self._acked_to_record == pending:
+            self._acked_to_record = None
+
     def write(self, entries: Sequence[Entry], ts: str) -> list[StoredOutput]:
         """Make ``entries`` durable in one transaction; return the outputs as stored.
 
@@ -354,14 +364,13 @@ class Journal:
             raise JournalError(f"{self.path}: read failed: {exc}") from exc
 
     def _tail(self) -> tuple[bytes, int]:
-        row = self._db.execute("SELECT hash, id FROM journal ORDER BY id DESC LIMIT 1").fetchone()
-        return (GENESIS, 0) if row is None else (bytes(row[0]), int(row[1]))
+        rows = self._read("SELECT hash, id FROM journal ORDER BY id DESC LIMIT 1")
+        return (GENESIS, 0) if not rows else (bytes(rows[0][0]), int(rows[0][1]))
 
     def _max_seq(self, topic: str) -> int:
-        row = self._db.execute(
-            "SELECT MAX(stream_seq) FROM journal WHERE kind = 'output' AND topic = ?", (topic,)
-        ).fetchone()
-        return -1 if row[0] is None else int(row[0])
+        rows = self._read(
+            "SELECT MAX(stream_seq) FROM journal WHERE kind = 'output' AND topic = ?", (topic,))
+        return -1 if rows[0][0] is None else int(rows[0][0])
 
     def _rollback(self) -> None:
         with contextlib.suppress(sqlite3.Error):  # no transaction was open if BEGIN failed

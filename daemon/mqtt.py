@@ -142,7 +142,6 @@ class MqttService:
         self.connected = asyncio.Event()
         self.wake = asyncio.Event()
         self.acked_id = journal.acked_id()
-        self._persisted_ack = self.acked_id
         self._device_status: dict[str, dict[str, Any]] = {}
         self._client: aiomqtt.Client | None = None
         self._pump_state: _Pump | None = None
@@ -221,7 +220,7 @@ class MqttService:
                     await client.publish(self.topics.status, dumps(offline), qos=1, retain=True,
                                          timeout=T_PUBACK)
         self._stopping = True
-        self._persist_ack(force=True)
+        self._persist_ack()
 
     # -- the connection loop ---------------------------------------------------------------
 
@@ -239,7 +238,7 @@ class MqttService:
             finally:
                 self.connected.clear()
                 self._client = None
-                self._persist_ack(force=True)
+                self._persist_ack()
             if self._stopping:
                 return
             await asyncio.sleep(backoff.next())
@@ -311,9 +310,9 @@ class MqttService:
                     await asyncio.sleep(T_ACK_PERSIST)
                     continue
                 self._advance(pump.inflight)
-                # At most once per T_ACK_PERSIST: each write is a durable commit of its own
-                # (an fsync on the event loop), and a position a little behind only means a
-                # few QoS 1 re-deliveries after a crash, under their original numbers.
+                # At most once per T_ACK_PERSIST: a write is a durable commit of its own (an
+                # fsync on the event loop), and a position a little behind only means a few
+                # QoS 1 re-deliveries after a crash, under their original numbers.
                 if time.monotonic() - last_persist > T_ACK_PERSIST:
                     self._persist_ack()
                     last_persist = time.monotonic()
@@ -365,12 +364,11 @@ class MqttService:
             self.acked_id = row_id
             self.journal.note_acked(row_id)  # rides on the next journal commit
 
-    def _persist_ack(self, force: bool = False) -> None:
-        if self.acked_id == self._persisted_ack and not force:
-            return
+    def _persist_ack(self) -> None:
+        """A position no journal write has carried yet gets a commit of its own (the journal
+        knows which; while events flow every commit carries it and this writes nothing)."""
         try:
-            self.journal.set_meta("acked_id", str(self.acked_id))
-            self._persisted_ack = self.acked_id
+            self.journal.save_acked()
         except JournalError as exc:
             log.warning("ack_not_persisted", error=str(exc))
 

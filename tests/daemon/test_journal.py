@@ -111,6 +111,20 @@ def test_the_acknowledged_position_is_the_later_of_meta_and_the_rows(tmp_path: P
     assert journal.acked_id() == 5
 
 
+def test_save_acked_commits_only_a_position_no_write_carried(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.sqlite")
+    journal.write([card("AS"), outcome(1), card("KH"), outcome(2)], TS)
+    journal.note_acked(2)
+    journal.write([card("QD")], TS)
+    journal.save_acked()
+    assert journal.get_meta("acked_id") is None  # the write carried it: nothing more to do
+    journal.note_acked(4)
+    journal.save_acked()
+    assert journal.get_meta("acked_id") == "4"
+    journal.close()
+    assert Journal(tmp_path / "j.sqlite").acked_id() == 4
+
+
 def test_a_journal_from_before_the_acked_column_opens_and_keeps_its_chain(
         tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
