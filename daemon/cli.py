@@ -162,6 +162,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         return 1
 
 
+def _cmd_pit(args: argparse.Namespace) -> int:
+    return _pit(args.pit_args)
+
+
+def _pit(argv: list[str]) -> int:
+    # The pit monitor has its own commands and options (pit/cli.py), imported only when asked
+    # for; main() hands it everything after "pit" (argparse's REMAINDER drops leading options).
+    from pit.cli import main as pit_main
+
+    return pit_main(argv)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tabled", description="Hardware-integration daemon for casino tables."
@@ -228,10 +240,18 @@ def build_parser() -> argparse.ArgumentParser:
     dp.add_argument("--workdir", help="keep config, journal and logs here")
     dp.add_argument("--quiet", action="store_true")
     dp.set_defaults(func=_cmd_demo)
+
+    pp = sub.add_parser("pit", help="the pit monitor: record, live floor, alerts (tabled pit -h)",
+                        add_help=False)
+    pp.add_argument("pit_args", nargs=argparse.REMAINDER)
+    pp.set_defaults(func=_cmd_pit)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["pit"]:
+        return _pit(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
