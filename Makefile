@@ -20,12 +20,14 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # Mosquitto is the broker the tests start on a free port (and the demo's when none is given);
-# systemd-analyze checks the unit. Installed only when missing.
+# systemd-analyze checks the units; PostgreSQL's initdb/pg_ctl start the server the pit's store
+# tests run against. Installed only when missing.
 system-deps:
 	@missing=""; \
 	command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || missing="$$missing mosquitto"; \
 	command -v mosquitto_passwd >/dev/null 2>&1 || [ -x /usr/bin/mosquitto_passwd ] || missing="$$missing mosquitto"; \
 	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
