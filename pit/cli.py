@@ -302,4 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     if args.action not in ("check-config", "hash-password") and not args.config:
         parser.error(f"{args.action} needs --config FILE")
+    from daemon.logs import configure
+
+    # standard output is the command's answer (JSON); what it logs goes to standard error
+    configure(args.log_level or "info", "auto", stream=sys.stderr)
     return int(args.func(args))

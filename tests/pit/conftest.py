@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from pit.messages import Message, parse_message
 from pit.store import Store
 from pit.store_postgres import PostgresStore
 from pit.store_sqlite import SqliteStore
+from tests.integration.conftest import broker  # noqa: F401 - the real Mosquitto fixture, reused
 
 PREFIX = "tabled"
 
@@ -33,7 +34,7 @@ PREFIX = "tabled"
 class PgServer:
     port: int
     dir: Path
-    _names: Iterator[int] = itertools.count(1)
+    _names: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     def conninfo(self, dbname: str = "postgres") -> str:
         return f"host=127.0.0.1 port={self.port} user=tabled dbname={dbname}"
