@@ -53,6 +53,8 @@ T_TICK = 0.5
 T_OUTBOX = 0.25
 #: Audit entries written this recently are read again (PostgreSQL commits ids out of order).
 T_AUDIT_WINDOW = 10.0
+#: With a shared subscription, how often the other servers' records are read, seconds.
+T_FOLLOW = 0.5
 #: How often the STATUS line is refreshed, seconds.
 T_STATUS = 2.0
 
@@ -115,6 +117,9 @@ class PitService:
         self._outbox_wake = asyncio.Event()
         self._audit_cursor = 0
         self._audit_seen: dict[int, float] = {}
+        #: ids of the records already applied to the floor (a shared subscription's follower)
+        self._applied: dict[int, float] = {}
+        self._record_cursor = 0
         self._metrics_server: Any = None
 
     def request_stop(self) -> None:
@@ -129,6 +134,7 @@ class PitService:
         await self.engine.start()
         recent = await self.store.audit(limit=1)
         self._audit_cursor = recent[0].id if recent else 0
+        self._record_cursor = await self.store.last_message_id()
         log.info("store_open", store=self.store.description, tables=tables,
                  alerts=len(self.floor.alerts()))
 
@@ -151,6 +157,8 @@ class PitService:
                     group.create_task(_guarded("status", self._status_loop)),
                     group.create_task(self.notifier.watchdog(), name="watchdog"),
                 ]
+                if cfg.mqtt.share_group:
+                    tasks.append(group.create_task(_guarded("share", self._follow_records)))
                 await wait_connected(self.ingest, T_READY)
                 self.notifier.ready(self.status_line())
                 log.info("ready", status=self.status_line())
@@ -217,7 +225,16 @@ class PitService:
             self.metrics.conflicts.labels(family).inc()
             log.error("seq_conflict", site=message.site, table=message.table,
                       stream=message.stream, table_seq=message.table_seq)
-        applied = self.floor.apply(message) if recorded.new else False
+        applied = False
+        if recorded.new:
+            applied = self.floor.apply(message)
+            if recorded.id is not None and self.config.mqtt.share_group:
+                self._applied[recorded.id] = time.monotonic()
+        elif recorded.status == "duplicate" and family in ("status", "device"):
+            # every server of a floor receives the state topics, and one of them recorded this
+            # copy first: still news to this server's model (which keeps its own order by
+            # table_seq); the alert rules ran where it was recorded
+            self.floor.apply(message)
         await self._retrying("alerts", lambda: self.engine.message(message, recorded, applied))
 
     async def _retrying(self, what: str, operation: Callable[[], Awaitable[T]]) -> T:
@@ -238,6 +255,29 @@ class PitService:
                 log.info("store_recovered", operation=what)
                 self.store_failure = None
             return result
+
+    async def _follow_records(self) -> None:
+        """With a shared subscription this server receives only its share of the outcomes;
+        the other servers' share reaches its live model through the shared record, within
+        about half a second (alerts need no such path: they are in the record already)."""
+        while True:
+            await asyncio.sleep(T_FOLLOW)
+            try:
+                records = await self.store.recorded_by_others(self._record_cursor,
+                                                              T_AUDIT_WINDOW, self.actor)
+            except StoreError as exc:
+                self.metrics.store_errors.inc()
+                log.warning("follow_store_error", error=str(exc))
+                continue
+            cutoff = time.monotonic() - 2 * T_AUDIT_WINDOW
+            for key in [k for k, seen in self._applied.items() if seen < cutoff]:
+                del self._applied[key]
+            for stored in records:
+                self._record_cursor = max(self._record_cursor, stored.id)
+                if stored.id in self._applied:
+                    continue
+                self._applied[stored.id] = time.monotonic()
+                self.floor.apply_stored(stored)
 
     # -- alerts out ---------------------------------------------------------------------------
 

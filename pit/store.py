@@ -255,6 +255,16 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def malformed_count(self) -> int: ...
 
+    @abc.abstractmethod
+    async def last_message_id(self) -> int: ...
+
+    @abc.abstractmethod
+    async def recorded_by_others(self, after_id: int, recent: float, me: str,
+                                 limit: int = 1000) -> list[StoredMessage]:
+        """Outcomes and ``shoe_start`` events other pit servers recorded with an id above
+        ``after_id`` or in the last ``recent`` seconds (the live model of a server that gets
+        only its share of a shared subscription follows the rest through the record)."""
+
     # alerts
     @abc.abstractmethod
     async def raise_alert(self, spec: AlertSpec, actor: str, now: float,
@@ -488,6 +498,25 @@ class SqlStore(Store):
             return int(row[0]) if row else 0
 
         return await self._run("malformed_count", body, write=False)
+
+    async def last_message_id(self) -> int:
+        async def body(tx: Tx) -> int:
+            row = await tx.fetchone("SELECT MAX(id) FROM messages")
+            return int(row[0]) if row is not None and row[0] is not None else 0
+
+        return await self._run("last_message_id", body, write=False)
+
+    async def recorded_by_others(self, after_id: int, recent: float, me: str,
+                                 limit: int = 1000) -> list[StoredMessage]:
+        async def body(tx: Tx) -> list[StoredMessage]:
+            rows = await tx.fetchall(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE (id > ? OR received_at >= ?) "
+                "AND recorded_by <> ? AND (topic = 'outcome' OR (topic = 'event' AND "
+                "kind = 'shoe_start')) ORDER BY id LIMIT ?",
+                (after_id, time.time() - recent, me, limit))
+            return [_message(r) for r in rows]
+
+        return await self._run("recorded_by_others", body, write=False)
 
     async def missing(self, site: str, table: str, stream: str, first: int,
                       last: int) -> list[int]:
