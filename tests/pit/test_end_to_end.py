@@ -198,6 +198,13 @@ async def test_the_pit_sees_the_floor_and_a_killed_table_goes_offline_within_2_s
         assert 'pit_tables{state="online"} 2.0' in text
         assert "pit_store_seconds_bucket" in text
 
+        # the floor as the record has it, from the command line
+        status = json.loads(tabled("pit", "status", "--table", "lab/bac-1", "--config",
+                                   str(pit_config)).stdout)
+        (tile,) = status["tables"]
+        assert tile["state"] == "online" and tile["panel"]["game"] == "baccarat"
+        assert status["alerts"] == [] or all(a["table"] == "bac-1" for a in status["alerts"])
+
         # recall from the pit's record
         recall = tabled("pit", "recall", "lab/bac-1", "--last", "3", "--config",
                         str(pit_config))
