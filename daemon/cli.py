@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TextIO
 
 from daemon import __version__
 from daemon.rules.outcome import GAMES
@@ -22,6 +23,18 @@ def _parse_option(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+def _read_input(command: str, file: str, run: Callable[[TextIO], int]) -> int:
+    """``run`` over FILE, or standard input for ``-``; a file that cannot be read is exit 2."""
+    if file == "-":
+        return run(sys.stdin)
+    try:
+        with open(file, encoding="utf-8", errors="surrogateescape") as stream:
+            return run(stream)
+    except OSError as exc:
+        print(f"tabled {command}: cannot read {file}: {exc.strerror}", file=sys.stderr)
+        return 2
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     from daemon.replay import EXIT_BAD_INPUT, replay
     from daemon.rules.options import OptionError, parse_options
@@ -31,14 +44,23 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     except OptionError as exc:
         print(f"tabled replay: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if args.file == "-":
-        return replay(args.game, options, sys.stdin, sys.stdout, sys.stderr)
+    return _read_input("replay", args.file,
+                       lambda lines: replay(args.game, options, lines, sys.stdout, sys.stderr))
+
+
+def _cmd_roads(args: argparse.Namespace) -> int:
+    # The pit's scoreboard, wired here until the CLI moves above both the daemon and the pit.
+    from daemon.rules.options import BaccaratOptions, OptionError, parse_options
+    from pit.roads import EXIT_BAD_INPUT, write_roads
+
     try:
-        with open(args.file, encoding="utf-8", errors="surrogateescape") as stream:
-            return replay(args.game, options, stream, sys.stdout, sys.stderr)
-    except OSError as exc:
-        print(f"tabled replay: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        options = parse_options("baccarat", dict(args.option))
+    except OptionError as exc:
+        print(f"tabled roads: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    assert isinstance(options, BaccaratOptions)
+    return _read_input("roads", args.file,
+                       lambda lines: write_roads(options, lines, sys.stdout, sys.stderr))
 
 
 def _cmd_check_config(args: argparse.Namespace) -> int:
@@ -184,6 +206,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("file", nargs="?", default="-", metavar="FILE|-")
     rp.set_defaults(func=_cmd_replay)
+
+    rd = sub.add_parser(
+        "roads",
+        help="the baccarat scoreboard (roads) of each shoe of a recorded event stream",
+        description="Run the baccarat rules over normalized events (JSON Lines) and write one "
+        "JSON object per shoe: counts, bead plate, big road, big eye boy, small road, cockroach "
+        "pig and the ask road (docs/pit.md). Exit 2 on malformed input.",
+    )
+    rd.add_argument(
+        "--option", action="append", default=[], type=_parse_option, metavar="KEY=VALUE",
+        help="a regulated option, as for replay: method=1|2, "
+        "commission=five_percent|half_on_four, last_hand=this|one_more, decks=6..12",
+    )
+    rd.add_argument("file", nargs="?", default="-", metavar="FILE|-")
+    rd.set_defaults(func=_cmd_roads)
 
     run = sub.add_parser("run", help="run the daemon for one table (the systemd service)")
     run.add_argument("--config", "-c", required=True, metavar="FILE")

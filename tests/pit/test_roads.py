@@ -12,6 +12,8 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from pit.roads import (
     write_roads,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 WINNER: dict[str, Winner] = {"B": "banker", "P": "player", "T": "tie"}
 SHORT = {"banker": "B", "player": "P", "tie": "T", "red": "r", "blue": "b"}
 
@@ -672,3 +675,103 @@ def test_roads_across_a_long_stream_agree_with_replay(tmp_path: Path) -> None:
         expected = reference(hands)
         s["counts"]["natural"] = expected["counts"]["natural"]  # not on the bead plate
         assert s == expected
+
+
+def tabled_roads(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """The real command line, as an operator runs it."""
+    return subprocess.run([sys.executable, "-m", "daemon.cli", "roads", *args], input=stdin,
+                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+
+
+def cli_stream() -> list[dict[str, Any]]:
+    """Shoe 1: a demonstration hand, ties before the first result, DERIVED_TAILS with pairs on
+    its first entry, on a tie and on its third Player, then a void hand. Shoe 2 is empty.
+    Shoe 3: one Player win without a natural."""
+    d = Dealer()
+    return [
+        event("shoe_start", decks=8), event("burn", card="7H"),
+        event("demo"), *card_events(d.hand("player")),
+        *card_events(d.hand("tie")), *card_events(d.hand("tie", True, True)),
+        event("round_start"), *card_events(d.hand("banker", banker_pair=True)),
+        *card_events(d.hand("tie")),
+        *card_events(d.hand("player")), *card_events(d.hand("player")),
+        *card_events(d.hand("player", player_pair=True)),
+        *(e for _ in range(6) for e in card_events(d.hand("player"))),
+        *natural_stream("BPPBPPB", d),
+        *card_events(["2S", "3H"]), event("void", reason="misdeal"),
+        event("shoe_start", decks=8),
+        event("shoe_start", decks=8),
+        *card_events(["2S", "3H", "KH", "KD", "5S", "KS"]),
+    ]
+
+
+def test_tabled_roads_prints_each_shoe_exactly(tmp_path: Path) -> None:
+    path = tmp_path / "stream.jsonl"
+    path.write_text("".join(lines_of(cli_stream())))
+    done = tabled_roads(str(path))
+    assert (done.returncode, done.stderr) == (0, "")
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3
+    shoes = [json.loads(line) for line in lines]
+    for line, obj in zip(lines, shoes, strict=True):
+        assert line == json.dumps(obj, separators=(",", ":"))  # compact, one object a line
+        assert list(obj) == ["counts", "bead_plate", "big_road", "big_eye_boy", "small_road",
+                             "cockroach_pig", "ask"]
+    first, empty, last = shoes
+    assert first["counts"] == {"banker": 4, "player": 13, "tie": 3, "banker_pair": 2,
+                               "player_pair": 2, "natural": 20}
+    beads = [(b["col"], b["row"], SHORT[b["winner"]], b["banker_pair"], b["player_pair"])
+             for b in first["bead_plate"]]
+    assert beads[:8] == [(0, 0, "T", False, False), (0, 1, "T", True, True),
+                         (0, 2, "B", True, False), (0, 3, "T", False, False),
+                         (0, 4, "P", False, False), (0, 5, "P", False, False),
+                         (1, 0, "P", False, True), (1, 1, "P", False, False)]
+    assert [(c, r) for c, r, *_ in beads] == [(i // 6, i % 6) for i in range(20)]
+    assert "".join(w for _, _, w, *_ in beads) == "TTBT" + "P" * 9 + "BPPBPPB"
+    assert first["big_road"][:4] == [
+        {"col": 0, "row": 0, "winner": "banker", "ties": 3, "banker_pair": True,
+         "player_pair": False},
+        {"col": 1, "row": 0, "winner": "player", "ties": 0, "banker_pair": False,
+         "player_pair": False},
+        {"col": 1, "row": 1, "winner": "player", "ties": 0, "banker_pair": False,
+         "player_pair": False},
+        {"col": 1, "row": 2, "winner": "player", "ties": 0, "banker_pair": False,
+         "player_pair": True}]
+    assert [(e["col"], e["row"], SHORT[e["winner"]], e["ties"]) for e in first["big_road"]] == [
+        (0, 0, "B", 3), *((1, r, "P", 0) for r in range(6)), (2, 5, "P", 0), (3, 5, "P", 0),
+        (4, 5, "P", 0), (2, 0, "B", 0), (3, 0, "P", 0), (3, 1, "P", 0), (4, 0, "B", 0),
+        (5, 0, "P", 0), (5, 1, "P", 0), (6, 0, "B", 0)]
+    assert [(m["col"], m["row"], SHORT[m["color"]]) for m in first["big_eye_boy"]] == [
+        (0, 0, "b"), *((1, r, "r") for r in range(6)), (2, 5, "r"),
+        *((2, r, "b") for r in range(5)), (3, 4, "b"), (4, 4, "b")]
+    assert first["small_road"] == [{"col": c, "row": r, "color": color} for c, r, color in (
+        (0, 0, "red"), (0, 1, "red"), (1, 0, "blue"), (2, 0, "red"), (2, 1, "red"),
+        (2, 2, "red"))]
+    assert first["cockroach_pig"] == [{"col": 0, "row": r, "color": "blue"} for r in range(5)]
+    assert first["ask"] == {
+        "banker": {"big_eye_boy": "red", "small_road": "blue", "cockroach_pig": "red"},
+        "player": {"big_eye_boy": "blue", "small_road": "red", "cockroach_pig": "blue"}}
+    assert empty == EMPTY
+    assert last == {**EMPTY,
+                    "counts": {**EMPTY["counts"], "player": 1},
+                    "bead_plate": [{"col": 0, "row": 0, "winner": "player",
+                                    "banker_pair": False, "player_pair": False}],
+                    "big_road": [{"col": 0, "row": 0, "winner": "player", "ties": 0,
+                                  "banker_pair": False, "player_pair": False}]}
+    # standard input gives the same
+    assert tabled_roads("-", stdin=path.read_text()).stdout == done.stdout
+
+
+def test_tabled_roads_refuses_what_replay_refuses() -> None:
+    bad_option = tabled_roads("--option", "method=3")
+    assert bad_option.returncode == 2 and bad_option.stdout == ""
+    assert bad_option.stderr == "tabled roads: option method: 3 is not 1 or 2 (Art. 9)\n"
+    missing = tabled_roads("/nonexistent/stream.jsonl")
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("tabled roads: cannot read /nonexistent/stream.jsonl")
+    text = "".join(lines_of([event("shoe_start", decks=8), *natural_stream("B"),
+                             event("shoe_start", decks=8), *natural_stream("P")]))
+    broken = tabled_roads(stdin=text + "{not json\n")
+    assert broken.returncode == 2
+    assert [json.loads(line)["counts"]["banker"] for line in broken.stdout.splitlines()] == [1]
+    assert broken.stderr.startswith("line 11: not JSON")
