@@ -15,7 +15,7 @@ import json
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TextIO, TypeAlias
+from typing import Any, Final, Literal, NamedTuple, TextIO, TypeAlias
 
 from daemon.events import CARD_CODES, LineError, ShoeStart, read_events
 from daemon.rules import make_table
@@ -128,10 +128,12 @@ def hand_from_record(record: Mapping[str, Any]) -> Hand | None:
 
 
 # -- what comes out: cells, counts, the ask road --------------------------------------------------
+# Named tuples, not frozen dataclasses: as immutable and as typed, and several times cheaper to
+# make (a frozen dataclass sets each field through object.__setattr__); add() makes up to five
+# per hand.
 
 
-@dataclass(frozen=True, slots=True)
-class Bead:
+class Bead(NamedTuple):
     """A bead-plate cell: one counted hand."""
 
     col: int
@@ -145,8 +147,7 @@ class Bead:
                 "banker_pair": self.banker_pair, "player_pair": self.player_pair}
 
 
-@dataclass(frozen=True, slots=True)
-class BigRoadEntry:
+class BigRoadEntry(NamedTuple):
     """A big-road cell: one Banker or Player win, the ties that followed it (or, on the shoe's
     first entry, also those before it), and its own hand's pairs."""
 
@@ -162,8 +163,7 @@ class BigRoadEntry:
                 "banker_pair": self.banker_pair, "player_pair": self.player_pair}
 
 
-@dataclass(frozen=True, slots=True)
-class Mark:
+class Mark(NamedTuple):
     """A cell of a derived road (big eye boy, small road, cockroach pig)."""
 
     col: int
@@ -174,8 +174,7 @@ class Mark:
         return {"col": self.col, "row": self.row, "color": self.color}
 
 
-@dataclass(frozen=True, slots=True)
-class Counts:
+class Counts(NamedTuple):
     """The shoe's counted hands by result, and how many had a pair or a natural."""
 
     banker: int
@@ -191,8 +190,7 @@ class Counts:
                 "natural": self.natural}
 
 
-@dataclass(frozen=True, slots=True)
-class Prediction:
+class Prediction(NamedTuple):
     """The colour each derived road would mark if the next hand were one side's win; None where
     that road would have no mark yet."""
 
@@ -205,8 +203,7 @@ class Prediction:
                 "cockroach_pig": self.cockroach_pig}
 
 
-@dataclass(frozen=True, slots=True)
-class Ask:
+class Ask(NamedTuple):
     """The ask road: what a Banker win and what a Player win would mark next."""
 
     banker: Prediction
@@ -216,8 +213,7 @@ class Ask:
         return {"banker": self.banker.to_dict(), "player": self.player.to_dict()}
 
 
-@dataclass(frozen=True, slots=True)
-class Update:
+class Update(NamedTuple):
     """What one hand changed, for a page that redraws only that.
 
     ``big_road`` is the entry the hand placed, or for a tie the entry whose ``ties`` grew (the
@@ -230,6 +226,17 @@ class Update:
     big_eye_boy: Mark | None
     small_road: Mark | None
     cockroach_pig: Mark | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The update as JSON, keys in the order of the shoe's object; a road without a new
+        cell is null."""
+        return {
+            "bead": self.bead.to_dict(),
+            "big_road": None if self.big_road is None else self.big_road.to_dict(),
+            **{name: None if mark is None else mark.to_dict()
+               for name, mark in zip(DERIVED_ROADS, (self.big_eye_boy, self.small_road,
+                                                      self.cockroach_pig), strict=True)},
+        }
 
 
 # -- placement -------------------------------------------------------------------------------------
@@ -341,16 +348,15 @@ class Roads:
 
     def add(self, hand: Hand) -> Update:
         """Add the next counted hand; return the cells it placed or changed."""
-        before = [len(grid.cells) for grid in self._derived]
-        self._add(hand)
-        index = len(self._beads) - 1
-        col, row = divmod(index, ROWS)
-        marks = [grid.mark(-1) if len(grid.cells) > was else None
-                 for grid, was in zip(self._derived, before, strict=True)]
+        marked = self._add(hand)
+        col, row = divmod(len(self._beads) - 1, ROWS)
+        bey, small, pig = self._derived
         return Update(
-            bead=Bead(col, row, hand.winner, hand.banker_pair, hand.player_pair),
-            big_road=self._big_entry(-1) if self._big_hands else None,
-            big_eye_boy=marks[0], small_road=marks[1], cockroach_pig=marks[2],
+            Bead(col, row, hand.winner, hand.banker_pair, hand.player_pair),
+            self._big_entry(-1) if self._big_hands else None,
+            bey.mark(-1) if marked & 1 else None,
+            small.mark(-1) if marked & 2 else None,
+            pig.mark(-1) if marked & 4 else None,
         )
 
     def extend(self, hands: Iterable[Hand]) -> None:
@@ -359,7 +365,8 @@ class Roads:
         for hand in hands:
             add(hand)
 
-    def _add(self, hand: Hand) -> None:
+    def _add(self, hand: Hand) -> int:
+        """Add ``hand``; return which derived roads got a mark (bit k - 1 for road k)."""
         self._beads.append(hand)
         if hand.banker_pair:
             self._banker_pairs += 1
@@ -374,7 +381,7 @@ class Roads:
                 self._big_ties[-1] += 1
             else:
                 self._waiting_ties += 1
-            return
+            return 0
         if winner == "banker":
             self._banker += 1
             side = 0
@@ -394,10 +401,13 @@ class Roads:
         self._big_ties.append(self._waiting_ties)
         self._waiting_ties = 0
         col = len(lens) - 1
+        marked = 0
         for k, grid in enumerate(self._derived, 1):
             color = _color(lens, col, row, k)
             if color is not None:
                 grid.place(color)
+                marked |= 1 << (k - 1)
+        return marked
 
     # -- reading
 
@@ -456,15 +466,26 @@ class Roads:
         return Ask(self.predict("banker"), self.predict("player"))
 
     def to_dict(self) -> dict[str, Any]:
-        """The shoe's JSON object, as ``tabled roads`` prints it (keys in docs/pit.md's order)."""
-        return {
+        """The shoe's JSON object, as ``tabled roads`` prints it (keys in docs/pit.md's order;
+        each cell as its ``to_dict()``, built here straight from the packed roads)."""
+        big = self._big
+        out: dict[str, Any] = {
             "counts": self.counts.to_dict(),
-            "bead_plate": [bead.to_dict() for bead in self.bead_plate],
-            "big_road": [entry.to_dict() for entry in self.big_road],
-            **{name: [mark.to_dict() for mark in self._marks(k)]
-               for k, name in enumerate(DERIVED_ROADS)},
-            "ask": self.ask().to_dict(),
+            "bead_plate": [
+                {"col": index // ROWS, "row": index % ROWS, "winner": hand.winner,
+                 "banker_pair": hand.banker_pair, "player_pair": hand.player_pair}
+                for index, hand in enumerate(self._beads)],
+            "big_road": [
+                {"col": cell // ROWS, "row": cell % ROWS, "winner": _SIDES[key], "ties": ties,
+                 "banker_pair": hand.banker_pair, "player_pair": hand.player_pair}
+                for cell, key, ties, hand in zip(big.cells, big.keys, self._big_ties,
+                                                 self._big_hands, strict=True)],
         }
+        for name, grid in zip(DERIVED_ROADS, self._derived, strict=True):
+            out[name] = [{"col": cell // ROWS, "row": cell % ROWS, "color": _COLORS[key]}
+                         for cell, key in zip(grid.cells, grid.keys, strict=True)]
+        out["ask"] = self.ask().to_dict()
+        return out
 
     def _big_entry(self, index: int) -> BigRoadEntry:
         hand = self._big_hands[index]

@@ -273,6 +273,23 @@ def test_ask_is_empty_until_a_road_could_mark_and_does_not_change_the_roads() ->
     assert roads.to_dict() == before
 
 
+def test_an_update_says_what_one_hand_changed() -> None:
+    roads = Roads(shoe("T BPB"))
+    update = roads.add(Hand("banker", player_pair=True))  # (2,1): bey len1 = 1 = r: blue;
+    assert update.to_dict() == {                          # sr (c = k, r >= 1) len0 = 1: blue
+        "bead": {"col": 0, "row": 4, "winner": "banker", "banker_pair": False,
+                 "player_pair": True},
+        "big_road": {"col": 2, "row": 1, "winner": "banker", "ties": 0, "banker_pair": False,
+                     "player_pair": True},
+        "big_eye_boy": {"col": 1, "row": 0, "color": "blue"},
+        "small_road": {"col": 0, "row": 0, "color": "blue"},
+        "cockroach_pig": None}
+    tie = roads.add(Hand("tie"))
+    assert tie.big_road == (2, 1, "banker", 1, False, True)  # the same cell, one tie more
+    assert (tie.big_eye_boy, tie.small_road, tie.cockroach_pig) == (None, None, None)
+    assert Roads().add(Hand("tie")).big_road is None  # it waits for the first entry
+
+
 # -- properties, against a reference written from the rule text --------------------------------
 
 WINNERS = ("banker", "player", "tie")
@@ -460,7 +477,13 @@ def test_incremental_equals_batch_and_each_update_is_what_changed(hands: list[Ha
                                      else None)
     batch = Roads()
     batch.extend(hands)
-    assert roads.to_dict() == batch.to_dict() == Roads(hands).to_dict()
+    whole = roads.to_dict()
+    assert whole == batch.to_dict() == Roads(hands).to_dict()
+    # the shoe's object is made of the cells' own objects
+    assert whole["counts"] == roads.counts.to_dict()
+    assert whole["ask"] == roads.ask().to_dict()
+    for name in ("bead_plate", "big_road", *DERIVED_ROADS):
+        assert whole[name] == [cell.to_dict() for cell in getattr(roads, name)]
 
 
 def test_properties_can_fail() -> None:
