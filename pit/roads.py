@@ -257,7 +257,7 @@ class _Grid:
     def __init__(self) -> None:
         self.keys = bytearray()
         self.cells = array("q")
-        self._masks: list[int] = []  # per display column, one bit per occupied row
+        self._masks = bytearray()  # per display column, one bit per occupied row
         self._start = -1  # the display column where the current streak began
         self._col = -1  # the last entry's cell
         self._row = 0
