@@ -65,6 +65,19 @@ def ask(roads: Roads) -> dict[str, str]:
             for side, p in (("banker", roads.ask().banker), ("player", roads.ask().player))}
 
 
+def test_the_roads_load_only_the_contract_and_the_rules_core() -> None:
+    """pit.roads may import the contract and the rules core, never the daemon's service
+    internals (runtime, journal, MQTT, service), nor replay."""
+    code = ("import sys, pit.roads; print(' '.join(sorted(m for m in sys.modules "
+            "if m.split('.')[0] in ('daemon', 'drivers', 'simulators', 'pit'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60, check=True)
+    allowed = {"daemon", "daemon.events", "daemon.faults", "pit", "pit.roads"}
+    loaded = set(done.stdout.split())
+    assert "pit.roads" in loaded
+    assert {m for m in loaded if not m.startswith("daemon.rules")} <= allowed
+
+
 # -- the bead plate and the counts -------------------------------------------------------------
 
 
