@@ -162,6 +162,37 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         return 1
 
 
+def _cmd_odds(args: argparse.Namespace) -> int:
+    import json
+
+    from daemon.rules.odds import odds
+    from daemon.rules.odds.render import markdown, text
+    from daemon.rules.options import OptionError, parse_options
+
+    def refuse(reason: str) -> int:
+        print(f"tabled odds: {reason}", file=sys.stderr)
+        return 2
+
+    raw = dict(args.option)
+    if args.markdown:
+        if raw or args.decks is not None or args.json:
+            return refuse("--markdown shows every option combination: no --option, --decks "
+                          "or --json with it")
+        print(markdown(args.game))
+        return 0
+    if args.decks is not None and args.game != "baccarat":
+        return refuse(f"--decks is for baccarat only ({args.game} has no shoe)")
+    try:
+        options = parse_options(args.game, raw)
+        if "decks" in raw and args.decks not in (None, getattr(options, "decks", None)):
+            return refuse(f"--decks {args.decks} disagrees with --option decks={raw['decks']}")
+        result = odds(args.game, options, args.decks)  # --decks overrides the default
+    except OptionError as exc:
+        return refuse(str(exc))
+    print(json.dumps(result.to_json()) if args.json else text(result))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tabled", description="Hardware-integration daemon for casino tables."
@@ -184,6 +215,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("file", nargs="?", default="-", metavar="FILE|-")
     rp.set_defaults(func=_cmd_replay)
+
+    op = sub.add_parser(
+        "odds",
+        help="exact house edges of every bet under the configured rules",
+        description="Compute, in exact fractions from the rules core's own code, the "
+        "probabilities of a round and the house edge of every bet: the house's expected gain "
+        "per unit staked, a push counting as a zero-return decision (per hand). Baccarat: the "
+        "first hand of a full shoe; Q Poker Play: under the best fold strategy.",
+    )
+    op.add_argument("--game", required=True, choices=GAMES)
+    op.add_argument("--option", action="append", default=[], type=_parse_option,
+                    metavar="KEY=VALUE", help="a regulated option, as for replay")
+    op.add_argument("--decks", type=int, metavar="N",
+                    help="baccarat: the shoe size, 6..12 (the decks option, default 8; "
+                    "given both, they must agree)")
+    op.add_argument("--json", action="store_true", help="one JSON object")
+    op.add_argument("--markdown", action="store_true",
+                    help="the docs/rules/ tables of every option combination")
+    op.set_defaults(func=_cmd_odds)
 
     run = sub.add_parser("run", help="run the daemon for one table (the systemd service)")
     run.add_argument("--config", "-c", required=True, metavar="FILE")
