@@ -3,10 +3,10 @@
 This module owns the analysis behind docs/rules/craps.md's house-edge table. A wager is followed
 through a Markov chain whose states are (the table's point, where the wager stands: its bet key)
 and whose transitions are the 36 equally likely throws. Each throw is decided by feeding a roll
-to a real :class:`~daemon.rules.craps.CrapsTable` and settling the wager's result with
-:func:`daemon.rules.money.settle`, so the edges are those of the code that runs at the table,
+to a real :class:`~tabled.daemon.rules.craps.CrapsTable` and settling the wager's result with
+:func:`tabled.daemon.rules.money.settle`, so the edges are those of the code that runs at the table,
 not of a second model of the rules. Everything is an exact ``Fraction``: it never simulates and
-never draws a random number. Only ``python -m daemon.rules.craps_odds`` prints (the table).
+never draws a random number. Only ``python -m tabled.daemon.rules.craps_odds`` prints (the table).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from fractions import Fraction
 from functools import cache
 from typing import Final, TypeAlias
 
-from daemon.events import Roll
-from daemon.rules.craps import POINTS, CrapsResult, CrapsTable
-from daemon.rules.money import settle
-from daemon.rules.options import CrapsOptions
-from daemon.rules.outcome import BetResult, Outcome
+from tabled.contract.events import Roll
+from tabled.contract.outcome import BetResult, Outcome
+from tabled.daemon.rules.craps import POINTS, CrapsResult, CrapsTable
+from tabled.daemon.rules.money import settle
+from tabled.daemon.rules.options import CrapsOptions
 
 #: 30 currency units: whole Big units of 6 and of 5 (R-C2), and every ratio of the layout pays
 #: it in whole minor units, so settlement rounds nothing away and the edges stay exact.

@@ -2,10 +2,12 @@
 
 This module owns the figures behind docs/rules/qpoker.md: how many of the 22,100 three-card hands
 of one deck fall in each class of Art. 8, and the house edge of Dobo (Art. 9.1, 10). Every hand
-is classified by :func:`~daemon.rules.qpoker_hands.rank_hand` and settled by
-:func:`~daemon.rules.qpoker.dobo_result` and :func:`daemon.rules.money.settle`, so the figures
+is classified by :func:`~tabled.daemon.rules.qpoker_hands.rank_hand` and settled by
+:func:`~tabled.daemon.rules.qpoker.dobo_result` and :func:`tabled.daemon.rules.money.settle`, so
+the figures
 are those of the code that runs at the table, not of a second model of the rules. Everything is
-exact (integers and ``Fraction``); it never samples. Only ``python -m daemon.rules.qpoker_odds``
+exact (integers and ``Fraction``); it never samples. Only ``python -m
+tabled.daemon.rules.qpoker_odds``
 prints.
 """
 
@@ -15,9 +17,9 @@ from collections import Counter
 from fractions import Fraction
 from typing import Final
 
-from daemon.rules.money import settle
-from daemon.rules.qpoker import dobo_result
-from daemon.rules.qpoker_hands import HandClass, all_hands, rank_hand
+from tabled.daemon.rules.money import settle
+from tabled.daemon.rules.qpoker import dobo_result
+from tabled.daemon.rules.qpoker_hands import HandClass, all_hands, rank_hand
 
 #: One minor unit: every Dobo ratio is whole (Art. 10), so settlement rounds nothing away.
 STAKE: Final = 1

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.rules.craps_odds import (
+from tabled.daemon.rules.craps_odds import (
     ROWS,
     STAKE,
     HouseEdge,
@@ -23,7 +23,7 @@ from daemon.rules.craps_odds import (
     house_edge,
     house_edges,
 )
-from daemon.rules.options import CrapsOptions
+from tabled.daemon.rules.options import CrapsOptions
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "rules" / "craps.md"
 
@@ -81,9 +81,9 @@ def test_a_row_whose_placements_disagree_is_refused() -> None:
 
 
 def test_the_documented_table_is_what_the_command_prints(edges: dict[str, HouseEdge]) -> None:
-    """docs/rules/craps.md shows ``python -m daemon.rules.craps_odds`` verbatim."""
+    """docs/rules/craps.md shows ``python -m tabled.daemon.rules.craps_odds`` verbatim."""
     printed = subprocess.run(
-        [sys.executable, "-m", "daemon.rules.craps_odds"],
+        [sys.executable, "-m", "tabled.daemon.rules.craps_odds"],
         check=True, capture_output=True, text=True,
     ).stdout
     assert printed == format_table(list(edges.values())) + "\n"

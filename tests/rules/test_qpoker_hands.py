@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.rules.qpoker_hands import HandClass, RankedHand, all_hands, qualifies, rank_hand
-from daemon.rules.qpoker_odds import class_counts, dobo_house_edge
+from tabled.daemon.rules.qpoker_hands import HandClass, RankedHand, all_hands, qualifies, rank_hand
+from tabled.daemon.rules.qpoker_odds import class_counts, dobo_house_edge
 
 ALL_HANDS = [rank_hand(hand) for hand in all_hands()]
 
@@ -192,7 +192,7 @@ def test_art10_dobo_house_edge_is_512_in_22100() -> None:
 
 
 def test_the_odds_report_prints_the_counts_and_the_edge() -> None:
-    run = subprocess.run([sys.executable, "-m", "daemon.rules.qpoker_odds"],
+    run = subprocess.run([sys.executable, "-m", "tabled.daemon.rules.qpoker_odds"],
                          capture_output=True, text=True, check=True, timeout=60)
     assert "high_card        16,440" in run.stdout
     assert "Dobo house edge: 512/22100 = 128/5525 = 2.3167%" in run.stdout
