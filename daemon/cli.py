@@ -1,4 +1,5 @@
-"""The ``tabled`` command line: one entry point, one subcommand per job.
+"""The table service's subcommands of the ``tabled`` command line (``tabled.tools.cli`` is the
+entry point): run, check-config, replay, journal, listen.
 
 Subcommands import their modules lazily, so that ``tabled replay`` starts without loading the
 daemon's asyncio, MQTT and device stacks.
@@ -7,12 +8,10 @@ daemon's asyncio, MQTT and device stacks.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from collections.abc import Sequence
+from typing import Any
 
-from daemon import __version__
-from daemon.rules.outcome import GAMES
+from tabled.contract.outcome import GAMES
 
 
 def _parse_option(text: str) -> tuple[str, str]:
@@ -23,8 +22,8 @@ def _parse_option(text: str) -> tuple[str, str]:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from daemon.replay import EXIT_BAD_INPUT, replay
-    from daemon.rules.options import OptionError, parse_options
+    from tabled.daemon.replay import EXIT_BAD_INPUT, replay
+    from tabled.daemon.rules.options import OptionError, parse_options
 
     try:
         options = parse_options(args.game, dict(args.option))
@@ -42,7 +41,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_config(args: argparse.Namespace) -> int:
-    from daemon.config import ConfigError, load_config
+    from tabled.daemon.config import ConfigError, load_config
 
     try:
         config = load_config(args.file)
@@ -50,7 +49,7 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
         for key, reason in exc.errors:
             print(f"{exc.path}: {key}: {reason}", file=sys.stderr)
         return 2
-    from daemon.rules.options import declare
+    from tabled.daemon.rules.options import declare
 
     print(f"{args.file}: ok ({config.table.game} at {config.table.site}/{config.table.id}, "
           f"{len(config.devices)} devices, options {declare(config.game_options())})")
@@ -58,7 +57,7 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def _load_config_or_exit(path: str) -> object:
-    from daemon.config import ConfigError, load_config
+    from tabled.daemon.config import ConfigError, load_config
 
     try:
         return load_config(path)
@@ -71,9 +70,9 @@ def _load_config_or_exit(path: str) -> object:
 def _cmd_run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from daemon.config import Config, SecretError, check_secrets
-    from daemon.logs import configure
-    from daemon.service import run_service
+    from tabled.daemon.config import Config, SecretError, check_secrets
+    from tabled.daemon.logs import configure
+    from tabled.daemon.service import run_service
 
     config = _load_config_or_exit(args.config)
     assert isinstance(config, Config)
@@ -85,7 +84,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # every line, whoever logs it, names the table
     configure(args.log_level or config.log.level, config.log.format,
               static={"table": f"{config.table.site}/{config.table.id}"})
-    from daemon.journal import JournalError
+    from tabled.daemon.journal import JournalError
 
     try:
         return asyncio.run(run_service(config))
@@ -97,7 +96,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _journal_path(args: argparse.Namespace) -> str:
     if args.journal:
         return str(args.journal)
-    from daemon.config import Config
+    from tabled.daemon.config import Config
 
     config = _load_config_or_exit(args.config)
     assert isinstance(config, Config)
@@ -107,7 +106,7 @@ def _journal_path(args: argparse.Namespace) -> str:
 def _cmd_journal(args: argparse.Namespace) -> int:
     import json
 
-    from daemon.journal import Journal, JournalError
+    from tabled.daemon.journal import Journal, JournalError
 
     try:
         journal = Journal(_journal_path(args), create=False)
@@ -145,29 +144,18 @@ def _cmd_journal(args: argparse.Namespace) -> int:
 def _cmd_listen(args: argparse.Namespace) -> int:
     import asyncio
 
-    from daemon.listen import listen
+    from tabled.daemon.listen import listen
 
     return asyncio.run(listen(args.driver, args.url, device_id=args.device_id,
                               count=args.count, duration=args.duration))
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from daemon.demo import DemoError, run_demo
-
-    try:
-        return run_demo(args.game, args.rounds, broker_url=args.broker, seed=args.seed,
-                        pace=args.pace, workdir=args.workdir, quiet=args.quiet)
-    except DemoError as exc:
-        print(f"tabled demo: {exc}", file=sys.stderr)
-        return 1
-
-
 def _cmd_odds(args: argparse.Namespace) -> int:
     import json
 
-    from daemon.rules.odds import odds
-    from daemon.rules.odds.render import markdown, text
-    from daemon.rules.options import OptionError, parse_options
+    from tabled.daemon.rules.odds import odds
+    from tabled.daemon.rules.odds.render import markdown, text
+    from tabled.daemon.rules.options import OptionError, parse_options
 
     def refuse(reason: str) -> int:
         print(f"tabled odds: {reason}", file=sys.stderr)
@@ -193,12 +181,8 @@ def _cmd_odds(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tabled", description="Hardware-integration daemon for casino tables."
-    )
-    parser.add_argument("--version", action="version", version=f"tabled {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def register(sub: Any) -> None:
+    """Add the table service's subcommands to the ``tabled`` command line."""
 
     rp = sub.add_parser(
         "replay",
@@ -264,36 +248,3 @@ def build_parser() -> argparse.ArgumentParser:
     lp.add_argument("--count", type=int, help="stop after N events")
     lp.add_argument("--duration", type=float, help="stop after this many seconds")
     lp.set_defaults(func=_cmd_listen)
-
-    dp = sub.add_parser("demo", help="simulated devices + daemon + broker, outcomes shown live",
-                        description="Run N rounds of a game end to end on this machine and "
-                        "exit 0 once all their outcomes have been published and received.")
-    dp.add_argument("--game", choices=GAMES, default="baccarat")
-    dp.add_argument("--rounds", type=int, default=20, metavar="N")
-    dp.add_argument("--broker", metavar="mqtt://HOST:PORT",
-                    help="an existing broker (default: start a private Mosquitto)")
-    dp.add_argument("--seed", type=int, default=1)
-    dp.add_argument("--pace", type=float, default=0.05, metavar="SECONDS",
-                    help="time between device messages")
-    dp.add_argument("--workdir", help="keep config, journal and logs here")
-    dp.add_argument("--quiet", action="store_true")
-    dp.set_defaults(func=_cmd_demo)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args))
-    except BrokenPipeError:
-        # A reader such as `head` went away: not our error. Point stdout at /dev/null so that
-        # the interpreter's final flush does not raise again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
-    except KeyboardInterrupt:
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Exact baccarat odds (daemon.rules.odds.baccarat) against the rules core and RULES.md §3.
+"""Exact baccarat odds (tabled.daemon.rules.odds.baccarat) against the rules core and RULES.md §3.
 
 The module reads the drawing rules off the rules core (its decision table) and enumerates the
 shoe by value. These tests check each half independently: the decision table against a dealer
@@ -17,11 +17,12 @@ from itertools import product
 
 import pytest
 
-from daemon.events import CARD_CODES, RANKS, CardDealt
-from daemon.rules import baccarat as rules
-from daemon.rules.baccarat import CARD_VALUES, BaccaratTable
-from daemon.rules.odds import odds
-from daemon.rules.odds.baccarat import (
+from tabled.contract.events import CARD_CODES, RANKS, CardDealt
+from tabled.contract.outcome import Outcome
+from tabled.daemon.rules import baccarat as rules
+from tabled.daemon.rules.baccarat import CARD_VALUES, BaccaratTable
+from tabled.daemon.rules.odds import odds
+from tabled.daemon.rules.odds.baccarat import (
     Deal,
     baccarat_odds,
     deal_of,
@@ -31,8 +32,7 @@ from daemon.rules.odds.baccarat import (
     play,
     shoe_values,
 )
-from daemon.rules.options import BaccaratOptions, OptionError
-from daemon.rules.outcome import Outcome
+from tabled.daemon.rules.options import BaccaratOptions, OptionError
 
 METHODS = (1, 2)
 RANKS_OF_VALUE = {v: [r for r in RANKS if CARD_VALUES[r] == v] for v in range(10)}

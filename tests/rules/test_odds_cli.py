@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli import main
-from daemon.rules.baccarat import BET_NAMES
-from daemon.rules.craps import BET_KEYS
-from daemon.rules.odds.render import markdown, percent
-from daemon.rules.outcome import GAMES
+from tabled.contract.outcome import GAMES
+from tabled.daemon.cli import main
+from tabled.daemon.rules.baccarat import BET_NAMES
+from tabled.daemon.rules.craps import BET_KEYS
+from tabled.daemon.rules.odds.render import markdown, percent
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules"
 
@@ -137,7 +137,7 @@ def test_argparse_refusals_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_the_installed_command_runs() -> None:
     """The real entry point, in a process of its own."""
-    proc = subprocess.run([sys.executable, "-m", "daemon.cli", "odds", "--game", "craps",
+    proc = subprocess.run([sys.executable, "-m", "tabled.tools.cli", "odds", "--game", "craps",
                            "--json"], capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["bets"]["pass"] == {"house_edge": 7 / 495, "exact": "7/495"}

@@ -1,5 +1,5 @@
 """Exact house edges of every craps bet key, from CrapsTable outcomes and money.settle
-(RULES.md §2, daemon.rules.odds.craps).
+(RULES.md §2, tabled.daemon.rules.odds.craps).
 
 The expected values are the edges the regulator's pay tables imply, per resolved bet (a push
 resolves it); the code computes them from the table's own records, so a wrong payout or a wrong
@@ -12,10 +12,10 @@ from fractions import Fraction
 
 import pytest
 
-from daemon.rules import craps as rules
-from daemon.rules.craps import BET_KEYS, POINTS
-from daemon.rules.odds import odds
-from daemon.rules.odds.craps import (
+from tabled.daemon.rules import craps as rules
+from tabled.daemon.rules.craps import BET_KEYS, POINTS
+from tabled.daemon.rules.odds import odds
+from tabled.daemon.rules.odds.craps import (
     STAKE,
     Placement,
     craps_odds,
@@ -23,7 +23,7 @@ from daemon.rules.odds.craps import (
     house_edge,
     throws_at,
 )
-from daemon.rules.options import CrapsOptions
+from tabled.daemon.rules.options import CrapsOptions
 
 #: The regulator's pay tables (Art. 2-11) imply these edges.
 EDGES = {

@@ -3,7 +3,8 @@
 This package owns the exact combinatorics of the three games as the rules core plays them:
 the probability of each outcome class of a round, and the house edge of every bet of
 CONTRACT.md under the table's regulated options. Each figure is computed from the rules core's
-own code (tables dealt, hands ranked, results settled by :func:`daemon.rules.money.settle`), in
+own code (tables dealt, hands ranked, results settled by :func:`tabled.daemon.rules.money.settle`),
+in
 exact fractions, never by simulation, so a rule change moves the odds with it.
 
 House edge, for every game: the house's expected gain per unit staked on the wager, over every
@@ -23,12 +24,12 @@ from __future__ import annotations
 
 from typing import Literal, overload
 
-from daemon.rules.odds.baccarat import BaccaratOdds, Deal, baccarat_odds
-from daemon.rules.odds.craps import CrapsOdds, craps_odds
-from daemon.rules.odds.model import BetOdds, Odds, exact
-from daemon.rules.odds.qpoker import PlayStrategy, QPokerOdds, qpoker_odds
-from daemon.rules.options import BaccaratOptions, CrapsOptions, GameOptions, QPokerOptions
-from daemon.rules.outcome import GAMES, Game
+from tabled.contract.outcome import GAMES, Game
+from tabled.daemon.rules.odds.baccarat import BaccaratOdds, Deal, baccarat_odds
+from tabled.daemon.rules.odds.craps import CrapsOdds, craps_odds
+from tabled.daemon.rules.odds.model import BetOdds, Odds, exact
+from tabled.daemon.rules.odds.qpoker import PlayStrategy, QPokerOdds, qpoker_odds
+from tabled.daemon.rules.options import BaccaratOptions, CrapsOptions, GameOptions, QPokerOptions
 
 
 @overload
@@ -50,7 +51,7 @@ def odds(game: Game, options: GameOptions | None = None, decks: int | None = Non
     ``decks`` is for baccarat only: the shoe size, overriding ``options.decks`` (6 to 12,
     Art. 1); the returned ``options`` carry the size used. :class:`ValueError` for an unknown
     game, options of another game, or ``decks`` for a game without a shoe
-    (:class:`~daemon.rules.options.OptionError`, a ``ValueError``, for decks out of range).
+    (:class:`~tabled.daemon.rules.options.OptionError`, a ``ValueError``, for decks out of range).
     """
     if game not in GAMES:
         raise ValueError(f"unknown game {game!r} (known: {', '.join(GAMES)})")

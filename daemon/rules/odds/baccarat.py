@@ -9,7 +9,8 @@ How it stays the table's own rules rather than a second model of them:
 
 - The drawing rules read card values only (Art. 5), so how a hand goes is decided by the totals
   of its first four cards (P1 B1 P2 B2, Reading R-B1) and the values of the cards it draws. The
-  rules core itself, a real :class:`~daemon.rules.baccarat.BaccaratTable`, is dealt one hand for
+  rules core itself, a real :class:`~tabled.daemon.rules.baccarat.BaccaratTable`, is dealt one hand
+  for
   each of those value paths (at most 10 x 10 x 10 x 10, about 8,000 hands) and says when the hand
   is complete and how it ended: that is the *decision table*.
 - The shoe is then enumerated without replacement: every ordered sequence of values
@@ -17,7 +18,8 @@ How it stays the table's own rules rather than a second model of them:
   integer; sequences of one length share one denominator, so ``Fraction`` only appears at the
   end. Prefixes with the same totals and the same values removed are grouped before the draws.
 - The money comes from the table too: each way a hand can end is dealt again under the table's
-  options and its Player/Banker/Tie results are settled with :func:`daemon.rules.money.settle`;
+  options and its Player/Banker/Tie results are settled with
+  :func:`tabled.daemon.rules.money.settle`;
   likewise a pair and a non-pair for the pair wagers. A change of drawing rule, pay table or
   commission in the rules core moves these figures with it.
 
@@ -40,8 +42,9 @@ from math import prod
 from types import MappingProxyType
 from typing import Final
 
-from daemon.events import RANKS, SUITS, CardDealt
-from daemon.rules.baccarat import (
+from tabled.contract.events import RANKS, SUITS, CardDealt
+from tabled.contract.outcome import BetResult, Outcome, Output
+from tabled.daemon.rules.baccarat import (
     BET_NAMES,
     CARD_VALUES,
     DEFAULT_OPTIONS,
@@ -49,10 +52,9 @@ from daemon.rules.baccarat import (
     BaccaratTable,
     Winner,
 )
-from daemon.rules.money import settle
-from daemon.rules.odds.model import BetOdds, Odds
-from daemon.rules.options import BaccaratMethod, BaccaratOptions
-from daemon.rules.outcome import BetResult, Outcome, Output
+from tabled.daemon.rules.money import settle
+from tabled.daemon.rules.odds.model import BetOdds, Odds
+from tabled.daemon.rules.options import BaccaratMethod, BaccaratOptions
 
 #: The card values of Art. 5.
 VALUES: Final = range(10)

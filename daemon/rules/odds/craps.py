@@ -3,8 +3,10 @@
 This module owns the analysis behind ``tabled odds --game craps``. A wager is followed through a
 Markov chain whose states are (the table's point, where the wager stands: its bet key) and whose
 transitions are the 36 equally likely throws. Each throw is decided by feeding a roll to a real
-:class:`~daemon.rules.craps.CrapsTable` built with the table's options, and the wager's result
-is settled with :func:`daemon.rules.money.settle`, so the edges are those of the code that runs
+:class:`~tabled.daemon.rules.craps.CrapsTable` built with the table's options, and the wager's
+result
+is settled with :func:`tabled.daemon.rules.money.settle`, so the edges are those of the code that
+runs
 at the table, not of a second model of the rules. Everything is an exact ``Fraction``, the
 chain solved by exact elimination: it never simulates.
 
@@ -37,12 +39,12 @@ from functools import cache
 from types import MappingProxyType
 from typing import Final
 
-from daemon.events import Roll
-from daemon.rules.craps import BET_KEYS, HARD_WAYS, POINTS, CrapsResult, CrapsTable
-from daemon.rules.money import settle
-from daemon.rules.odds.model import BetOdds, Odds
-from daemon.rules.options import CrapsOptions
-from daemon.rules.outcome import BetResult, Outcome
+from tabled.contract.events import Roll
+from tabled.contract.outcome import BetResult, Outcome
+from tabled.daemon.rules.craps import BET_KEYS, HARD_WAYS, POINTS, CrapsResult, CrapsTable
+from tabled.daemon.rules.money import settle
+from tabled.daemon.rules.odds.model import BetOdds, Odds
+from tabled.daemon.rules.options import CrapsOptions
 
 #: 30 currency units: whole Big units of 6 and of 5 (R-C2), and every ratio of the layout pays
 #: it in whole minor units, so settlement rounds nothing away and the edges stay exact.

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from daemon.rules.options import GameOptions, declare
-from daemon.rules.outcome import Game
+from tabled.contract.outcome import Game
+from tabled.daemon.rules.options import GameOptions, declare
 
 
 def exact(value: Fraction) -> str:

@@ -8,11 +8,13 @@ playing each of the 22,100 hands against the 18,424 dealer hands of the other 49
 (integers and ``Fraction``); it never samples.
 
 The figures are those of the code that runs at the table: hands are ranked by
-:func:`~daemon.rules.qpoker_hands.rank_hand` (whose ``key`` orders every pair of hands one deck
+:func:`~tabled.daemon.rules.qpoker_hands.rank_hand` (whose ``key`` orders every pair of hands one
+deck
 can deal together exactly as ``beats`` does), the dealer qualifies by
-:func:`~daemon.rules.qpoker_hands.qualifies`, and every result comes from
-:func:`~daemon.rules.qpoker.dobo_result` / :func:`~daemon.rules.qpoker.play_result` settled by
-:func:`daemon.rules.money.settle`.
+:func:`~tabled.daemon.rules.qpoker_hands.qualifies`, and every result comes from
+:func:`~tabled.daemon.rules.qpoker.dobo_result` / :func:`~tabled.daemon.rules.qpoker.play_result`
+settled by
+:func:`tabled.daemon.rules.money.settle`.
 
 Dobo and Play are separate wagers (Art. 5: either or both): Dobo is decided by the player's own
 hand before the decision (Art. 9.1), so it changes nothing in the Play decision, and each has its
@@ -43,12 +45,12 @@ from math import comb
 from types import MappingProxyType
 from typing import Any, Final
 
-from daemon.rules.money import settle
-from daemon.rules.odds.model import BetOdds, Odds
-from daemon.rules.options import QPokerOptions
-from daemon.rules.outcome import BetResult
-from daemon.rules.qpoker import dobo_result, play_result
-from daemon.rules.qpoker_hands import HandClass, RankedHand, all_hands, qualifies, rank_hand
+from tabled.contract.outcome import BetResult
+from tabled.daemon.rules.money import settle
+from tabled.daemon.rules.odds.model import BetOdds, Odds
+from tabled.daemon.rules.options import QPokerOptions
+from tabled.daemon.rules.qpoker import dobo_result, play_result
+from tabled.daemon.rules.qpoker_hands import HandClass, RankedHand, all_hands, qualifies, rank_hand
 
 #: One major unit in minor units: every Dobo and Play ratio (40:1 ... 3:2, 1:2, and the half lost
 #: on a fold) settles it in whole minor units, so nothing is rounded away.

@@ -1,6 +1,6 @@
 """The printed forms of the odds: ``tabled odds``'s table, and the Markdown of docs/rules/.
 
-This module owns how :class:`~daemon.rules.odds.model.Odds` read as text: the human table the
+This module owns how :class:`~tabled.daemon.rules.odds.model.Odds` read as text: the human table the
 command prints, and the tables of every option combination that docs/rules/ show (a test checks
 that the documents hold exactly what :func:`markdown` returns, so they cannot drift). It builds
 strings only; the CLI prints them.
@@ -13,12 +13,13 @@ from fractions import Fraction
 from itertools import product
 from typing import Final, get_args
 
-from daemon.rules.odds import odds
-from daemon.rules.odds.baccarat import BaccaratOdds
-from daemon.rules.odds.craps import CrapsOdds, describe
-from daemon.rules.odds.model import Odds, exact
-from daemon.rules.odds.qpoker import QPokerOdds, hand_text
-from daemon.rules.options import (
+from tabled.contract.outcome import Game
+from tabled.daemon.rules.odds import odds
+from tabled.daemon.rules.odds.baccarat import BaccaratOdds
+from tabled.daemon.rules.odds.craps import CrapsOdds, describe
+from tabled.daemon.rules.odds.model import Odds, exact
+from tabled.daemon.rules.odds.qpoker import QPokerOdds, hand_text
+from tabled.daemon.rules.options import (
     BaccaratMethod,
     BaccaratOptions,
     Commission,
@@ -26,7 +27,6 @@ from daemon.rules.options import (
     QPokerOptions,
     declare,
 )
-from daemon.rules.outcome import Game
 
 #: The one sentence that says what every edge means (also in ``--help`` and the docs).
 CONVENTION: Final = (
