@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tabled.contract.outcome import GAMES
-from tabled.daemon.cli import main
+from tabled.tools.cli import main
 from tabled.daemon.rules.baccarat import BET_NAMES
 from tabled.daemon.rules.craps import BET_KEYS
 from tabled.daemon.rules.odds.render import markdown, percent
