@@ -10,7 +10,7 @@ Measures :class:`pit.roads.Roads` in process, on hands drawn at the game's real 
 - ``tabled roads``' path: shoes of 80 hands, each a new ``Roads`` turned into its JSON line;
 - memory: the peak traced while the one long ``Roads`` is built;
 - whole processes: ``tabled roads`` against ``tabled replay`` over the same recorded stream
-  (``tests/oracle/streams.py``, ``--stream-rounds`` rounds): the roads add next to nothing to
+  (``bench/oracle/streams.py``, ``--stream-rounds`` rounds): the roads add next to nothing to
   what reading the stream and running the rules core cost.
 
 CPU time (``time.process_time``, or the child's user + system time), best of ``--repeats``; the
@@ -31,7 +31,7 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-from pit.roads import Hand, Roads
+from tabled.pit.roads import Hand, Roads
 
 SEED = 20261129
 SHOE_HANDS = 80
@@ -98,7 +98,7 @@ def process_cpu(args: list[str], repeats: int) -> float:
 
 
 def commands(rounds: int, repeats: int) -> None:
-    from tests.oracle.streams import baccarat_stream, write_jsonl
+    from bench.oracle.streams import baccarat_stream, write_jsonl
 
     with tempfile.TemporaryDirectory() as workdir:
         stream = Path(workdir) / "baccarat.jsonl"
@@ -107,7 +107,7 @@ def commands(rounds: int, repeats: int) -> None:
         shoes = sum(event["type"] == "shoe_start" for event in events)
         print(f"  whole processes, {rounds:,} rounds ({len(events):,} events, {shoes:,} shoes):")
         for command in ("roads", "replay"):
-            args = [sys.executable, "-m", "daemon.cli", command, str(stream)]
+            args = [sys.executable, "-m", "tabled.tools.cli", command, str(stream)]
             if command == "replay":
                 args[4:4] = ["--game", "baccarat"]
             cpu = process_cpu(args, repeats)

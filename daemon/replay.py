@@ -15,10 +15,10 @@ from typing import TextIO
 
 import orjson
 
-from daemon.events import LineError, read_events
-from daemon.rules import make_table
-from daemon.rules.options import GameOptions
-from daemon.rules.outcome import Outcome
+from tabled.contract.events import LineError, read_events
+from tabled.contract.outcome import Outcome
+from tabled.daemon.rules import make_table
+from tabled.daemon.rules.options import GameOptions
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2

@@ -17,11 +17,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple, TextIO, TypeAlias
 
-from daemon.events import CARD_CODES, LineError, ShoeStart, read_events
-from daemon.rules import make_table
-from daemon.rules.baccarat import BaccaratResult
-from daemon.rules.options import BaccaratOptions
-from daemon.rules.outcome import Notice, Outcome
+from tabled.contract.events import CARD_CODES, LineError, ShoeStart, read_events
+from tabled.contract.outcome import Notice, Outcome
+from tabled.daemon.rules import make_table
+from tabled.daemon.rules.baccarat import BaccaratResult
+from tabled.daemon.rules.options import BaccaratOptions
 
 Winner: TypeAlias = Literal["banker", "player", "tie"]
 Side: TypeAlias = Literal["banker", "player"]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.events import (
+from tabled.contract.events import (
     CARD_CODES,
     CardDealt,
     Decision,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import json
 
-from daemon.replay import EXIT_BAD_INPUT, EXIT_OK, replay
+from tabled.daemon.replay import EXIT_BAD_INPUT, EXIT_OK, replay
 
 NATURAL = ['{"v":1,"type":"card","card":"9S"}', '{"v":1,"type":"card","card":"KD"}',
            '{"v":1,"type":"card","card":"KH"}', '{"v":1,"type":"card","card":"KC"}']

@@ -22,9 +22,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.rules.baccarat import BaccaratTable
-from daemon.rules.outcome import Outcome
-from pit.roads import (
+from tabled.contract.outcome import Outcome
+from tabled.daemon.rules.baccarat import BaccaratTable
+from tabled.pit.roads import (
     DERIVED_ROADS,
     ROWS,
     Hand,
@@ -68,14 +68,15 @@ def ask(roads: Roads) -> dict[str, str]:
 def test_the_roads_load_only_the_contract_and_the_rules_core() -> None:
     """pit.roads may import the contract and the rules core, never the daemon's service
     internals (runtime, journal, MQTT, service), nor replay."""
-    code = ("import sys, pit.roads; print(' '.join(sorted(m for m in sys.modules "
-            "if m.split('.')[0] in ('daemon', 'drivers', 'simulators', 'pit'))))")
+    code = ("import sys, tabled.pit.roads; print(' '.join(sorted(m for m in sys.modules "
+            "if m.startswith('tabled.'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, timeout=60, check=True)
-    allowed = {"daemon", "daemon.events", "daemon.faults", "pit", "pit.roads"}
+    allowed = {"tabled.contract", "tabled.contract.events", "tabled.contract.faults",
+               "tabled.contract.outcome", "tabled.daemon", "tabled.pit", "tabled.pit.roads"}
     loaded = set(done.stdout.split())
-    assert "pit.roads" in loaded
-    assert {m for m in loaded if not m.startswith("daemon.rules")} <= allowed
+    assert "tabled.pit.roads" in loaded
+    assert {m for m in loaded if not m.startswith("tabled.daemon.rules")} <= allowed
 
 
 # -- the bead plate and the counts -------------------------------------------------------------
@@ -512,7 +513,7 @@ def test_properties_can_fail() -> None:
 
 def feed(*codes: str) -> list[Outcome]:
     """The outcomes of a fresh table fed these cards."""
-    from daemon.events import CardDealt
+    from tabled.contract.events import CardDealt
 
     table = BaccaratTable()
     out = [o for code in codes for o in table.feed(CardDealt(card=code))]
@@ -533,7 +534,7 @@ def test_hand_of_a_complete_outcome_and_of_its_record() -> None:
 
 
 def test_void_and_demonstration_hands_are_on_no_road() -> None:
-    from daemon.events import CardDealt, Demo, Void
+    from tabled.contract.events import CardDealt, Demo, Void
 
     table = BaccaratTable()
     out = [*table.feed(Demo()), *(o for c in ("9S", "KD", "KH", "KC") for o in
@@ -688,8 +689,8 @@ def test_roads_across_a_long_stream_agree_with_replay(tmp_path: Path) -> None:
     shoes are the stream's ``shoe_start``s (irregular events, demos and voids included)."""
     import random
 
-    from daemon.replay import replay
-    from tests.oracle.streams import baccarat_stream
+    from bench.oracle.streams import baccarat_stream
+    from tabled.daemon.replay import replay
 
     events = baccarat_stream(random.Random(11), 3000, 2, "one_more")
     lines = lines_of(events)
@@ -715,7 +716,7 @@ def test_roads_across_a_long_stream_agree_with_replay(tmp_path: Path) -> None:
 
 def tabled_roads(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     """The real command line, as an operator runs it."""
-    return subprocess.run([sys.executable, "-m", "daemon.cli", "roads", *args], input=stdin,
+    return subprocess.run([sys.executable, "-m", "tabled.tools.cli", "roads", *args], input=stdin,
                           capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeAlias
 
-CONTRACT_VERSION = 1
+from tabled.contract import CONTRACT_VERSION
 
 RANKS = "A23456789TJQK"
 SUITS = "SHCD"
