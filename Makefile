@@ -9,7 +9,7 @@ GAME   ?= baccarat
 ROUNDS ?= 20
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint typecheck unit system-deps venv bench campaigns fuzz clean
+.PHONY: demo test lint typecheck layers layout unit system-deps venv bench campaigns fuzz clean
 
 venv: $(VENV)/.installed
 
@@ -40,13 +40,25 @@ demo: venv system-deps
 lint: venv
 	$(BIN)/ruff check .
 
-typecheck: venv
+# mypy and import-linter read the installed layout (tabled.<folder>), which setuptools' package-dir
+# mapping gives the interpreter but not static tools: link the folders into it for them.
+PACKAGES := contract daemon drivers simulators pit tools
+LAYOUT   := build/typecheck/tabled
+
+layout:
+	@mkdir -p $(LAYOUT)
+	@for d in $(PACKAGES); do ln -sfn ../../../$$d $(LAYOUT)/$$d; done
+
+typecheck: venv layout
 	$(BIN)/mypy
+
+layers: venv layout
+	PYTHONPATH=build/typecheck $(BIN)/lint-imports
 
 unit: venv system-deps
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
-test: lint typecheck unit
+test: lint typecheck layers unit
 
 bench: venv system-deps
 	$(BIN)/python -m bench $(BENCH_ARGS)

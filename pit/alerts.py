@@ -42,12 +42,12 @@ from typing import Any
 
 import structlog
 
-from daemon import faults
-from pit.auth import Forbidden, User
-from pit.config import AlertSettings
-from pit.messages import DURABLE, Message
-from pit.model import Floor
-from pit.store import (
+from tabled.contract import faults
+from tabled.pit.auth import Forbidden, User
+from tabled.pit.config import AlertSettings
+from tabled.pit.messages import DURABLE, Message
+from tabled.pit.model import Floor
+from tabled.pit.store import (
     Alert,
     AlertActionError,
     AlertChange,

@@ -16,7 +16,7 @@ from typing import Literal
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
-from pit.config import UserSettings
+from tabled.pit.config import UserSettings
 
 Role = Literal["viewer", "supervisor"]
 Action = Literal["view", "acknowledge", "close"]

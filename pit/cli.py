@@ -41,7 +41,7 @@ def _print(obj: Any) -> None:
 
 
 def _load(path: str) -> Any:
-    from pit.config import ConfigError, load_config
+    from tabled.pit.config import ConfigError, load_config
 
     try:
         return load_config(path)
@@ -52,7 +52,7 @@ def _load(path: str) -> Any:
 
 
 def _check_config(args: argparse.Namespace) -> int:
-    from pit.config import ConfigError, check_secrets, load_config
+    from tabled.pit.config import ConfigError, check_secrets, load_config
 
     try:
         config = load_config(args.file)
@@ -72,11 +72,11 @@ def _check_config(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from daemon.config import SecretError
-    from daemon.logs import configure
-    from pit.config import PitConfig, check_secrets
-    from pit.service import run_pit
-    from pit.store import StoreError
+    from tabled.daemon.config import SecretError
+    from tabled.daemon.logs import configure
+    from tabled.pit.config import PitConfig, check_secrets
+    from tabled.pit.service import run_pit
+    from tabled.pit.store import StoreError
 
     config = _load(args.config)
     assert isinstance(config, PitConfig)
@@ -99,9 +99,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def _with_store(args: argparse.Namespace, body: Callable[[Any, Any], Awaitable[T]],
                 *, write: bool = False) -> T | int:
-    from pit.config import PitConfig
-    from pit.service import open_store
-    from pit.store import StoreError
+    from tabled.pit.config import PitConfig
+    from tabled.pit.service import open_store
+    from tabled.pit.store import StoreError
 
     config = _load(args.config)
     assert isinstance(config, PitConfig)
@@ -125,7 +125,7 @@ def _with_store(args: argparse.Namespace, body: Callable[[Any, Any], Awaitable[T
 
 
 def _status(args: argparse.Namespace) -> int:
-    from pit.model import Floor
+    from tabled.pit.model import Floor
 
     async def body(config: Any, store: Any) -> int:
         floor = Floor()
@@ -158,7 +158,7 @@ def _recall(args: argparse.Namespace) -> int:
 
 
 def _alerts(args: argparse.Namespace) -> int:
-    from pit.store import LIVE_STATES
+    from tabled.pit.store import LIVE_STATES
 
     states = (*LIVE_STATES, "closed") if args.all else LIVE_STATES
 
@@ -181,7 +181,7 @@ def _audit(args: argparse.Namespace) -> int:
 
 def _password(args: argparse.Namespace) -> str:
     if args.password_file:
-        from daemon.config import read_secret
+        from tabled.daemon.config import read_secret
 
         return read_secret(Path(args.password_file)).decode()
     if sys.stdin.isatty():
@@ -190,10 +190,10 @@ def _password(args: argparse.Namespace) -> str:
 
 
 def _act(args: argparse.Namespace) -> int:
-    from pit.alerts import AlertDesk
-    from pit.auth import Forbidden, Users
-    from pit.config import PitConfig
-    from pit.store import AlertActionError
+    from tabled.pit.alerts import AlertDesk
+    from tabled.pit.auth import Forbidden, Users
+    from tabled.pit.config import PitConfig
+    from tabled.pit.store import AlertActionError
 
     config = _load(args.config)
     assert isinstance(config, PitConfig)
@@ -222,7 +222,7 @@ def _act(args: argparse.Namespace) -> int:
 
 
 def _hash_password(args: argparse.Namespace) -> int:
-    from pit.auth import hash_password
+    from tabled.pit.auth import hash_password
 
     if sys.stdin.isatty():
         first = getpass.getpass("password: ")
@@ -302,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     if args.action not in ("check-config", "hash-password") and not args.config:
         parser.error(f"{args.action} needs --config FILE")
-    from daemon.logs import configure
+    from tabled.daemon.logs import configure
 
     # standard output is the command's answer (JSON); what it logs goes to standard error
     configure(args.log_level or "info", "auto", stream=sys.stderr)

@@ -35,9 +35,9 @@ from collections.abc import Awaitable, Callable
 import aiomqtt
 import structlog
 
-from daemon.backoff import Backoff
-from daemon.config import read_secret
-from pit.config import MQTTSettings
+from tabled.daemon.backoff import Backoff
+from tabled.daemon.config import read_secret
+from tabled.pit.config import MQTTSettings
 
 log = structlog.get_logger("tabled.pit.ingest")
 

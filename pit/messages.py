@@ -3,7 +3,8 @@ payload -> a JSON object with a valid ``table_seq`` and the fields the pit relie
 
 Sans-IO and pure: bytes and a topic in, a :class:`Message` out, or :class:`Malformed` naming
 the reason. Nothing here decides what to record or alert. Events are checked with the contract's
-own parser (``daemon.events``), outcomes against the outcome record's fixed fields, so the pit
+own parser (``tabled.contract.events``), outcomes against the outcome record's fixed fields, so the
+pit
 and the daemon cannot disagree about what a well-formed message is.
 """
 
@@ -14,8 +15,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from daemon.events import EventError, parse_event
-from daemon.rules.outcome import GAMES
+from tabled.contract.events import EventError, parse_event
+from tabled.contract.outcome import GAMES
 
 #: Streams whose ``table_seq`` the daemon makes contiguous and durable (docs/mqtt.md): gaps in
 #: them are real losses.

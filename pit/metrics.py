@@ -27,8 +27,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from pit.model import Floor
-from pit.store import SEVERITIES
+from tabled.pit.model import Floor
+from tabled.pit.store import SEVERITIES
 
 #: Store operations are a millisecond or so; a slow disk or a far database shows in the tail.
 STORE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,

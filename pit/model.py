@@ -5,7 +5,7 @@ unknown) and since when, each device's state, the last outcome in one line, outc
 hour, open alerts, and a panel per game (craps: the last 50 rolls, the point, the session's
 totals and per-die face histograms; Q Poker: the last rounds with the seats' and the dealer's
 hands and the Dobo and Play results, voids with their article; baccarat: the last hands and the
-roads, from :mod:`pit.roads` when it is there). Pure and synchronous: records in, dicts out; no
+roads of :mod:`tabled.pit.roads`, the same code as ``tabled roads``). Pure and synchronous: records in, dicts out; no
 I/O but :meth:`Floor.rebuild` reading the store at start.
 
 It must never show a card the table has not shown: the panels are built from **outcome
@@ -17,21 +17,21 @@ event it reads is ``shoe_start`` (a new baccarat shoe starts new roads), which h
 from __future__ import annotations
 
 import asyncio
-import importlib
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 
-from pit.messages import Message
-from pit.store import SEVERITIES, Alert, StoredMessage
+from tabled.pit.messages import Message
+from tabled.pit.roads import RecordError, Roads, hand_from_record
+from tabled.pit.store import SEVERITIES, Alert, StoredMessage
 
 if TYPE_CHECKING:
-    from pit.store import Store
+    from tabled.pit.store import Store
 
 log = structlog.get_logger("tabled.pit.model")
 
@@ -117,34 +117,6 @@ class ChangeFeed:
     def publish(self, change: Change) -> None:
         for sub in list(self._subscribers):
             sub._put(change)
-
-
-# -- the baccarat roads' plug -------------------------------------------------------------------
-
-
-class RoadsLike(Protocol):
-    """What the model needs of ``pit.roads.Roads``: fed each baccarat outcome record of one
-    shoe, in order; shown as a dict. One object per shoe (a ``shoe_start`` makes a new one)."""
-
-    def add(self, outcome: Mapping[str, Any]) -> Any: ...
-
-    def to_dict(self) -> dict[str, Any]: ...
-
-
-RoadsFactory = Callable[[], RoadsLike]
-
-
-def load_roads() -> RoadsFactory | None:
-    """``pit.roads.Roads`` if the roads module is installed (it comes on its own branch); the
-    integrator adapts this function if its API differs from :class:`RoadsLike`."""
-    try:
-        module = importlib.import_module("pit.roads")
-    except ImportError:
-        return None
-    factory = getattr(module, "Roads", None)
-    if factory is None or not callable(factory):
-        return None
-    return factory  # type: ignore[no-any-return]
 
 
 # -- per-game panels ----------------------------------------------------------------------------
@@ -246,9 +218,9 @@ class QPokerPanel:
 
 @dataclass
 class BaccaratPanel:
-    roads_factory: RoadsFactory | None = None
     hands: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=BACCARAT_HANDS))
-    roads: RoadsLike | None = None
+    #: The shoe's scoreboard (docs/pit.md "Roads"), the same code as ``tabled roads``.
+    roads: Roads = field(default_factory=Roads)
     shoe: int = 0
 
     def new_session(self) -> None:
@@ -256,7 +228,7 @@ class BaccaratPanel:
 
     def new_shoe(self) -> None:
         self.shoe += 1
-        self.roads = None
+        self.roads = Roads()
 
     def add(self, outcome: Mapping[str, Any]) -> None:
         result = outcome.get("result") or {}
@@ -270,25 +242,17 @@ class BaccaratPanel:
             "player_pair": (bets.get("player_pair") or {}).get("result") == "win",
             "banker_pair": (bets.get("banker_pair") or {}).get("result") == "win",
             "article": outcome.get("article"), "shoe": self.shoe})
-        if self.roads_factory is None:
-            return
         try:
-            if self.roads is None:
-                self.roads = self.roads_factory()
-            self.roads.add(outcome)
-        except Exception:  # the roads are a view: a bug there must not stop the floor
-            log.exception("roads_failed", round=outcome.get("round"))
-            self.roads = None
+            hand = hand_from_record(outcome)
+        except RecordError as exc:  # counted and logged by the caller's checks; never fatal
+            log.warning("roads_skipped", round=outcome.get("round"), reason=str(exc))
+            return
+        if hand is not None:
+            self.roads.add(hand)
 
     def to_dict(self) -> dict[str, Any]:
-        roads: dict[str, Any] | None = None
-        if self.roads is not None:
-            try:
-                roads = self.roads.to_dict()
-            except Exception:
-                log.exception("roads_failed")
         return {"game": "baccarat", "shoe": self.shoe, "hands": list(self.hands),
-                "roads": roads}
+                "roads": self.roads.to_dict()}
 
 
 Panel = CrapsPanel | QPokerPanel | BaccaratPanel
@@ -410,10 +374,8 @@ class Floor:
     """Every table the pit has heard of."""
 
     def __init__(self, *, changes: ChangeFeed | None = None,
-                 roads_factory: RoadsFactory | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.changes = changes or ChangeFeed()
-        self.roads_factory = roads_factory
         self.clock = clock
         self._tables: dict[tuple[str, str], TableModel] = {}
 
@@ -566,7 +528,7 @@ class Floor:
         elif game == "qpoker":
             model.panel = QPokerPanel()
         elif game == "baccarat":
-            model.panel = BaccaratPanel(roads_factory=self.roads_factory)
+            model.panel = BaccaratPanel()
         else:
             model.panel = None
 

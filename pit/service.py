@@ -30,15 +30,15 @@ from typing import Any, TypeVar
 
 import structlog
 
-from daemon.backoff import Backoff
-from daemon.systemd import Notifier
-from pit.alerts import AlertEngine
-from pit.config import PitConfig
-from pit.ingest import Ingest, wait_connected
-from pit.messages import Malformed, parse_message
-from pit.metrics import PitMetrics
-from pit.model import ChangeFeed, Floor, load_roads
-from pit.store import Alert, AlertChange, AuditEntry, Store, StoreError
+from tabled.daemon.backoff import Backoff
+from tabled.daemon.systemd import Notifier
+from tabled.pit.alerts import AlertEngine
+from tabled.pit.config import PitConfig
+from tabled.pit.ingest import Ingest, wait_connected
+from tabled.pit.messages import Malformed, parse_message
+from tabled.pit.metrics import PitMetrics
+from tabled.pit.model import ChangeFeed, Floor
+from tabled.pit.store import Alert, AlertChange, AuditEntry, Store, StoreError
 
 log = structlog.get_logger("tabled.pit.service")
 
@@ -83,10 +83,10 @@ def alert_payload(alert: Alert, audit: AuditEntry, pit_id: str) -> dict[str, Any
 def open_store(config: PitConfig, *, readonly: bool = False) -> Store:
     """The configured store, not yet opened."""
     if config.store.postgres is not None:
-        from pit.store_postgres import PostgresStore
+        from tabled.pit.store_postgres import PostgresStore
 
         return PostgresStore(config.store.postgres)
-    from pit.store_sqlite import SqliteStore
+    from tabled.pit.store_sqlite import SqliteStore
 
     return SqliteStore(config.store.sqlite_path, readonly=readonly)
 
@@ -103,7 +103,7 @@ class PitService:
         self.store = store or open_store(config)
         self.store.observe = self.metrics.observe_store
         self.changes = ChangeFeed()
-        self.floor = Floor(changes=self.changes, roads_factory=load_roads())
+        self.floor = Floor(changes=self.changes)
         self.metrics.floor = self.floor
         self.engine = AlertEngine(self.store, self.floor, config.alerts, actor=self.actor,
                                   on_change=self._alert_changed)

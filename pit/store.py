@@ -34,7 +34,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from pit.messages import DURABLE, Message
+from tabled.pit.messages import DURABLE, Message
 
 #: Every store operation (one transaction) must finish within this, seconds.
 T_STORE = 10.0

@@ -18,9 +18,9 @@ from typing import Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from daemon.config import read_secret
-from pit.config import PostgresSettings
-from pit.store import T_STORE, Row, SqlStore, StoreError, Tx, schema
+from tabled.daemon.config import read_secret
+from tabled.pit.config import PostgresSettings
+from tabled.pit.store import T_STORE, Row, SqlStore, StoreError, Tx, schema
 
 #: Any advisory lock id, the same for every pit: migrations run one server at a time.
 MIGRATION_LOCK = 0x7AB1ED

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pit.store import Row, SqlStore, StoreError, Tx, schema
+from tabled.pit.store import Row, SqlStore, StoreError, Tx, schema
 
 T = TypeVar("T")
 

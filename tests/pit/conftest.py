@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from daemon.broker import free_port
-from pit.config import PostgresSettings
-from pit.messages import Message, parse_message
-from pit.store import Store
-from pit.store_postgres import PostgresStore
-from pit.store_sqlite import SqliteStore
+from tabled.daemon.broker import free_port
+from tabled.pit.config import PostgresSettings
+from tabled.pit.messages import Message, parse_message
+from tabled.pit.store import Store
+from tabled.pit.store_postgres import PostgresStore
+from tabled.pit.store_sqlite import SqliteStore
 from tests.integration.conftest import broker  # noqa: F401 - the real Mosquitto fixture, reused
 
 PREFIX = "tabled"

@@ -8,13 +8,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from pit.alerts import AlertEngine, Forbidden, ranges
-from pit.auth import User
-from pit.config import AlertSettings
-from pit.messages import Message
-from pit.model import Floor
-from pit.store import Alert, AlertActionError, AlertChange, Store
-from pit.store_sqlite import SqliteStore
+from tabled.pit.alerts import AlertEngine, Forbidden, ranges
+from tabled.pit.auth import User
+from tabled.pit.config import AlertSettings
+from tabled.pit.messages import Message
+from tabled.pit.model import Floor
+from tabled.pit.store import Alert, AlertActionError, AlertChange, Store
+from tabled.pit.store_sqlite import SqliteStore
 from tests.pit.conftest import (
     baccarat_outcome,
     birth,

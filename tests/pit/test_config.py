@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from pit.auth import Users, hash_password
-from pit.config import ConfigError, check_secrets, load_config, parse_config
+from tabled.pit.auth import Users, hash_password
+from tabled.pit.config import ConfigError, check_secrets, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config" / "pit.example.toml"
 
 
 def tabled(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "daemon.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "tabled.tools.cli", *args], capture_output=True,
                           text=True, check=False, timeout=60, input=stdin)
 
 

@@ -17,10 +17,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from daemon.broker import Mosquitto, free_port
-from pit.auth import hash_password
-from pit.model import Floor
-from pit.store_sqlite import SqliteStore
+from tabled.daemon.broker import Mosquitto, free_port
+from tabled.pit.auth import hash_password
+from tabled.pit.model import Floor
+from tabled.pit.store_sqlite import SqliteStore
 from tests.integration.harness import Daemon, NotifySocket, Simulator, Subscriber, write_config
 
 PASSWORDS = {"sam": "supervisor password", "vic": "viewer password"}
@@ -39,14 +39,14 @@ def write_pit_config(path: Path, broker_url: str, store: Path, metrics_port: int
 
 
 def tabled(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "daemon.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "tabled.tools.cli", *args], capture_output=True,
                           text=True, check=False, timeout=60, input=stdin)
 
 
 def start_pit(config: Path, log: Path, notify: Path) -> subprocess.Popen[bytes]:
     """``tabled pit --config`` as systemd would run it (a notify socket), logging to ``log``."""
     with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "daemon.cli", "pit", "--config",
+        return subprocess.Popen([sys.executable, "-m", "tabled.tools.cli", "pit", "--config",
                                  str(config)], stdout=out, stderr=subprocess.STDOUT,
                                 env={**os.environ, "NOTIFY_SOCKET": str(notify)},
                                 start_new_session=True)

@@ -7,11 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import Mapping
 from typing import Any
 
-from pit.model import Change, ChangeFeed, Floor
-from pit.store_sqlite import SqliteStore
+from tabled.pit.model import Change, ChangeFeed, Floor
+from tabled.pit.store_sqlite import SqliteStore
 from tests.pit.conftest import baccarat_outcome, birth, device, event, msg, will
 
 
@@ -108,33 +107,23 @@ def test_a_qpoker_void_carries_its_article() -> None:
     assert tile is not None and "qpoker.art11.5" in tile["last_outcome"]["line"]
 
 
-class CountingRoads:
-    """Stands in for pit.roads.Roads (another branch) through the plug's interface."""
-
-    made = 0
-
-    def __init__(self) -> None:
-        CountingRoads.made += 1
-        self.winners: list[str] = []
-
-    def add(self, outcome: Mapping[str, Any]) -> None:
-        self.winners.append(outcome["result"]["winner"])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"bead": self.winners}
-
-
 def test_the_baccarat_roads_are_fed_each_outcome_and_start_anew_with_a_shoe() -> None:
-    floor = Floor(roads_factory=CountingRoads)
+    floor = Floor()
     floor.apply(birth())
     floor.apply(baccarat_outcome(1, 0, winner="banker"))
     floor.apply(baccarat_outcome(2, 1, winner="player"))
     panel = floor.panel("lab", "t1")
-    assert panel is not None and panel["roads"] == {"bead": ["banker", "player"]}
+    assert panel is not None
+    roads = panel["roads"]
+    assert [b["winner"] for b in roads["bead_plate"]] == ["banker", "player"]
+    assert [(e["col"], e["row"], e["winner"]) for e in roads["big_road"]] == [
+        (0, 0, "banker"), (1, 0, "player")]
     floor.apply(event({"type": "shoe_start", "decks": 8}, 0))
     floor.apply(baccarat_outcome(3, 2, winner="tie"))
     panel = floor.panel("lab", "t1")
-    assert panel is not None and panel["roads"] == {"bead": ["tie"]} and panel["shoe"] == 1
+    assert panel is not None and panel["shoe"] == 1
+    assert [b["winner"] for b in panel["roads"]["bead_plate"]] == ["tie"]
+    assert panel["roads"]["big_road"] == []  # a leading tie waits for the first result
     assert len(panel["hands"]) == 3
 
 

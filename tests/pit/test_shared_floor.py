@@ -15,9 +15,9 @@ from typing import Any
 import aiomqtt
 import psycopg
 
-from daemon.broker import Mosquitto
-from pit.config import parse_config
-from pit.service import PitService
+from tabled.daemon.broker import Mosquitto
+from tabled.pit.config import parse_config
+from tabled.pit.service import PitService
 from tests.pit.conftest import PgServer
 
 ROUNDS = 60

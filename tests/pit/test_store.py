@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from pit.config import PostgresSettings
-from pit.store import AlertActionError, AlertSpec, Store, StoreError
-from pit.store_postgres import PostgresStore
-from pit.store_sqlite import SqliteStore
+from tabled.pit.config import PostgresSettings
+from tabled.pit.store import AlertActionError, AlertSpec, Store, StoreError
+from tabled.pit.store_postgres import PostgresStore
+from tabled.pit.store_sqlite import SqliteStore
 from tests.pit.conftest import (
     PgServer,
     baccarat_outcome,
@@ -251,7 +251,7 @@ async def test_reopening_does_not_migrate_again(tmp_path: Path) -> None:
 
 
 async def test_an_unreachable_postgres_is_a_store_error() -> None:
-    from daemon.broker import free_port
+    from tabled.daemon.broker import free_port
 
     s = PostgresStore(PostgresSettings(
         conninfo=f"host=127.0.0.1 port={free_port()} user=x dbname=y"), open_timeout=1.0)

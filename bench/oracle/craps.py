@@ -2,7 +2,7 @@
 
 It owns a table-driven second reading of every wager of CONTRACT.md on one throw: what each
 total does to it with and without a point, as used by ``tests/test_replay_oracle.py`` to check
-``tabled replay``. It must never import ``daemon.rules``.
+``tabled replay``. It must never import ``tabled.daemon.rules``.
 
 Every roll is a whole round; the only state is the point.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tests.oracle import Record
+from bench.oracle import Record
 
 Bet = dict[str, Any]
 

@@ -26,10 +26,10 @@ from typing import Any
 
 import aiomqtt
 
-from daemon.broker import Mosquitto
-from daemon.commands import sign
-from daemon.mqtt import BrokerAddress
-from daemon.timeutil import rfc3339_now
+from tabled.contract.timeutil import rfc3339_now
+from tabled.daemon.broker import Mosquitto
+from tabled.daemon.commands import sign
+from tabled.daemon.mqtt import BrokerAddress
 
 SITE = "demo"
 #: How long the demo waits for the next outcome before it gives up, seconds.
@@ -168,7 +168,7 @@ def run_demo(game: str, rounds: int, *, broker_url: str | None = None, seed: int
         address = BrokerAddress.parse(broker_url)
 
         device, sim_args, rules = _devices(game, rounds, seed, pace, work)
-        sim = _spawn(["simulators.cli", *sim_args], work / "simulator.log",
+        sim = _spawn(["tabled.simulators.cli", *sim_args], work / "simulator.log",
                      stdout=subprocess.PIPE, stdin=subprocess.PIPE)
         printed = _first_line(sim, work / "simulator.log")
         if game == "craps":  # the dice simulator prints its socket, then the URL to open
@@ -181,7 +181,7 @@ def run_demo(game: str, rounds: int, *, broker_url: str | None = None, seed: int
         config = _write_config(work, game, table, broker_url, device, rules,
                                key_file if game == "qpoker" else None)
         say(f"[demo] {game}: simulator and daemon starting (work dir {work})")
-        daemon = _spawn(["daemon.cli", "run", "-c", str(config)], work / "daemon.log",
+        daemon = _spawn(["tabled.tools.cli", "run", "-c", str(config)], work / "daemon.log",
                         stdout=open(work / "daemon.log", "a"))  # noqa: SIM115
         seen = asyncio.run(_watch(address, base, game, rounds, key, seed, daemon, say, sim))
         say(f"[demo] {seen} outcomes published and received; journal {work / 'journal.sqlite'}")

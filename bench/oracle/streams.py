@@ -5,7 +5,8 @@ and to the oracles: real shoes and decks shuffled by an injected ``random.Random
 gives the same stream), cards dealt in the order the rules call for them, and a few per cent of
 irregular events. Each generator returns a list of event dicts of CONTRACT.md (``"v": 1``).
 
-It must never produce a case an oracle declares out of scope, and never import ``daemon.rules``:
+It must never produce a case an oracle declares out of scope, and never import
+``tabled.daemon.rules``:
 the baccarat dealer is the oracle's own :func:`tests.oracle.baccarat.deal`.
 """
 
@@ -17,14 +18,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from daemon.faults import (
+from bench.oracle.baccarat import deal
+from tabled.contract.faults import (
     DEVICE_LOST,
     LINK_ERRORS,
     SENSOR_FAULT,
     SHUFFLER_FAILURES,
     UNREADABLE_CARD,
 )
-from tests.oracle.baccarat import deal
 
 Event = dict[str, Any]
 DECK = tuple(rank + suit for rank in "A23456789TJQK" for suit in "SHCD")

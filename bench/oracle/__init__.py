@@ -3,7 +3,7 @@
 This package owns a second reading of RULES.md, CONTRACT.md and the project's decisions, written
 without looking at ``daemon/rules/baccarat.py``, ``craps.py`` or ``qpoker.py``: each oracle takes
 a list of event dicts and returns the outcome dicts the rules say. It must never import the rules
-core (``daemon.rules``); agreeing with it by construction would prove nothing.
+core (``tabled.daemon.rules``); agreeing with it by construction would prove nothing.
 
 The oracles model what the generators of :mod:`tests.oracle.streams` produce, the irregular events
 included. Where the project's decisions leave a detail open (for instance the moment a count

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal, Protocol, TypeAlias
 
-CONTRACT_VERSION = 1
+from tabled.contract import CONTRACT_VERSION
 
 Game: TypeAlias = Literal["baccarat", "craps", "qpoker"]
 GAMES: tuple[Game, ...] = ("baccarat", "craps", "qpoker")
