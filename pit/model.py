@@ -5,8 +5,8 @@ unknown) and since when, each device's state, the last outcome in one line, outc
 hour, open alerts, and a panel per game (craps: the last 50 rolls, the point, the session's
 totals and per-die face histograms; Q Poker: the last rounds with the seats' and the dealer's
 hands and the Dobo and Play results, voids with their article; baccarat: the last hands and the
-roads of :mod:`tabled.pit.roads`, the same code as ``tabled roads``). Pure and synchronous: records in, dicts out; no
-I/O but :meth:`Floor.rebuild` reading the store at start.
+roads of :mod:`tabled.pit.roads`, the same code as ``tabled roads``). Pure and synchronous:
+records in, dicts out; no I/O but :meth:`Floor.rebuild` reading the store at start.
 
 It must never show a card the table has not shown: the panels are built from **outcome
 records only** (a Q Poker outcome is published at the reveal, with the dealer's cards), never
