@@ -23,6 +23,7 @@ from tabled.contract.events import (
     Burn,
     CardDealt,
     CutCard,
+    Declare,
     Demo,
     Event,
     Fault,
@@ -398,6 +399,9 @@ class BaccaratTable:
                             "(fault unreadable_card); the deal cannot be corrected")
         return [self._close(hand)]
 
+    def _declare(self, event: Declare) -> list[Output]:
+        return []  # the dealer's call decides nothing; the pit compares it with the outcome
+
     def _not_for_game(self, event: Event) -> list[Output]:
         return [Notice("not_for_game", f"a {event.type} event is not part of baccarat")]
 
@@ -506,4 +510,5 @@ _HANDLERS: Final[dict[type[Event], Callable[[BaccaratTable, Any], list[Output]]]
     RoundStart: BaccaratTable._round_start,
     Void: BaccaratTable._void,
     Fault: BaccaratTable._fault,
+    Declare: BaccaratTable._declare,
 }

@@ -20,7 +20,7 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
-from tabled.contract.events import Event, Fault, NoRoll, Roll, Void
+from tabled.contract.events import Declare, Event, Fault, NoRoll, Roll, Void
 from tabled.contract.outcome import BetResult, Game, Notice, Outcome, Output
 from tabled.daemon.rules.options import CrapsOptions
 
@@ -341,8 +341,8 @@ class CrapsTable:
             result, bets = self._no_throws[self._point]
             return [self._outcome(result, bets, article="craps.art1",
                                   void_reason=event.reason or "throw_declared_invalid")]
-        if isinstance(event, Fault):
-            return []
+        if isinstance(event, (Fault, Declare)):
+            return []  # a device's trouble or the dealer's call: the pit's business
         return [Notice("not_for_game", f"a {event.type} event is not a craps event")]
 
     def _outcome(
