@@ -9,7 +9,8 @@ GAME   ?= baccarat
 ROUNDS ?= 20
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint typecheck layers layout unit system-deps venv bench campaigns fuzz clean
+.PHONY: demo test lint typecheck layers layout unit system-deps venv bench campaigns fuzz clean \
+        integrity-calibration
 
 venv: $(VENV)/.installed
 
@@ -70,6 +71,12 @@ campaigns: venv system-deps
 
 fuzz: venv
 	$(BIN)/python -m bench.fuzz $(FUZZ_ARGS)
+
+# The integrity monitors' calibration (docs/integrity.md): false alarms over 10^6 fair rounds per
+# game, detection delays of the biased cases, throughput; writes the figures into the document.
+# Several minutes; tests/integrity/test_calibration.py runs a bounded form in `make test`.
+integrity-calibration: venv
+	$(BIN)/python -m bench.integrity --write-docs $(INTEGRITY_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

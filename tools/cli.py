@@ -1,8 +1,8 @@
 """The ``tabled`` command line: one entry point, one subcommand per job.
 
 Owns only the root parser and where each layer's subcommands come from: the table service's
-(``tabled.daemon.cli``) the floor's (``roads``) and the tools' (``demo``). Subcommands import their
-modules lazily, so
+(``tabled.daemon.cli``) the floor's (``roads``, ``integrity``) and the tools' (``demo``).
+Subcommands import their modules lazily, so
 that ``tabled replay`` starts without loading asyncio, MQTT or the device stacks.
 """
 
@@ -30,6 +30,20 @@ def _cmd_roads(args: argparse.Namespace) -> int:
     assert isinstance(options, BaccaratOptions)
     return daemon_cli.read_input(
         "roads", args.file, lambda lines: write_roads(options, lines, sys.stdout, sys.stderr))
+
+
+def _cmd_integrity(args: argparse.Namespace) -> int:
+    from tabled.daemon.rules.options import OptionError, parse_options
+    from tabled.pit.integrity.command import EXIT_BAD_INPUT, write_findings
+
+    try:
+        options = parse_options(args.game, dict(args.option))
+    except OptionError as exc:
+        print(f"tabled integrity: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return daemon_cli.read_input(
+        "integrity", args.file,
+        lambda lines: write_findings(args.game, options, lines, sys.stdout, sys.stderr))
 
 
 def _pit(argv: list[str]) -> int:
@@ -72,6 +86,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rd.add_argument("file", nargs="?", default="-", metavar="FILE|-")
     rd.set_defaults(func=_cmd_roads)
+
+    ip = sub.add_parser(
+        "integrity",
+        help="the integrity monitors over a recorded event stream, one JSON line per finding",
+        description="Run the rules and the integrity monitors (docs/integrity.md) over "
+        "normalized events (JSON Lines) at full speed and write each finding as a JSON line "
+        '{"monitor", "round", "severity", "detail"}. Exit 0 with or without findings, 2 on '
+        "malformed input.",
+    )
+    ip.add_argument("--game", choices=GAMES, required=True)
+    ip.add_argument(
+        "--option", action="append", default=[], type=daemon_cli.parse_option, metavar="KEY=VALUE",
+        help="a regulated option, as for replay",
+    )
+    ip.add_argument("file", nargs="?", default="-", metavar="FILE|-")
+    ip.set_defaults(func=_cmd_integrity)
 
     pp = sub.add_parser("pit", help="the pit monitor: record, live floor, alerts (tabled pit -h)",
                         add_help=False)
