@@ -546,6 +546,8 @@ def thresholds_markdown(settings: Settings = DEFAULT_SETTINGS) -> str:
 
 
 def _replace(text: str, markers: tuple[str, str], block: str) -> str:
+    if markers[0] not in text or markers[1] not in text:
+        return text
     head, _, rest = text.partition(markers[0])
     _, _, tail = rest.partition(markers[1])
     return head + block + tail
