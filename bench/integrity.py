@@ -492,8 +492,8 @@ def render(results: dict[str, Any]) -> str:
               "counted |", "|---|---:|---:|---:|---:|---:|---|"]
     for d in results["delays"]:
         lines.append(f"| {d['case']} | {d['replications']} | {d['detected']} | "
-                     f"{d['median']} {d['unit']} | {d['p95']} {d['unit']} | {d['mean']} | "
-                     f"{d['note']} |")
+                     f"{d['median']:g} {d['unit']} | {d['p95']:g} {d['unit']} | "
+                     f"{d['mean']:g} | {d['note']} |")
     lines += ["", "**Throughput** (one table's monitors, CPU time, best of 3; the whole "
               "`tabled integrity` pipeline — parsing, rules core, monitors — for scale):", "",
               "| game | messages/s (events + outcomes) | events/s | rounds/s | "
@@ -594,7 +594,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--write-docs", action="store_true",
                         help="write docs/integrity.md's figures and bench/integrity.json")
+    parser.add_argument("--render", type=Path, metavar="JSON",
+                        help="measure nothing: write docs/integrity.md from saved results")
     args = parser.parse_args(argv)
+    if args.render is not None:
+        write_docs(json.loads(args.render.read_text()))
+        return 0
     started = time.monotonic()
     results = run(args.rounds, args.replications, args.seed, args.pool_hands,
                   args.throughput_rounds,
