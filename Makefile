@@ -9,7 +9,7 @@ GAME   ?= baccarat
 ROUNDS ?= 20
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint typecheck unit system-deps venv bench campaigns fuzz clean
+.PHONY: demo test lint typecheck unit system-deps venv bench campaigns fuzz clean deb
 
 venv: $(VENV)/.installed
 
@@ -20,12 +20,20 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # Mosquitto is the broker the tests start on a free port (and the demo's when none is given);
-# systemd-analyze checks the unit. Installed only when missing.
+# systemd-analyze checks the unit. The Debian tooling builds, checks and installs the package
+# (`make deb`, tests/packaging/): debhelper and dh-virtualenv with Debian's python3 and its venv
+# module, lintian, and debootstrap for the throwaway root. Installed only when missing.
 system-deps:
 	@missing=""; \
 	command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || missing="$$missing mosquitto"; \
 	command -v mosquitto_passwd >/dev/null 2>&1 || [ -x /usr/bin/mosquitto_passwd ] || missing="$$missing mosquitto"; \
 	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
+	command -v dpkg-buildpackage >/dev/null 2>&1 || missing="$$missing dpkg-dev"; \
+	command -v dh >/dev/null 2>&1 || missing="$$missing debhelper"; \
+	command -v dh_virtualenv >/dev/null 2>&1 || missing="$$missing dh-virtualenv"; \
+	/usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
+	command -v lintian >/dev/null 2>&1 || missing="$$missing lintian"; \
+	command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || missing="$$missing debootstrap"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
@@ -57,5 +65,21 @@ campaigns: venv system-deps
 fuzz: venv
 	$(BIN)/python -m bench.fuzz $(FUZZ_ARGS)
 
+# The Debian package, build/deb/tabled_<version>_<arch>.deb (docs/install.md; debian/rules says
+# what goes in it). The build runs in a copy of the tree as git sees it (committed, changed and
+# new files; nothing ignored), so that dpkg-buildpackage's output and dh-virtualenv's work stay
+# under build/deb. tests/packaging/ builds it, runs lintian and installs it into a fresh root.
+DEB_DIR := build/deb
+deb: system-deps
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_DIR)/src
+	git ls-files -z --cached --others --exclude-standard \
+	  | xargs -0 -r sh -c 'for f; do [ -e "$$f" ] && printf "%s\0" "$$f"; done; true' sh \
+	  | tar --null --files-from=- -cf - | tar -xf - -C $(DEB_DIR)/src
+	cd $(DEB_DIR)/src && env -u VIRTUAL_ENV -u PYTHONPATH -u PYTHONHOME \
+	  dpkg-buildpackage --build=binary --no-sign
+	rm -rf $(DEB_DIR)/src
+	@ls -l $(DEB_DIR)/*.deb
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(DEB_DIR)
