@@ -68,7 +68,8 @@ fuzz: venv
 # The Debian package, build/deb/tabled_<version>_<arch>.deb (docs/install.md; debian/rules says
 # what goes in it). The build runs in a copy of the tree as git sees it (committed, changed and
 # new files; nothing ignored), so that dpkg-buildpackage's output and dh-virtualenv's work stay
-# under build/deb. tests/packaging/ builds it, runs lintian and installs it into a fresh root.
+# under build/deb, and pip's cache under build/. tests/packaging/ builds it, runs lintian and
+# installs it into a fresh root.
 DEB_DIR := build/deb
 deb: system-deps
 	rm -rf $(DEB_DIR)
@@ -77,9 +78,9 @@ deb: system-deps
 	  | xargs -0 -r sh -c 'for f; do [ -e "$$f" ] && printf "%s\0" "$$f"; done; true' sh \
 	  | tar --null --files-from=- -cf - | tar -xf - -C $(DEB_DIR)/src
 	cd $(DEB_DIR)/src && env -u VIRTUAL_ENV -u PYTHONPATH -u PYTHONHOME \
-	  dpkg-buildpackage --build=binary --no-sign
+	  PIP_CACHE_DIR=$(CURDIR)/build/pip-cache dpkg-buildpackage --build=binary --no-sign
 	rm -rf $(DEB_DIR)/src
 	@ls -l $(DEB_DIR)/*.deb
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(DEB_DIR)
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(DEB_DIR) build/pip-cache
