@@ -9,7 +9,7 @@ GAME   ?= baccarat
 ROUNDS ?= 20
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint typecheck unit system-deps venv bench campaigns fuzz clean deb
+.PHONY: demo test lint typecheck unit system-deps venv bench campaigns fuzz clean
 
 venv: $(VENV)/.installed
 
@@ -71,6 +71,7 @@ fuzz: venv
 # under build/deb, and pip's cache under build/. tests/packaging/ builds it, runs lintian and
 # installs it into a fresh root.
 DEB_DIR := build/deb
+.PHONY: deb
 deb: system-deps
 	rm -rf $(DEB_DIR)
 	mkdir -p $(DEB_DIR)/src
