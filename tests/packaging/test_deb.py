@@ -5,15 +5,17 @@ Then debootstrap makes a minbase bookworm root from the machine's own mirror, ap
 package there with everything it depends on, and the tests look inside as a table PC would get
 it: the commands on Debian's python3, the shipped config passing `tabled check-config` as the
 service user, every unit verified with the repository's exposure score and not enabled, the
-owners and modes, the udev rules, the man pages; then the installed daemon writes a real journal,
-and remove, purge and a new install show what each keeps. The last test changes the root, so it
-comes last. Needs root (debootstrap, chroot, dpkg inside the root); CI runs as root.
+owners and modes, the udev rules, the man pages. Then the installed daemon, as the service user,
+journals real hands dealt by the installed shoe simulator on a pty; and remove, purge and a new
+install show what each keeps. The last test changes the root, so it comes last. Needs root
+(debootstrap, chroot, dpkg inside the root); CI runs as root.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -223,22 +225,70 @@ def test_the_man_pages_cover_every_subcommand(root: DebianRoot) -> None:
             assert f"'{command} {sub}'" in text, f"{command}.1 says nothing of {sub}"
 
 
-def test_remove_keeps_config_and_journal_purge_keeps_only_the_journal(
-        root: DebianRoot, deb: Path) -> None:
-    # A real journal: the installed daemon, as the service user, started with the shipped config
-    # pointed at a broker that is not there (it journals and buffers) and stopped with SIGTERM
+HANDS = 3
+# In the root, in a network namespace of its own (no broker, no outside): a devpts of its own for
+# the simulator's pty; the installed shoe simulator and the installed daemon, both as the
+# service user; the daemon stopped with SIGTERM once HANDS outcomes are journaled.
+PLAY = """
+mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts
+as_tabled="setpriv --reuid=tabled --regid=tabled --init-groups"
+$as_tabled tabled-sim shoe --hands {hands} --pace 0.02 --link /tmp/shoe-1 >/tmp/sim.log 2>&1 &
+sim=$!
+i=0; while [ ! -e /tmp/shoe-1 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+$as_tabled tabled run --config /tmp/run.toml >/tmp/run.log 2>&1 &
+daemon=$!
+i=0; rounds=0
+while [ "$rounds" -lt {hands} ] && [ $i -lt 120 ]; do
+    sleep 0.5; i=$((i + 1))
+    rounds=$($as_tabled tabled journal recall --journal {journal} --last {hands} --json \
+             2>/dev/null | grep -c '"status"') || true
+done
+kill -TERM $daemon; status=0; wait $daemon || status=$?
+kill $sim 2>/dev/null || true; wait $sim || true
+cat /tmp/run.log; echo "daemon exit $status"
+"""
+
+
+@pytest.fixture(scope="module")
+def played(root: DebianRoot) -> tuple[str, str]:
+    """(the daemon's log, the journal's path) of the installed daemon dealing HANDS hands
+    from the installed shoe simulator, with the shipped config pointed at the simulator's pty
+    and at a broker that is not there (it journals and buffers)."""
     shipped = root.file("/etc/tabled/tabled.toml").read_text()
-    journal = tomllib.loads(shipped)["journal"]["path"]
-    assert journal.startswith("/var/lib/tabled/")
-    config, count = re.subn(r"^\[mqtt\]$", '[mqtt]\nurl = "mqtt://127.0.0.1:1"', shipped,
+    settings = tomllib.loads(shipped)
+    journal = settings["journal"]["path"]
+    device = settings["devices"][0]
+    assert device["family"] == "shoe" and journal.startswith("/var/lib/tabled/")
+    config = shipped.replace(f'url = "{device["url"]}"', 'url = "/tmp/shoe-1"', 1)
+    config, count = re.subn(r"^\[mqtt\]$", '[mqtt]\nurl = "mqtt://127.0.0.1:1"', config,
                             flags=re.M)
-    assert count == 1
+    assert count == 1 and "/tmp/shoe-1" in config
     root.file("/tmp/run.toml").write_text(config)
     root.file("/tmp/run.toml").chmod(0o644)
-    run = root.run(["runuser", "-u", "tabled", "--", "timeout", "--signal=TERM", "5",
-                    "tabled", "run", "--config", "/tmp/run.toml"], check=False, network=False)
-    assert run.returncode == 124 and '"event": "ready"' in run.stdout, run.stdout + run.stderr
+    log = root.sh(PLAY.format(hands=HANDS, journal=journal), network=False, timeout=180).stdout
+    return log, journal
+
+
+def test_the_installed_daemon_journals_hands_from_the_installed_simulator(
+        root: DebianRoot, played: tuple[str, str]) -> None:
+    log, journal = played
+    assert log.count('"event": "outcome"') >= HANDS, log[-3000:]
+    assert log.rstrip().endswith("daemon exit 0"), log[-3000:]
+    recalled = root.run(["tabled", "journal", "recall", "--journal", journal,
+                         "--last", str(HANDS), "--json"]).stdout.splitlines()
+    rounds = [json.loads(line) for line in recalled]
+    assert len(rounds) == HANDS and all(r["outcome"]["status"] for r in rounds)
+    # every card came from the simulated shoe, through the installed driver
+    events = [event for r in rounds for event in r["events"]]
+    assert events and {event["device"] for event in events} == {"shoe-1"}
     assert root.run(["tabled", "journal", "verify", "--journal", journal]).stdout.startswith("ok")
+    owner = root.run(["stat", "-c", "%U:%G %a", journal]).stdout.split()
+    assert owner == ["tabled:tabled", "600"], "the journal is the service's alone"
+
+
+def test_remove_keeps_config_and_journal_purge_keeps_only_the_journal(
+        root: DebianRoot, deb: Path, played: tuple[str, str]) -> None:
+    _, journal = played
     state = root.file("/var/lib/tabled")
     records = snapshot(state)
     assert Path(journal).name in records
@@ -269,4 +319,5 @@ def test_remove_keeps_config_and_journal_purge_keeps_only_the_journal(
     root.run(["apt-get", "install", "--yes", "-q", f"/tmp/{deb.name}"])
     assert snapshot(state) == records
     assert root.run(["tabled", "journal", "verify", "--journal", journal]).stdout.startswith("ok")
-    assert root.file("/etc/tabled/tabled.toml").read_text() == shipped
+    for example in EXAMPLE_CONFIGS:
+        assert root.file(conffile_of(example)).read_text() == example.read_text()
