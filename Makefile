@@ -20,20 +20,18 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # Mosquitto is the broker the tests start on a free port (and the demo's when none is given);
-# systemd-analyze checks the unit. The Debian tooling builds, checks and installs the package
-# (`make deb`, tests/packaging/): debhelper and dh-virtualenv with Debian's python3 and its venv
-# module, lintian, and debootstrap for the throwaway root. Installed only when missing.
+# systemd-analyze checks the unit. Installed only when missing.
 system-deps:
 	@missing=""; \
 	command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || missing="$$missing mosquitto"; \
 	command -v mosquitto_passwd >/dev/null 2>&1 || [ -x /usr/bin/mosquitto_passwd ] || missing="$$missing mosquitto"; \
-	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
 	command -v dpkg-buildpackage >/dev/null 2>&1 || missing="$$missing dpkg-dev"; \
 	command -v dh >/dev/null 2>&1 || missing="$$missing debhelper"; \
 	command -v dh_virtualenv >/dev/null 2>&1 || missing="$$missing dh-virtualenv"; \
 	/usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	command -v lintian >/dev/null 2>&1 || missing="$$missing lintian"; \
 	command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || missing="$$missing debootstrap"; \
+	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
@@ -69,7 +67,8 @@ fuzz: venv
 # what goes in it). The build runs in a copy of the tree as git sees it (committed, changed and
 # new files; nothing ignored), so that dpkg-buildpackage's output and dh-virtualenv's work stay
 # under build/deb, and pip's cache under build/. tests/packaging/ builds it, runs lintian and
-# installs it into a fresh root.
+# installs it into a fresh root. The Debian tooling (debhelper, dh-virtualenv with Debian's
+# python3 and its venv module, lintian, debootstrap) comes from system-deps, when missing.
 DEB_DIR := build/deb
 .PHONY: deb
 deb: system-deps
