@@ -57,6 +57,17 @@ def unit_setting(unit: Path, key: str) -> str:
     return values[0]
 
 
+def exec_lines(unit: Path) -> list[str]:
+    return [line.split("=", 1)[1] for line in unit.read_text().splitlines()
+            if line.startswith("Exec")]
+
+
+def reader_group(conffile: str) -> str:
+    """The group of the service whose command line names ``conffile``, else the main one's."""
+    readers = [u for u in SERVICES if any(conffile in line.split() for line in exec_lines(u))]
+    return unit_setting(readers[0] if readers else MAIN_UNIT, "Group")
+
+
 def exposure(output: str) -> tuple[str, str]:
     """(score, verdict) from `systemd-analyze security`, e.g. ("1.7", "OK")."""
     match = re.search(r"Overall exposure level for \S+: (\d+\.\d+) (\w+)", output)
@@ -185,25 +196,39 @@ def test_no_unit_is_enabled(root: DebianRoot) -> None:
     assert links == []
 
 
-def test_owners_and_modes_are_what_the_unit_expects(root: DebianRoot) -> None:
+def test_owners_and_modes_are_what_the_units_expect(root: DebianRoot) -> None:
     def owner_and_mode(path: str) -> tuple[str, int]:
         owner, mode = root.run(["stat", "-c", "%U:%G %a", path]).stdout.split()
         return owner, int(mode, 8)
 
-    # /etc/tabled and /var/lib/tabled are the units' ConfigurationDirectory and StateDirectory:
-    # made with their modes, systemd has nothing to warn about at the first start
+    # /etc/tabled is the units' ConfigurationDirectory, /var/lib/<dir> each one's StateDirectory:
+    # made with the units' modes, systemd has nothing to change or warn about at a first start
+    main_group = unit_setting(MAIN_UNIT, "Group")
     config_mode = int(unit_setting(MAIN_UNIT, "ConfigurationDirectoryMode"), 8)
-    state_mode = int(unit_setting(MAIN_UNIT, "StateDirectoryMode"), 8)
-    assert owner_and_mode("/etc/tabled") == ("root:tabled", config_mode)
+    assert owner_and_mode("/etc/tabled") == (f"root:{main_group}", config_mode)
     for example in EXAMPLE_CONFIGS:
-        assert owner_and_mode(conffile_of(example)) == ("root:tabled", 0o640)
-    assert owner_and_mode("/var/lib/tabled") == ("tabled:tabled", state_mode)
+        conffile = conffile_of(example)
+        assert owner_and_mode(conffile) == (f"root:{reader_group(conffile)}", 0o640), conffile
+    for unit in SERVICES:
+        user, group = unit_setting(unit, "User"), unit_setting(unit, "Group")
+        state = f"/var/lib/{unit_setting(unit, 'StateDirectory')}"
+        mode = int(unit_setting(unit, "StateDirectoryMode"), 8)
+        assert owner_and_mode(state) == (f"{user}:{group}", mode), unit.name
+        _, _, uid, _, _, home, shell = root.run(["getent", "passwd", user]).stdout.split(":")
+        assert int(uid) < 1000, f"{user} is a system user"
+        assert (home, shell.strip()) == (state, "/usr/sbin/nologin")
+        root.run(["getent", "group", group])
 
-    name, _, uid, _, _, home, shell = root.run(["getent", "passwd", "tabled"]).stdout.strip() \
-        .split(":")
-    assert int(uid) < 1000, "a system user"
-    assert (home, shell) == ("/var/lib/tabled", "/usr/sbin/nologin")
-    assert unit_setting(MAIN_UNIT, "User") == name == unit_setting(MAIN_UNIT, "Group")
+
+def test_each_service_can_read_the_config_files_its_unit_names(root: DebianRoot) -> None:
+    for unit in SERVICES:
+        user, group = unit_setting(unit, "User"), unit_setting(unit, "Group")
+        for example in EXAMPLE_CONFIGS:
+            conffile = conffile_of(example)
+            if any(conffile in line.split() for line in exec_lines(unit)):
+                read = root.run(["setpriv", f"--reuid={user}", f"--regid={group}",
+                                 "--init-groups", "cat", conffile], check=False)
+                assert read.returncode == 0, f"{unit.name} as {user}: {read.stderr}"
 
 
 def test_the_udev_rules_are_installed(root: DebianRoot) -> None:

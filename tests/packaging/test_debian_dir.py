@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import shutil
+import sys
 import tomllib
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -66,3 +70,60 @@ def test_the_mirror_comes_from_a_one_line_source_with_options() -> None:
 def test_another_suite_is_not_the_mirror() -> None:
     with pytest.raises(MirrorNotFound):
         mirror_in([("sources.list", "deb http://mirror.example/debian trixie main\n")])
+
+
+def _units_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("debian_units", DEBIAN / "units.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+PIT_UNIT = """\
+[Unit]
+Description=tabled pit monitor (the floor's record)
+
+[Service]
+ExecStartPre=/opt/tabled/venv/bin/tabled pit check-config /etc/tabled/pit.toml
+ExecStart=/opt/tabled/venv/bin/tabled pit --config /etc/tabled/pit.toml
+User=tabled-pit
+Group=tabled-pit
+StateDirectory=tabled-pit
+StateDirectoryMode=0700
+ConfigurationDirectory=tabled
+ConfigurationDirectoryMode=0750
+"""
+
+
+def test_the_packaging_reads_users_directories_and_readers_from_the_units() -> None:
+    units = _units_module()
+    services = units.read_services(ROOT / "systemd")
+    assert units.statedirs(services) == ["tabled:tabled:0700:/var/lib/tabled"]
+    assert units.conffiles(services, ROOT / "config")[0] == "/etc/tabled/tabled.toml:tabled"
+    assert units.configdir(services) == "tabled:0750"
+    assert 'u tabled - "tabled casino table daemon" /var/lib/tabled /usr/sbin/nologin' \
+        in units.sysusers(services).splitlines()
+
+
+def test_a_new_service_brings_its_user_and_owns_the_config_it_names(tmp_path: Path) -> None:
+    units = _units_module()
+    (tmp_path / "systemd").mkdir()
+    (tmp_path / "config").mkdir()
+    shutil.copy(ROOT / "systemd" / "tabled.service", tmp_path / "systemd")
+    (tmp_path / "systemd" / "tabled-pit.service").write_text(PIT_UNIT)
+    for name in ("tabled", "pit", "floor"):
+        (tmp_path / "config" / f"{name}.example.toml").write_text("")
+    services = units.read_services(tmp_path / "systemd")
+    assert units.sysusers(services).splitlines()[1:] == [
+        'u tabled-pit - "tabled pit monitor" /var/lib/tabled-pit /usr/sbin/nologin',
+        'u tabled - "tabled casino table daemon" /var/lib/tabled /usr/sbin/nologin',
+    ]
+    assert units.statedirs(services) == ["tabled-pit:tabled-pit:0700:/var/lib/tabled-pit",
+                                         "tabled:tabled:0700:/var/lib/tabled"]
+    # the pit's config is its own; one no unit names goes to the main service's group
+    assert units.conffiles(services, tmp_path / "config") == [
+        "/etc/tabled/floor.toml:tabled", "/etc/tabled/pit.toml:tabled-pit",
+        "/etc/tabled/tabled.toml:tabled"]
+    assert units.configdir(services) == "tabled:0750"
