@@ -4,7 +4,9 @@ debian/rules runs it with Debian's python3 (standard library only). Each unit's 
 section names its user and group, its state directory and mode, and, in its Exec lines, the
 config files it reads; from those this module writes:
 
-- ``sysusers``: the systemd-sysusers lines that make every service's user and group;
+- ``sysusers``: the systemd-sysusers lines that make every service's user and group; a service
+  whose unit shares the ConfigurationDirectory /etc/tabled under a group of its own also joins
+  the main service's group, which owns that directory (0750), so that it can reach its config;
 - ``statedirs``: ``USER:GROUP:MODE:/var/lib/DIR`` for the postinst, one per service;
 - ``conffiles``: ``/etc/tabled/NAME.toml:GROUP`` for each config/NAME.example.toml, GROUP being
   the group of the service whose Exec lines name that file (that service reads it, and no
@@ -35,6 +37,7 @@ class Service:
     group: str
     state_dir: str | None
     state_mode: str
+    config_dirs: tuple[str, ...]
     config_mode: str
     exec_lines: tuple[str, ...]
 
@@ -68,6 +71,7 @@ def read_service(path: Path) -> Service:
         group=last("[Service]Group", user),
         state_dir=f"/var/lib/{state[0]}" if state else None,
         state_mode=last("[Service]StateDirectoryMode", "0755"),
+        config_dirs=tuple(last("[Service]ConfigurationDirectory").split()),
         config_mode=last("[Service]ConfigurationDirectoryMode", "0755"),
         exec_lines=tuple(v for k, vs in values.items() if k.startswith("[Service]Exec")
                          for v in vs),
@@ -87,7 +91,10 @@ def main_service(services: list[Service]) -> Service:
 
 def sysusers(services: list[Service]) -> str:
     lines = ["# Made at build time by debian/units.py from the User= and Group= of each unit."]
+    members = []  # after every user and group exists
     made: set[str] = set()
+    config_group = main_service(services).group
+    config_dir = CONFIG_DIR.removeprefix("/etc/")
     for service in services:
         if service.group != service.user and service.group not in made:
             lines.append(f"g {service.group} -")
@@ -99,8 +106,11 @@ def sysusers(services: list[Service]) -> str:
             lines.append(f'u {service.user} - "{gecos}" {home} /usr/sbin/nologin')
             made.add(service.user)
         if service.group != service.user:
-            lines.append(f"m {service.user} {service.group}")
-    return "\n".join(lines) + "\n"
+            members.append(f"m {service.user} {service.group}")
+        if config_dir in service.config_dirs and config_group not in (service.user,
+                                                                      service.group):
+            members.append(f"m {service.user} {config_group}")
+    return "\n".join(lines + members) + "\n"
 
 
 def statedirs(services: list[Service]) -> list[str]:
