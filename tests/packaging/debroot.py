@@ -10,7 +10,6 @@ reach the host's files.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -145,7 +144,8 @@ class DebianRoot:
                        if line.split()[4].startswith(inside)]
         if mounted:
             raise RuntimeError(f"not removing {self.path}: still mounted there: {mounted}")
-        shutil.rmtree(self.path)
+        # --one-file-system: even a mount this check missed would be left alone
+        _run(["rm", "-rf", "--one-file-system", str(self.path)], timeout=300)
 
 
 def _run(argv: Sequence[str], *, check: bool = True, timeout: float = 300,
