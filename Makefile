@@ -21,13 +21,15 @@ $(VENV)/.installed: pyproject.toml
 
 # Mosquitto is the broker the tests start on a free port (and the demo's when none is given);
 # systemd-analyze checks the units; PostgreSQL's initdb/pg_ctl start the server the pit's store
-# tests run against. Installed only when missing.
+# tests run against; Debian's Chromium is the browser the pit's page tests drive through Playwright
+# (never `playwright install`: it downloads a browser of its own). Installed only when missing.
 system-deps:
 	@missing=""; \
 	command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || missing="$$missing mosquitto"; \
 	command -v mosquitto_passwd >/dev/null 2>&1 || [ -x /usr/bin/mosquitto_passwd ] || missing="$$missing mosquitto"; \
 	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
