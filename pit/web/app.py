@@ -42,7 +42,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tabled.pit.auth import Forbidden, User, Users
 from tabled.pit.config import WebSettings
@@ -106,7 +106,7 @@ class PitWeb:
             Route("/events", self.events),
             Route("/healthz", self.healthz),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
-            Mount("/metrics", service.metrics.asgi_app()),
+            Route("/metrics", _Asgi(service.metrics.asgi_app())),
         ]
         inner = Starlette(routes=routes, middleware=[Middleware(
             SessionMiddleware, secret_key=secret, session_cookie=SESSION_COOKIE,
@@ -386,6 +386,17 @@ class PitWeb:
             "alerts": len(service.floor.alerts()),
         }
         return JSONResponse(body, status_code=200 if service.store_failure is None else 503)
+
+
+class _Asgi:
+    """An ASGI app as a route's endpoint (Starlette calls an object that is not a function
+    as ASGI): ``/metrics`` itself, with no redirect to ``/metrics/``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
 
 
 async def _nothing() -> Any:
