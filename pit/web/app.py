@@ -130,11 +130,12 @@ class PitWeb:
         user = self.user(request)
         token = request.scope["csrftoken"]() if "csrftoken" in request.scope else ""
         visible = self.may_view(user)  # nothing of the floor before sign-in
+        live_url = context.pop("live_url", None)
         html = self.env.get_template(name).render(
             request=request, user=user, csrf=token, now=time.time(),
             summary=self.summary() if visible else None,
             panel_alerts=self.panel_alerts() if visible else [],
-            live_url=context.pop("live_url", None) if visible else None, **context)
+            live_url=live_url if visible else None, **context)
         return HTMLResponse(html, status_code=status)
 
     def fragment(self, name: str, **context: Any) -> str:
