@@ -18,7 +18,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from daemon.broker import Mosquitto  # type: ignore[import-not-found]
+from daemon.broker import Mosquitto  # type: ignore[import-not-found]  # noqa: TID251 (0.1.0)
 from tests.integration.harness import (  # type: ignore[import-not-found]
     Daemon,
     Simulator,
