@@ -9,7 +9,7 @@ GAME   ?= baccarat
 ROUNDS ?= 20
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint typecheck unit system-deps venv bench campaigns fuzz clean
+.PHONY: demo test lint typecheck layers layout unit system-deps venv bench campaigns fuzz clean
 
 venv: $(VENV)/.installed
 
@@ -20,7 +20,9 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # Mosquitto is the broker the tests start on a free port (and the demo's when none is given);
-# systemd-analyze checks the unit. Installed only when missing.
+# systemd-analyze checks the units; PostgreSQL's initdb/pg_ctl start the server the pit's store
+# tests run against; Debian's Chromium is the browser the pit's page tests drive through Playwright
+# (never `playwright install`: it downloads a browser of its own). Installed only when missing.
 system-deps:
 	@missing=""; \
 	command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || missing="$$missing mosquitto"; \
@@ -32,6 +34,8 @@ system-deps:
 	command -v lintian >/dev/null 2>&1 || missing="$$missing lintian"; \
 	command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || missing="$$missing debootstrap"; \
 	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
@@ -44,13 +48,25 @@ demo: venv system-deps
 lint: venv
 	$(BIN)/ruff check .
 
-typecheck: venv
+# mypy and import-linter read the installed layout (tabled.<folder>), which setuptools' package-dir
+# mapping gives the interpreter but not static tools: link the folders into it for them.
+PACKAGES := contract daemon drivers simulators pit tools
+LAYOUT   := build/typecheck/tabled
+
+layout:
+	@mkdir -p $(LAYOUT)
+	@for d in $(PACKAGES); do ln -sfn ../../../$$d $(LAYOUT)/$$d; done
+
+typecheck: venv layout
 	$(BIN)/mypy
+
+layers: venv layout
+	PYTHONPATH=build/typecheck $(BIN)/lint-imports
 
 unit: venv system-deps
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
-test: lint typecheck unit
+test: lint typecheck layers unit
 
 bench: venv system-deps
 	$(BIN)/python -m bench $(BENCH_ARGS)

@@ -23,7 +23,7 @@ from typing import Any
 from bench import floor, footprint, latency, replay, throughput
 from bench.measure import load_average, machine
 from bench.report import render
-from daemon.broker import Mosquitto
+from tabled.daemon.broker import Mosquitto
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ("latency", "throughput", "footprint", "replay", "floor")

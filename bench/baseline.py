@@ -28,7 +28,7 @@ from typing import Any
 import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
 
-from drivers.dice.protocol import (
+from tabled.drivers.dice.protocol import (
     INTERFACE,
     PRODUCT_ID,
     REPORT_ENDPOINT,
@@ -37,8 +37,8 @@ from drivers.dice.protocol import (
     StatusReport,
     decode_report,
 )
-from drivers.framing import Frame, FrameDecoder
-from drivers.link import FIRST_FAMILY_KIND
+from tabled.drivers.framing import Frame, FrameDecoder
+from tabled.drivers.link import FIRST_FAMILY_KIND
 
 
 def pty_frames(path: str) -> Iterator[bytes]:
@@ -60,7 +60,7 @@ def usb_reports(socket_path: str) -> Iterator[bytes]:
     import usb.core
     import usb.util
 
-    from simulators.usb_backend import SimBackend
+    from tabled.simulators.usb_backend import SimBackend
 
     device: Any = usb.core.find(idVendor=VENDOR_ID, idProduct=PRODUCT_ID,
                                 backend=SimBackend(socket_path))

@@ -30,19 +30,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from drivers.dice.protocol import RollReport
-from drivers.framing import Frame, FrameDecoder, encode_frame
-from drivers.link import FIRST_FAMILY_KIND
-from drivers.shoe import driver as shoe_driver
-from drivers.shoe import protocol as shoe_protocol
-from drivers.shuffler import driver as shuffler_driver
-from drivers.shuffler import protocol as shuffler_protocol
-from simulators.dice import DiceSensor, ScriptStep, device_url
-from simulators.faults import Damage, FaultPlan
-from simulators.pty_device import PtyDevice
-from simulators.shoe import Dealer, ShoeDevice, ShoeReader
-from simulators.shuffler import ShufflerSimulator, baccarat_script
-from simulators.usb_backend import UsbSimServer
+from tabled.drivers.dice.protocol import RollReport
+from tabled.drivers.framing import Frame, FrameDecoder, encode_frame
+from tabled.drivers.link import FIRST_FAMILY_KIND
+from tabled.drivers.shoe import driver as shoe_driver
+from tabled.drivers.shoe import protocol as shoe_protocol
+from tabled.drivers.shuffler import driver as shuffler_driver
+from tabled.drivers.shuffler import protocol as shuffler_protocol
+from tabled.simulators.dice import DiceSensor, ScriptStep, device_url
+from tabled.simulators.faults import Damage, FaultPlan
+from tabled.simulators.pty_device import PtyDevice
+from tabled.simulators.shoe import Dealer, ShoeDevice, ShoeReader
+from tabled.simulators.shuffler import ShufflerSimulator, baccarat_script
+from tabled.simulators.usb_backend import UsbSimServer
 
 FAMILIES: Final = ("shoe", "shuffler", "dice")
 #: The game each family's script plays, and the device id the daemon gives it.

@@ -34,7 +34,7 @@ from bench import devices as dev
 from bench.footprint import TABLE_CARD_EVERY
 from bench.measure import CpuMeter, Latency, usage
 from bench.rig import SITE, Collector, device_connected, write_config
-from daemon.broker import Mosquitto
+from tabled.daemon.broker import Mosquitto
 
 WORKERS: Final = 4
 DEVICE_HOSTS: Final = 2
@@ -78,9 +78,9 @@ async def serve_devices(tables: list[str], every: float, seconds: float, out: Pa
 
 async def serve_tables(configs: list[Path], log: Path) -> None:
     """Run one table service per config on this loop until "stop" on standard input."""
-    from daemon.config import load_config
-    from daemon.logs import configure
-    from daemon.service import Service
+    from tabled.daemon.config import load_config
+    from tabled.daemon.logs import configure
+    from tabled.daemon.service import Service
 
     stream = await asyncio.to_thread(open, log, "a")  # the process's log until it exits
     configure("info", "json", stream=stream, static={"host": log.stem})

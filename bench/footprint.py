@@ -25,7 +25,7 @@ from bench.rig import (
     topic_base,
     write_config,
 )
-from daemon.broker import Mosquitto
+from tabled.daemon.broker import Mosquitto
 
 #: A real baccarat table's pace: one card every 6 s, about 110 hands an hour (a hand takes
 #: 4-6 cards and burns come with each shoe).

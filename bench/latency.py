@@ -37,7 +37,7 @@ from bench.rig import (
     topic_base,
     write_config,
 )
-from daemon.broker import Mosquitto
+from tabled.daemon.broker import Mosquitto
 
 PIPELINES = ("tabled", "baseline_a", "baseline_b")
 #: Messages per block: a pipeline is driven for one block, then the next pipeline.

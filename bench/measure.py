@@ -132,7 +132,7 @@ def _cpu_model() -> str:
 
 
 def _mosquitto_version() -> str:
-    from daemon.broker import find_mosquitto
+    from tabled.daemon.broker import find_mosquitto
 
     try:
         out = subprocess.run([find_mosquitto(), "-h"], capture_output=True, text=True,

@@ -1,7 +1,7 @@
 """Replay throughput: ``tabled replay`` rounds per second, whole process, per game, against the
 straightforward reference (:mod:`bench.reference`) on the same stream in the same run.
 
-The streams are the long seeded ones of the replay oracle tests (``tests/oracle/streams.py``):
+The streams are the long seeded ones of the replay oracle tests (``bench/oracle/streams.py``):
 real shoes and decks, cards in the order the rules call for them, a few per cent of irregular
 events and events of other games (each gives a notice on standard error). Each command reads
 the file and writes its outcomes to a file; the time is the process's wall time from spawn to
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from tests.oracle.streams import baccarat_stream, craps_stream, qpoker_stream, write_jsonl
+from bench.oracle.streams import baccarat_stream, craps_stream, qpoker_stream, write_jsonl
 
 GAMES: Final = ("baccarat", "craps", "qpoker")
 SEED: Final = 20261129
@@ -57,10 +57,10 @@ def _timed(args: list[str], out: Path, err: Path) -> tuple[float, float, int]:
 def breakdown(game: str, path: Path, limit: int = 200_000) -> dict[str, Any]:
     """Where a round's CPU time goes in ``tabled replay``'s steps, in process (µs per round):
     decoding the JSON, building the typed event, the rules, the record, its encoding."""
-    from daemon.events import load_json, parse_event
-    from daemon.replay import encode_record
-    from daemon.rules import make_table
-    from daemon.rules.outcome import Outcome
+    from tabled.contract.events import load_json, parse_event
+    from tabled.contract.outcome import Outcome
+    from tabled.daemon.replay import encode_record
+    from tabled.daemon.rules import make_table
 
     with open(path, encoding="utf-8") as stream:
         lines = [line for _, line in zip(range(limit), stream, strict=False)]
@@ -90,7 +90,7 @@ def run_game(game: str, rounds: int, workdir: Path, repeats: int) -> dict[str, A
     stream = workdir / f"{game}.jsonl"
     events = make_stream(game, rounds, stream)
     commands = {
-        "tabled": [sys.executable, "-m", "daemon.cli", "replay", "--game", game, str(stream)],
+        "tabled": [sys.executable, "-m", "tabled.tools.cli", "replay", "--game", game, str(stream)],
         "reference": [sys.executable, "-m", "bench.reference", "--game", game, str(stream)],
     }
     result: dict[str, Any] = {"rounds": rounds, "events": events}

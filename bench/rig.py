@@ -106,7 +106,7 @@ class DaemonProcess:
         with open(self.log_path, "ab") as log:
             self._spawned = time.monotonic()
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "daemon.cli", "run", "-c", str(self.config)],
+                [sys.executable, "-m", "tabled.tools.cli", "run", "-c", str(self.config)],
                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
     def wait_ready(self, timeout: float = T_START) -> float:

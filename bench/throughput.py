@@ -17,7 +17,7 @@ from typing import Any
 
 from bench import devices as dev
 from bench.latency import tabled_pass
-from daemon.broker import Mosquitto
+from tabled.daemon.broker import Mosquitto
 
 
 async def run_family(family: str, broker: Mosquitto, workdir: Path, count: int,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from daemon.events import Decision, Event, EventError, Reveal, ShoeStart, Void
+from tabled.contract.events import Decision, Event, EventError, Reveal, ShoeStart, Void
 
 #: Command names (the last topic level of ``…/cmd/<name>``).
 COMMANDS = ("decision", "reveal", "void", "new_shoe")

@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from daemon.rules.options import OPTION_TYPES, GameOptions, OptionError
+from tabled.daemon.rules.options import OPTION_TYPES, GameOptions, OptionError
 
 Family = Literal["shoe", "shuffler", "dice"]
 GameName = Literal["baccarat", "craps", "qpoker"]

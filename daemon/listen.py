@@ -13,9 +13,9 @@ import json
 import signal
 import sys
 
-from daemon.events import Event, encode_event
-from drivers.errors import DeviceError
-from drivers.registry import open_device
+from tabled.contract.events import Event, encode_event
+from tabled.drivers.errors import DeviceError
+from tabled.drivers.registry import open_device
 
 
 async def listen(family: str, url: str, *, device_id: str = "listen", count: int | None = None,

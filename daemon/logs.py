@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import structlog
 
-from daemon.events import Event
+from tabled.contract.events import Event
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
            "error": logging.ERROR}

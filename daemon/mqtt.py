@@ -34,10 +34,10 @@ from urllib.parse import urlsplit
 import aiomqtt
 import structlog
 
-from daemon.backoff import Backoff
-from daemon.config import MQTTSettings, read_secret
-from daemon.journal import Journal, JournalError, StoredOutput
-from daemon.timeutil import rfc3339_now
+from tabled.contract.timeutil import rfc3339_now
+from tabled.daemon.backoff import Backoff
+from tabled.daemon.config import MQTTSettings, read_secret
+from tabled.daemon.journal import Journal, JournalError, StoredOutput
 
 log = structlog.get_logger("tabled.mqtt")
 

@@ -15,10 +15,10 @@ from typing import TextIO
 
 import orjson
 
-from daemon.events import EventError, parse_line
-from daemon.rules import make_table
-from daemon.rules.options import GameOptions
-from daemon.rules.outcome import Outcome
+from tabled.contract.events import LineError, read_events
+from tabled.contract.outcome import Outcome
+from tabled.daemon.rules import make_table
+from tabled.daemon.rules.options import GameOptions
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -51,21 +51,19 @@ def replay(
     """
     table = make_table(game, options)
     write = out.write
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue  # a blank line (a trailing newline, a separator) carries no event
-        try:
-            event = parse_line(line)
-        except EventError as exc:
-            out.flush()
-            err.write(f"line {lineno}: {exc}\n")
-            return EXIT_BAD_INPUT
-        for output in table.feed(event):
-            if isinstance(output, Outcome):
-                write(encode_record(output.to_record()))
-                write("\n")
-            else:
-                article = f" ({output.article})" if output.article else ""
-                err.write(f"line {lineno}: notice {output.code}: {output.message}{article}\n")
+    try:
+        for lineno, event in read_events(lines):
+            for output in table.feed(event):
+                if isinstance(output, Outcome):
+                    write(encode_record(output.to_record()))
+                    write("\n")
+                else:
+                    article = f" ({output.article})" if output.article else ""
+                    err.write(f"line {lineno}: notice {output.code}: {output.message}"
+                              f"{article}\n")
+    except LineError as exc:
+        out.flush()
+        err.write(f"{exc}\n")
+        return EXIT_BAD_INPUT
     out.flush()
     return EXIT_OK

@@ -2,7 +2,8 @@
 
 Owns the synchronous path from an accepted event to durable records. For each event it runs the
 rules core, works out what may be published (for Q Poker the rules core's
-:class:`~daemon.rules.qpoker.Publication` withholds face-down cards), and stages the event and
+:class:`~tabled.daemon.rules.qpoker.Publication` withholds face-down cards), and stages the event
+and
 everything it caused; :meth:`TableRuntime.commit` writes the staged records in one journal
 transaction. Only after that commit does anything reach MQTT (the publisher reads the journal),
 and only after it do the drivers acknowledge the device's frames: a crash before the commit
@@ -26,16 +27,16 @@ from typing import Any
 
 import structlog
 
-from daemon.config import Config
-from daemon.events import Event, Fault, event_to_dict, parse_event
-from daemon.faults import JOURNAL_FAILURE
-from daemon.journal import Entry, InputEntry, Journal, JournalError, OutputEntry, StartEntry
-from daemon.logs import event_fields
-from daemon.rules import Table, make_table
-from daemon.rules.options import declare
-from daemon.rules.outcome import Notice, Outcome, Output
-from daemon.rules.qpoker import Publication, QPokerTable
-from daemon.timeutil import rfc3339_now
+from tabled.contract.events import Event, Fault, event_to_dict, parse_event
+from tabled.contract.faults import JOURNAL_FAILURE
+from tabled.contract.outcome import Notice, Outcome, Output
+from tabled.contract.timeutil import rfc3339_now
+from tabled.daemon.config import Config
+from tabled.daemon.journal import Entry, InputEntry, Journal, JournalError, OutputEntry, StartEntry
+from tabled.daemon.logs import event_fields
+from tabled.daemon.rules import Table, make_table
+from tabled.daemon.rules.options import declare
+from tabled.daemon.rules.qpoker import Publication, QPokerTable
 
 log = structlog.get_logger("tabled.runtime")
 

@@ -21,19 +21,19 @@ from typing import Any
 
 import structlog
 
-from daemon import __version__
-from daemon.broker import Mosquitto
-from daemon.commands import CommandGate, CommandRejected, parse_ts
-from daemon.config import Config, read_secret
-from daemon.faults import JOURNAL_FAILURE
-from daemon.journal import Journal, JournalError, OutputEntry
-from daemon.mqtt import MqttService, Topics
-from daemon.rules.options import declare
-from daemon.rules.outcome import Notice, Outcome
-from daemon.runtime import Degraded, TableRuntime
-from daemon.supervisor import DeviceSupervisor
-from daemon.systemd import Notifier
-from daemon.timeutil import rfc3339_now
+from tabled.contract.faults import JOURNAL_FAILURE
+from tabled.contract.outcome import Notice, Outcome
+from tabled.contract.timeutil import rfc3339_now
+from tabled.daemon import __version__
+from tabled.daemon.broker import Mosquitto
+from tabled.daemon.commands import CommandGate, CommandRejected, parse_ts
+from tabled.daemon.config import Config, read_secret
+from tabled.daemon.journal import Journal, JournalError, OutputEntry
+from tabled.daemon.mqtt import MqttService, Topics
+from tabled.daemon.rules.options import declare
+from tabled.daemon.runtime import Degraded, TableRuntime
+from tabled.daemon.supervisor import DeviceSupervisor
+from tabled.daemon.systemd import Notifier
 
 log = structlog.get_logger("tabled.service")
 
@@ -144,7 +144,7 @@ class Service:
     async def _discovery(self) -> None:
         """Hot-plug: pyudev's add/remove events for the devices configured with a match go to
         their supervisors (docs/udev.md)."""
-        from drivers.discovery import DeviceMatch, Discovery
+        from tabled.drivers.discovery import DeviceMatch, Discovery
 
         by_id = {sup.settings.id: sup for sup in self.supervisors if sup.records is not None}
         matches = {}

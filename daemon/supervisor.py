@@ -25,15 +25,15 @@ from typing import Any
 
 import structlog
 
-from daemon.backoff import Backoff
-from daemon.config import DeviceSettings
-from daemon.events import Event, Fault, Void
-from daemon.faults import DEVICE_LOST
-from daemon.runtime import Degraded, TableRuntime
-from daemon.timeutil import rfc3339_now
-from drivers.errors import DeviceError
-from drivers.link import Resume
-from drivers.registry import Device, open_device
+from tabled.contract.events import Event, Fault, Void
+from tabled.contract.faults import DEVICE_LOST
+from tabled.contract.timeutil import rfc3339_now
+from tabled.daemon.backoff import Backoff
+from tabled.daemon.config import DeviceSettings
+from tabled.daemon.runtime import Degraded, TableRuntime
+from tabled.drivers.errors import DeviceError
+from tabled.drivers.link import Resume
+from tabled.drivers.registry import Device, open_device
 
 log = structlog.get_logger("tabled.supervisor")
 
@@ -148,7 +148,7 @@ class DeviceSupervisor:
 
     def _driver_options(self) -> dict[str, Any]:
         """The options of the next connection, with what the journal holds from this device
-        *now* (drivers.link, "exactly once across resets"): a message made durable whose ACK
+        *now* (tabled.drivers.link, "exactly once across resets"): a message made durable whose ACK
         was lost with the last connection is dropped, not delivered twice."""
         options = dict(self.options)
         progress = self.runtime.devices.get(self.settings.id)

@@ -25,7 +25,7 @@ from urllib.parse import urlencode
 import pyudev
 import structlog
 
-from drivers.errors import DeviceError
+from tabled.drivers.errors import DeviceError
 
 log = structlog.get_logger(__name__)
 

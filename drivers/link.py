@@ -1,7 +1,7 @@
 """The link state machine of tabled's serial protocols (sans-IO): reliable, ordered delivery.
 
 Owns sequencing, ACK/NAK, retransmission, heartbeats and link resets over
-:mod:`drivers.framing`. It never does I/O and never reads a clock: time comes in as ``now``
+:mod:`tabled.drivers.framing`. It never does I/O and never reads a clock: time comes in as ``now``
 (seconds, monotonic), bytes come in through :meth:`Link.receive_data` and go out through
 :meth:`Link.data_to_send`, and timers fire from :meth:`Link.poll`. The device side and the host
 side run the same class, so the simulators exercise exactly the code a table runs.
@@ -34,7 +34,7 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Final
 
-from drivers.framing import CorruptFrame, Frame, FrameDecoder, encode_frame
+from tabled.drivers.framing import CorruptFrame, Frame, FrameDecoder, encode_frame
 
 # Link message kinds (family kinds start at FIRST_FAMILY_KIND).
 ACK: Final = 0x01

@@ -1,4 +1,4 @@
-"""Runs a sans-IO :class:`~drivers.link.Link` on the asyncio event loop.
+"""Runs a sans-IO :class:`~tabled.drivers.link.Link` on the asyncio event loop.
 
 Owns exactly the glue between a link and the loop: feeding it bytes and the monotonic clock,
 writing what it wants written, and firing its timers. Both the host side (the drivers) and the
@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from drivers.link import Link, LinkDown, LinkEvent, MessageReceived
+from tabled.drivers.link import Link, LinkDown, LinkEvent, MessageReceived
 
 
 class LinkRunner:

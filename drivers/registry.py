@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from daemon.events import Event, Fault
+from tabled.contract.events import Event, Fault
 
 FAMILIES = ("shoe", "shuffler", "dice")
 
@@ -39,10 +39,10 @@ class Device(Protocol):
 
 async def open_device(family: str, url: str, *, device_id: str, emit: Callable[[Event], None],
                       first_seq: int = 0, **options: Any) -> Device:
-    """Open ``url`` with the ``family``'s driver; raises ``drivers.errors.DeviceError``."""
+    """Open ``url`` with the ``family``'s driver; raises ``tabled.drivers.errors.DeviceError``."""
     if family not in FAMILIES:
         raise ValueError(f"unknown device family {family!r} (known: {', '.join(FAMILIES)})")
-    module = importlib.import_module(f"drivers.{family}")
+    module = importlib.import_module(f"tabled.drivers.{family}")
     device: Device = await module.open_device(url, device_id=device_id, emit=emit,
                                               first_seq=first_seq, **options)
     return device

@@ -1,7 +1,8 @@
 """The thin asyncio adapter for tabled's serial device families.
 
 Owns the meeting point of a transport (pyserial-asyncio-fast, opened from a URL), the host side
-of a :class:`~drivers.link.Link`, and a family's message handling. It does no framing and knows
+of a :class:`~tabled.drivers.link.Link`, and a family's message handling. It does no framing and
+knows
 no rules: families subclass :class:`SerialDevice` and implement :meth:`message_received`
 (decode, then :meth:`emit` normalized events). Reconnection is the supervisor's job, not this
 class's: when the link or the port fails, the transport is closed and :meth:`wait_closed`
@@ -20,12 +21,12 @@ from typing import Any, ClassVar
 import serial
 import serial_asyncio_fast
 
-from daemon.events import Event, Fault, Meta
-from daemon.faults import DEVICE_LOST
-from daemon.timeutil import rfc3339_now
-from drivers.errors import DeviceError, ProtocolError
-from drivers.link import Link, LinkError, LinkEvent, LinkUp, MessageReceived, Resume
-from drivers.link_runner import LinkRunner
+from tabled.contract.events import Event, Fault, Meta
+from tabled.contract.faults import DEVICE_LOST
+from tabled.contract.timeutil import rfc3339_now
+from tabled.drivers.errors import DeviceError, ProtocolError
+from tabled.drivers.link import Link, LinkError, LinkEvent, LinkUp, MessageReceived, Resume
+from tabled.drivers.link_runner import LinkRunner
 
 #: Serial line speed of every tabled serial family (docs/protocols/framing.md).
 BAUDRATE = 115_200
@@ -67,7 +68,7 @@ class SerialDevice(asyncio.Protocol):
         resume: Resume | None = None,
     ) -> None:
         self.device_id = device_id
-        #: What the daemon already made durable from this device (see drivers.link, "Exactly
+        #: What the daemon already made durable from this device (see tabled.drivers.link, "Exactly
         #: once across resets"); messages re-sent up to it are dropped by the link.
         self.resume = resume
         self._message: tuple[int, int] | None = None  # (boot id, number) being handled

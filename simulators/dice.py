@@ -3,9 +3,10 @@
 Owns the device's side of docs/protocols/dice.md: a script of throws (seeded random or given
 with ``--rolls``), the numbered reports it keeps until the host acknowledges them, its STATUS
 heartbeat, its answers to the vendor control requests, and fault injection. It is served on the
-simulated USB bus of :mod:`simulators.usb_backend`, so a driver reaches it through pyusb exactly
+simulated USB bus of :mod:`tabled.simulators.usb_backend`, so a driver reaches it through pyusb
+exactly
 as it reaches the real sensor. It never decides what a driver should see: it only plays the
-device, encoding with the driver's own :mod:`drivers.dice.protocol`.
+device, encoding with the driver's own :mod:`tabled.drivers.dice.protocol`.
 
 Faults (``--fault KIND@N[:ARG]``, repeatable) name the N-th event report the sensor produces
 (1-based; heartbeats and resends do not count):
@@ -34,7 +35,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from drivers.dice.protocol import (
+from tabled.drivers.dice.protocol import (
     INTERFACE,
     NUMBER_MODULO,
     POLL_INTERVAL_MS,
@@ -63,8 +64,8 @@ from drivers.dice.protocol import (
     join_number,
     number_is_ahead,
 )
-from simulators.faults import FaultSpecError, parse_spec
-from simulators.usb_backend import SimulatedUsbDevice, UsbSimError, UsbSimServer
+from tabled.simulators.faults import FaultSpecError, parse_spec
+from tabled.simulators.usb_backend import SimulatedUsbDevice, UsbSimError, UsbSimServer
 
 TABLE_FAULTS: Final = ("off_table", "cocked", "sensor")
 LINK_FAULTS: Final = ("drop", "corrupt", "truncate", "garbage", "stall", "unplug", "disconnect")

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from drivers.framing import STX, FrameDecoder
-from drivers.link import FIRST_FAMILY_KIND
+from tabled.drivers.framing import STX, FrameDecoder
+from tabled.drivers.link import FIRST_FAMILY_KIND
 
 BYTE_FAULTS: Final = ("corrupt", "truncate", "drop", "garbage", "stall", "disconnect")
 

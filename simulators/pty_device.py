@@ -1,6 +1,6 @@
 """The device side of a serial family, served on a pseudo-terminal.
 
-Owns the pty pair, the device end of the same :class:`~drivers.link.Link` the drivers run,
+Owns the pty pair, the device end of the same :class:`~tabled.drivers.link.Link` the drivers run,
 byte-level fault injection on the way out, and unplug/replug. A family simulator subclasses
 :class:`PtyDevice`, sends its messages with :meth:`send` and answers host requests in
 :meth:`message_received`. It never decides what a driver should see: it only plays the device.
@@ -19,9 +19,9 @@ import random
 import tty
 from collections.abc import Callable
 
-from drivers.link import Link, LinkDown, LinkEvent, LinkUp, MessageReceived
-from drivers.link_runner import LinkRunner
-from simulators.faults import ByteFault, Damage, FaultPlan, split_frames
+from tabled.drivers.link import Link, LinkDown, LinkEvent, LinkUp, MessageReceived
+from tabled.drivers.link_runner import LinkRunner
+from tabled.simulators.faults import ByteFault, Damage, FaultPlan, split_frames
 
 #: The device keeps its queued messages while no host listens; this is how long it waits
 #: for a host before its link counts a silence (it then simply waits for the next RESET).

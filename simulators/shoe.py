@@ -6,8 +6,8 @@ electronics (counts the cards, arms a burn, keeps the status, answers the host);
 :class:`Dealer` is the dealer's hands on the shoe (loads it, burns, deals demonstration and real
 hands, meets the cut card, presses the buttons the family faults call for); :class:`ShoeDevice`
 puts the reader on a pty. It never decides what a driver should emit: the dealer asks the rules
-core (``daemon.rules``) only when a hand is complete, feeding it the very events the shoe's
-reports stand for (:func:`drivers.shoe.driver.normalize`).
+core (``tabled.daemon.rules``) only when a hand is complete, feeding it the very events the shoe's
+reports stand for (:func:`tabled.drivers.shoe.driver.normalize`).
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from daemon.events import CARD_CODES, RANKS, SUITS
-from daemon.rules import Table, make_table
-from daemon.rules.options import BaccaratMethod, BaccaratOptions, LastHand
-from drivers.errors import ProtocolError
-from drivers.shoe.driver import normalize
-from drivers.shoe.protocol import (
+from tabled.contract.events import CARD_CODES, RANKS, SUITS
+from tabled.daemon.rules import Table, make_table
+from tabled.daemon.rules.options import BaccaratMethod, BaccaratOptions, LastHand
+from tabled.drivers.errors import ProtocolError
+from tabled.drivers.shoe.driver import normalize
+from tabled.drivers.shoe.protocol import (
     Button,
     ButtonPressed,
     CardOut,
@@ -43,8 +43,8 @@ from drivers.shoe.protocol import (
     decode,
     encode,
 )
-from simulators.faults import BYTE_FAULTS, ByteFault, FaultSpecError
-from simulators.pty_device import PtyDevice
+from tabled.simulators.faults import BYTE_FAULTS, ByteFault, FaultSpecError
+from tabled.simulators.pty_device import PtyDevice
 
 FIRMWARE: Final = "shoe-sim 1.0"
 SERIAL: Final = "SHOE-SIM-0001"
@@ -148,7 +148,8 @@ class ShoeFault:
 
 
 def parse_fault(text: str) -> ShoeFault | ByteFault:
-    """A ``--fault`` value: a family fault ``KIND@N`` or a byte fault of simulators.faults."""
+    """A ``--fault`` value: a family fault ``KIND@N`` or a byte fault of
+    tabled.simulators.faults."""
     kind, sep, at_text = text.partition("@")
     if kind not in SHOE_FAULTS:
         if kind in BYTE_FAULTS:

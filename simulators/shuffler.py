@@ -6,7 +6,7 @@ last, Art. 7(2)) or baccarat mode (a seeded shoe dealt one card at a time, face 
 machine faults injected into it (jam, failure, door open, an exposed card, a short or long
 deck). The session is built first as a plain list of protocol messages (:func:`qpoker_script`,
 :func:`baccarat_script`, deterministic for a seed) and then played on a
-:class:`~simulators.pty_device.PtyDevice` with the production protocol and link, so a driver
+:class:`~tabled.simulators.pty_device.PtyDevice` with the production protocol and link, so a driver
 sees exactly the bytes a table would. It never decides what a driver should emit.
 """
 
@@ -21,14 +21,14 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, TypeVar
 
-from daemon.events import CARD_CODES, DEALER, RANKS, SUITS, CardDealt, Seat
-from daemon.rules import Table, make_table
-from daemon.rules.options import BaccaratOptions, OptionError
-from daemon.rules.outcome import Outcome
-from drivers.errors import ProtocolError
-from drivers.shuffler import protocol as p
-from simulators.faults import BYTE_FAULTS, ByteFault, FaultSpecError
-from simulators.pty_device import PtyDevice
+from tabled.contract.events import CARD_CODES, DEALER, RANKS, SUITS, CardDealt, Seat
+from tabled.contract.outcome import Outcome
+from tabled.daemon.rules import Table, make_table
+from tabled.daemon.rules.options import BaccaratOptions, OptionError
+from tabled.drivers.errors import ProtocolError
+from tabled.drivers.shuffler import protocol as p
+from tabled.simulators.faults import BYTE_FAULTS, ByteFault, FaultSpecError
+from tabled.simulators.pty_device import PtyDevice
 
 FIRMWARE: Final = "QSD-3.2.0"
 SERIAL_NUMBER: Final = "SD7-004217"
@@ -69,7 +69,7 @@ class MachineFault:
 
 
 def parse_fault(text: str) -> ByteFault | MachineFault:
-    """``--fault`` in either form: a byte fault (``corrupt@5``, see simulators.faults) or a
+    """``--fault`` in either form: a byte fault (``corrupt@5``, see tabled.simulators.faults) or a
     machine fault ``KIND@N``, with ``exposed@dealer[:R]`` for the dealer's hand of round R."""
     kind, sep, rest = text.partition("@")
     if kind in BYTE_FAULTS:

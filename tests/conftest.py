@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 
 
 def load_schema(name: str) -> dict[str, Any]:
-    text = resources.files("daemon.schemas").joinpath(f"{name}.schema.json").read_text()
+    text = resources.files("tabled.contract.schemas").joinpath(f"{name}.schema.json").read_text()
     schema: dict[str, Any] = json.loads(text)
     Draft202012Validator.check_schema(schema)
     return schema

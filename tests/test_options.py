@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.rules.options import (
+from tabled.daemon.rules.options import (
     BaccaratOptions,
     CrapsOptions,
     OptionError,

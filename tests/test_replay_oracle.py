@@ -2,7 +2,7 @@
 
 For each game and every regulated option combination, a seeded stream of thousands of rounds
 (irregular events included) is written to a file and run through the real command line; every
-outcome record must agree with the oracle of ``tests/oracle`` (see
+outcome record must agree with the oracle of ``bench/oracle`` (see
 :func:`tests.oracle.record_differences` for what is compared). The oracles themselves are first
 checked against the rules: exhaustively where the space is small, by exact house edges and a long
 simulation where it is not.
@@ -31,9 +31,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.events import parse_event
-from tests.oracle import OutOfScope, Record, baccarat, craps, qpoker, stream_differences
-from tests.oracle.streams import baccarat_stream, craps_stream, qpoker_stream, write_jsonl
+from bench.oracle import OutOfScope, Record, baccarat, craps, qpoker, stream_differences
+from bench.oracle.streams import baccarat_stream, craps_stream, qpoker_stream, write_jsonl
+from tabled.contract.events import parse_event
 
 ROUNDS = int(os.environ.get("TABLED_ORACLE_ROUNDS", "5000"))
 SEED = int(os.environ.get("TABLED_ORACLE_SEED", "20261129"))
@@ -452,7 +452,7 @@ def test_qpoker_streams_one_outcome_per_round_for_any_seed(seed: int) -> None:
 def run_replay(game: str, options: Mapping[str, str], path: Path
                ) -> subprocess.CompletedProcess[str]:
     """The real command line, as an operator would run it."""
-    command = [sys.executable, "-m", "daemon.cli", "replay", "--game", game]
+    command = [sys.executable, "-m", "tabled.tools.cli", "replay", "--game", game]
     for key, value in options.items():
         command += ["--option", f"{key}={value}"]
     return subprocess.run([*command, str(path)], capture_output=True, text=True, cwd=ROOT,

@@ -9,8 +9,8 @@ import struct
 import uuid
 from pathlib import Path
 
-from drivers.discovery import BY_ID_DIR, UdevSource
-from drivers.errors import DeviceError
+from tabled.drivers.discovery import BY_ID_DIR, UdevSource
+from tabled.drivers.errors import DeviceError
 
 NETLINK_KOBJECT_UEVENT = 15
 UDEV_MONITOR_GROUP = 2  # libudev's multicast group (the kernel's own events are group 1)

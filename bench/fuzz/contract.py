@@ -1,6 +1,6 @@
 """The contract checks every fuzz target ends with: is what came out a valid public event or record?
 
-Owns the two compiled JSON Schema validators (``daemon/schemas``, built once per process with
+Owns the two compiled JSON Schema validators (``contract/schemas``, built once per process with
 jsonschema-rs, which checks a record in microseconds where the reference validator takes a
 millisecond) and the round trip an event must survive. It must never decide what a game or a
 device means: it only holds outputs against CONTRACT.md's schemas and the event codec.
@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from daemon.events import Event, encode_event, event_to_dict, parse_event
+from tabled.contract.events import Event, encode_event, event_to_dict, parse_event
 
 
 class InvariantBroken(Exception):
@@ -25,7 +25,7 @@ class InvariantBroken(Exception):
 
 @cache
 def _validator(name: str) -> Any:
-    text = resources.files("daemon.schemas").joinpath(f"{name}.schema.json").read_text()
+    text = resources.files("tabled.contract.schemas").joinpath(f"{name}.schema.json").read_text()
     # Formats are annotations, as the reference validator treats them by default.
     return jsonschema_rs.validator_for(json.loads(text), validate_formats=False)
 
@@ -40,7 +40,7 @@ def _check(name: str, document: Any) -> None:
 
 def check_record(record: dict[str, Any]) -> None:
     """``record`` is a contract-valid outcome record, and the daemon can publish it: strict JSON
-    in UTF-8, as ``daemon.mqtt.dumps`` and the broker take it."""
+    in UTF-8, as ``tabled.daemon.mqtt.dumps`` and the broker take it."""
     json.dumps(record, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
     _check("outcome", record)
 

@@ -1,14 +1,14 @@
 """Fuzz targets of the rules core: random orders of valid and invalid events, for every game and
 every option set, and Q Poker's published stream.
 
-Owns the corpus (the oracle streams of ``tests/oracle/streams.py``, realistic shoes, rolls and
+Owns the corpus (the oracle streams of ``bench/oracle/streams.py``, realistic shoes, rolls and
 rounds with their irregularities, one per option set), the pool of well-formed but
 game-impossible events slipped into them, and the promises a run checks after every ``feed``:
-no exception escapes, every outcome record satisfies ``daemon/schemas/outcome.schema.json`` and
+no exception escapes, every outcome record satisfies ``contract/schemas/outcome.schema.json`` and
 can be published as UTF-8 JSON, rounds go up by one, every notice names its article. For Q
-Poker's :class:`~daemon.rules.qpoker.Publication`: no face-down card is published before the
+Poker's :class:`~tabled.daemon.rules.qpoker.Publication`: no face-down card is published before the
 rules open it, and a fresh table fed the published stream gives the same records. It must
-never judge whether an outcome is *right* (the oracles of ``tests/oracle`` do that), only that
+never judge whether an outcome is *right* (the oracles of ``bench/oracle`` do that), only that
 it is well-formed and in order.
 """
 
@@ -25,7 +25,8 @@ from typing import Any
 from bench.fuzz.contract import InvariantBroken, check_record
 from bench.fuzz.engine import Target
 from bench.fuzz.mutate import mutate_sequence
-from daemon.events import (
+from bench.oracle.streams import baccarat_stream, craps_stream, qpoker_stream
+from tabled.contract.events import (
     CARD_CODES,
     DEALER,
     CardDealt,
@@ -38,12 +39,11 @@ from daemon.events import (
     encode_event,
     parse_event,
 )
-from daemon.faults import DESCRIPTIONS
-from daemon.rules import Table, make_table
-from daemon.rules.options import BaccaratOptions, CrapsOptions, GameOptions, QPokerOptions
-from daemon.rules.outcome import Notice, Outcome, Output
-from daemon.rules.qpoker import WITHHELD_MARK, Publication, QPokerTable
-from tests.oracle.streams import baccarat_stream, craps_stream, qpoker_stream
+from tabled.contract.faults import DESCRIPTIONS
+from tabled.contract.outcome import Notice, Outcome, Output
+from tabled.daemon.rules import Table, make_table
+from tabled.daemon.rules.options import BaccaratOptions, CrapsOptions, GameOptions, QPokerOptions
+from tabled.daemon.rules.qpoker import WITHHELD_MARK, Publication, QPokerTable
 
 CARDS = sorted(CARD_CODES)
 ARTICLE = re.compile(r"^(baccarat|craps|qpoker)\.art[0-9]+(\.[0-9]+)*$")
@@ -232,7 +232,7 @@ def _run_rules(case: RulesCase, rng: random.Random) -> set[str]:
 
 RULES = Target[RulesCase](
     name="rules",
-    summary="daemon.rules.make_table(game, options).feed, every game and option set",
+    summary="tabled.daemon.rules.make_table(game, options).feed, every game and option set",
     corpus=_rules_corpus, mutate=_mutate_rules, run=_run_rules, fresh=_fresh_rules,
     fresh_share=0.05, size=lambda case: len(case.events), unit="event",
 )
@@ -285,7 +285,7 @@ def _run_publication(case: RulesCase, rng: random.Random) -> set[str]:
 
 PUBLICATION = Target[RulesCase](
     name="qpoker_publication",
-    summary="daemon.rules.qpoker.Publication.admit, then the published stream replayed",
+    summary="tabled.daemon.rules.qpoker.Publication.admit, then the published stream replayed",
     corpus=_qpoker_corpus, mutate=_mutate_real_stream, run=_run_publication,
     size=lambda case: len(case.events), unit="event",
 )

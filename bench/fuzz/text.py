@@ -2,7 +2,8 @@
 console's command gate.
 
 Owns their corpora, made with the real encoders (``encode_event`` of every event type as the
-oracle streams and the drivers produce them, commands signed with ``daemon.commands.sign``), and
+oracle streams and the drivers produce them, commands signed with ``tabled.daemon.commands.sign``),
+and
 the mutations that reach past the first check: structural JSON mutations, and commands signed
 again after they were spoiled, so that the gate's checks behind the MAC are fuzzed too. A run
 holds the parser to "an event or EventError, and what it accepts is contract-valid" and the
@@ -23,8 +24,8 @@ from typing import Any
 from bench.fuzz.contract import InvariantBroken, check_event
 from bench.fuzz.engine import Target, error_shape
 from bench.fuzz.mutate import json_value, mutate_bytes, mutate_json, random_bytes
-from daemon.commands import COMMANDS, CommandGate, CommandRejected, sign
-from daemon.events import (
+from bench.oracle.streams import baccarat_stream, craps_stream, qpoker_stream
+from tabled.contract.events import (
     EVENT_TYPES,
     Decision,
     EventError,
@@ -35,7 +36,7 @@ from daemon.events import (
     parse_event,
     parse_line,
 )
-from tests.oracle.streams import baccarat_stream, craps_stream, qpoker_stream
+from tabled.daemon.commands import COMMANDS, CommandGate, CommandRejected, sign
 
 #: Field names of the contract's events, worth adding where they do not belong.
 EVENT_KEYS = ("v", "type", "device", "seq", "ts", "decks", "card", "face_up", "seat", "seats",
@@ -116,7 +117,7 @@ def _run_event_line(data: bytes, rng: random.Random) -> list[str]:
 
 EVENT_LINES = Target[bytes](
     name="event_lines",
-    summary="daemon.events.parse_line over JSON text (bytes and str)",
+    summary="tabled.contract.events.parse_line over JSON text (bytes and str)",
     corpus=_event_lines, mutate=mutate_json_text, run=_run_event_line, fresh=random_bytes,
 )
 
@@ -140,7 +141,7 @@ def _run_event_object(value: Any, rng: random.Random) -> list[str]:
 
 EVENT_OBJECTS = Target[Any](
     name="event_objects",
-    summary="daemon.events.parse_event over decoded JSON values",
+    summary="tabled.contract.events.parse_event over decoded JSON values",
     corpus=event_dicts, mutate=_mutate_event_object, run=_run_event_object, fresh=json_value,
 )
 
@@ -242,7 +243,7 @@ def _run_command(case: CommandCase, rng: random.Random) -> list[str]:
 
 COMMANDS_TARGET = Target[CommandCase](
     name="commands",
-    summary="daemon.commands.CommandGate.check (signed, spoiled and re-signed payloads)",
+    summary="tabled.daemon.commands.CommandGate.check (signed, spoiled and re-signed payloads)",
     corpus=_command_corpus, mutate=_mutate_command, run=_run_command,
 )
 

@@ -19,10 +19,10 @@ from typing import Any, TypeVar
 from bench.fuzz.contract import InvariantBroken, check_event
 from bench.fuzz.engine import Target, error_shape
 from bench.fuzz.mutate import chunks, mutate_bytes, mutate_sequence, random_bytes
-from daemon.events import CARD_CODES, DEALER, Event
-from drivers.dice import driver as dice_driver
-from drivers.dice import protocol as dice
-from drivers.dice.link import (
+from tabled.contract.events import CARD_CODES, DEALER, Event
+from tabled.drivers.dice import driver as dice_driver
+from tabled.drivers.dice import protocol as dice
+from tabled.drivers.dice.link import (
     AlreadyDurable,
     Deliver,
     LinkDown,
@@ -31,8 +31,8 @@ from drivers.dice.link import (
     RequestResend,
     SequencerState,
 )
-from drivers.errors import ProtocolError
-from drivers.framing import (
+from tabled.drivers.errors import ProtocolError
+from tabled.drivers.framing import (
     ETX,
     MAX_BODY,
     MAX_PAYLOAD,
@@ -42,7 +42,7 @@ from drivers.framing import (
     crc16,
     encode_frame,
 )
-from drivers.link import (
+from tabled.drivers.link import (
     ACK,
     FIRST_FAMILY_KIND,
     HEARTBEAT,
@@ -55,11 +55,11 @@ from drivers.link import (
     MessageReceived,
     Resume,
 )
-from drivers.link import LinkDown as SerialLinkDown
-from drivers.shoe import driver as shoe_driver
-from drivers.shoe import protocol as shoe
-from drivers.shuffler import driver as shuffler_driver
-from drivers.shuffler import protocol as shuffler
+from tabled.drivers.link import LinkDown as SerialLinkDown
+from tabled.drivers.shoe import driver as shoe_driver
+from tabled.drivers.shoe import protocol as shoe
+from tabled.drivers.shuffler import driver as shuffler_driver
+from tabled.drivers.shuffler import protocol as shuffler
 
 CARDS = sorted(CARD_CODES)
 R = TypeVar("R")
@@ -183,7 +183,7 @@ def _run_framing(data: bytes, rng: random.Random) -> list[str]:
 
 FRAMING = Target[bytes](
     name="framing",
-    summary="drivers.framing.FrameDecoder.feed: whole and in random chunks",
+    summary="tabled.drivers.framing.FrameDecoder.feed: whole and in random chunks",
     corpus=_framing_corpus, mutate=mutate_bytes, run=_run_framing, fresh=random_bytes,
 )
 
@@ -337,7 +337,7 @@ def _check_delivery(link: Link, resume: Resume | None, event: MessageReceived,
 
 LINK = Target[LinkCase](
     name="link",
-    summary="drivers.link.Link.receive_data and poll, host and device side",
+    summary="tabled.drivers.link.Link.receive_data and poll, host and device side",
     corpus=_link_corpus, mutate=_mutate_link, run=_run_link,
 )
 
@@ -369,7 +369,8 @@ def _run_shoe(data: bytes, rng: random.Random) -> list[str]:
 
 SHOE = Target[bytes](
     name="shoe",
-    summary="drivers.shoe.protocol.decode (kind byte + payload), then the driver's normalize",
+    summary="tabled.drivers.shoe.protocol.decode (kind byte + payload), then the "
+            "driver's normalize",
     corpus=_shoe_corpus, mutate=mutate_bytes, run=_run_shoe, fresh=random_bytes,
 )
 
@@ -394,7 +395,7 @@ def _run_shuffler(data: bytes, rng: random.Random) -> list[str]:
 
 SHUFFLER = Target[bytes](
     name="shuffler",
-    summary="drivers.shuffler.protocol.decode, Status.after and the driver's normalize",
+    summary="tabled.drivers.shuffler.protocol.decode, Status.after and the driver's normalize",
     corpus=_shuffler_corpus, mutate=mutate_bytes, run=_run_shuffler, fresh=random_bytes,
 )
 
@@ -465,7 +466,8 @@ def _reply(decode: Callable[[bytes], R], encode: Callable[[R], bytes], data: byt
 
 DICE = Target[bytes](
     name="dice",
-    summary="drivers.dice.protocol: decode_report, decode_info, decode_resend_reply, normalize",
+    summary="tabled.drivers.dice.protocol: decode_report, decode_info, "
+            "decode_resend_reply, normalize",
     corpus=_dice_corpus, mutate=_mutate_dice, run=_run_dice,
     fresh=lambda rng: rng.choice((rng.randbytes(dice.REPORT_SIZE), random_bytes(rng, 40))),
 )
@@ -602,7 +604,7 @@ def _run_sequencer(case: SequencerCase, rng: random.Random) -> list[str]:
 
 SEQUENCER = Target[SequencerCase](
     name="dice_sequencer",
-    summary="drivers.dice.link.ReportSequencer: packets, RESEND replies, timers",
+    summary="tabled.drivers.dice.link.ReportSequencer: packets, RESEND replies, timers",
     corpus=_sequencer_corpus, mutate=_mutate_sequencer, run=_run_sequencer,
 )
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from daemon.events import Event
-from daemon.rules.options import (
+from tabled.contract.events import Event
+from tabled.contract.outcome import GAMES, Game, Notice, Outcome, Output
+from tabled.daemon.rules.options import (
     BaccaratOptions,
     CrapsOptions,
     GameOptions,
     QPokerOptions,
     parse_options,
 )
-from daemon.rules.outcome import GAMES, Game, Notice, Outcome, Output
 
 
 class Table(Protocol):
@@ -53,16 +53,16 @@ def make_table(game: str, options: GameOptions | Mapping[str, str] | None = None
     if options is None or isinstance(options, Mapping):
         options = parse_options(game, options or {})
     if game == "baccarat":
-        from daemon.rules.baccarat import BaccaratTable
+        from tabled.daemon.rules.baccarat import BaccaratTable
 
         assert isinstance(options, BaccaratOptions)
         return BaccaratTable(options)
     if game == "craps":
-        from daemon.rules.craps import CrapsTable
+        from tabled.daemon.rules.craps import CrapsTable
 
         assert isinstance(options, CrapsOptions)
         return CrapsTable(options)
-    from daemon.rules.qpoker import QPokerTable
+    from tabled.daemon.rules.qpoker import QPokerTable
 
     assert isinstance(options, QPokerOptions)
     return QPokerTable(options)

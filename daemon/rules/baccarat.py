@@ -18,7 +18,7 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Any, Final, Literal, TypeAlias
 
-from daemon.events import (
+from tabled.contract.events import (
     RANKS,
     Burn,
     CardDealt,
@@ -30,9 +30,9 @@ from daemon.events import (
     ShoeStart,
     Void,
 )
-from daemon.faults import UNREADABLE_CARD
-from daemon.rules.options import BaccaratMethod, BaccaratOptions, Commission
-from daemon.rules.outcome import BetResult, Game, Notice, Outcome, Output
+from tabled.contract.faults import UNREADABLE_CARD
+from tabled.contract.outcome import BetResult, Game, Notice, Outcome, Output
+from tabled.daemon.rules.options import BaccaratMethod, BaccaratOptions, Commission
 
 Winner: TypeAlias = Literal["player", "banker", "tie"]
 

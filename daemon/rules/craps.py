@@ -2,7 +2,8 @@
 
 This module owns the point, the round numbers, and what each throw does to every kind of wager
 on the layout (CONTRACT.md "craps"): one outcome per ``roll``, ``no_roll`` or ``void``. It never
-holds stakes or money (``daemon.rules.money`` settles a stake against a result), never does I/O,
+holds stakes or money (``tabled.daemon.rules.money`` settles a stake against a result), never does
+I/O,
 and never changes its options.
 
 Every result on a roll depends only on the point and the two dice, so the results are decided
@@ -19,9 +20,9 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
-from daemon.events import Event, Fault, NoRoll, Roll, Void
-from daemon.rules.options import CrapsOptions
-from daemon.rules.outcome import BetResult, Game, Notice, Outcome, Output
+from tabled.contract.events import Event, Fault, NoRoll, Roll, Void
+from tabled.contract.outcome import BetResult, Game, Notice, Outcome, Output
+from tabled.daemon.rules.options import CrapsOptions
 
 #: The numbers that become a point (Art. 2.1), and the ones a Come wager can travel to (Art. 2.3).
 POINTS: Final = (4, 5, 6, 8, 9, 10)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from daemon.rules.outcome import BetResult
+from tabled.contract.outcome import BetResult
 
 #: Minor units in one major currency unit (avos in a pataca, cents in a dollar).
 MINOR_PER_MAJOR = 100

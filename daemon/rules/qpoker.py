@@ -4,7 +4,8 @@ the published form of its event stream.
 This module owns a Q Poker round: the positions with a bet, the dealing order of Art. 7, the
 single deck of Art. 1, the irregularities of Art. 11, the players' decisions (Art. 9.2-9.3) and
 the settlement of Dobo (Art. 9.1, 10) and Play (Art. 9.4-9.7). Hands are ranked by
-:mod:`daemon.rules.qpoker_hands`. It also owns :class:`Publication`, which withholds face-down
+:mod:`tabled.daemon.rules.qpoker_hands`. It also owns :class:`Publication`, which withholds
+face-down
 cards from the published stream until the rules open them.
 
 It is pure: no I/O, no clock, no logging. It must never settle a round whose cards it does not
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Final, Literal, TypeAlias, TypeGuard
 
-from daemon.events import (
+from tabled.contract.events import (
     DEALER,
     CardDealt,
     Decision,
@@ -31,10 +32,10 @@ from daemon.events import (
     Void,
     Withheld,
 )
-from daemon.faults import DEVICE_LOST, SHUFFLER_FAILURES
-from daemon.rules.options import QPokerOptions
-from daemon.rules.outcome import BetResult, Game, Notice, Outcome, Output
-from daemon.rules.qpoker_hands import HandClass, RankedHand, qualifies, rank_hand
+from tabled.contract.faults import DEVICE_LOST, SHUFFLER_FAILURES
+from tabled.contract.outcome import BetResult, Game, Notice, Outcome, Output
+from tabled.daemon.rules.options import QPokerOptions
+from tabled.daemon.rules.qpoker_hands import HandClass, RankedHand, qualifies, rank_hand
 
 #: The notice for dealing that arrives after its round was voided midway (see QPokerTable).
 DEALT_AFTER_VOID: Final = "dealt_after_void"

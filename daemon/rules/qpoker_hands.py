@@ -14,7 +14,7 @@ from enum import IntEnum
 from itertools import combinations
 from typing import Final, TypeAlias
 
-from daemon.events import CARD_CODES
+from tabled.contract.events import CARD_CODES
 
 #: Art. 4(2): ranks high to low A K Q J 10 … 2, as numbers that sort the same way (A high).
 RANK_VALUES: Final[dict[str, int]] = {rank: value for value, rank in enumerate("23456789TJQKA", 2)}

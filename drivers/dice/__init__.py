@@ -4,6 +4,6 @@ The supervisor and ``tabled listen`` open a sensor with :func:`open_device`; the
 is docs/protocols/dice.md.
 """
 
-from drivers.dice.driver import DiceDriver, normalize, open_device
+from tabled.drivers.dice.driver import DiceDriver, normalize, open_device
 
 __all__ = ["DiceDriver", "normalize", "open_device"]

@@ -3,8 +3,10 @@
 Owns the asyncio side of one sensor connection: the handshake (GET_INFO, GET_STATUS), the one
 reader task that polls the interrupt endpoint and runs every transfer off the event loop
 (``asyncio.to_thread``, each with a finite timeout), acknowledging and normalizing reports, and
-a clean close when the device goes away. Sequencing lives in :mod:`drivers.dice.link`, bytes in
-:mod:`drivers.dice.protocol`, pyusb in :mod:`drivers.dice.usb_transport`. It knows no craps
+a clean close when the device goes away. Sequencing lives in :mod:`tabled.drivers.dice.link`, bytes
+in
+:mod:`tabled.drivers.dice.protocol`, pyusb in :mod:`tabled.drivers.dice.usb_transport`. It knows no
+craps
 rules and never reconnects: when the device is lost :meth:`DiceDriver.wait_closed` returns
 and the supervisor decides what next.
 """
@@ -18,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import ClassVar
 
-from daemon.events import Event, Fault, Meta, NoRoll, Roll
-from daemon.faults import COCKED_DIE, DEVICE_LOST, LINK_ERRORS, SENSOR_FAULT
-from daemon.timeutil import rfc3339_now
-from drivers.dice.link import (
+from tabled.contract.events import Event, Fault, Meta, NoRoll, Roll
+from tabled.contract.faults import COCKED_DIE, DEVICE_LOST, LINK_ERRORS, SENSOR_FAULT
+from tabled.contract.timeutil import rfc3339_now
+from tabled.drivers.dice.link import (
     AlreadyDurable,
     Deliver,
     LinkDown,
@@ -30,7 +32,7 @@ from drivers.dice.link import (
     ReportsLost,
     RequestResend,
 )
-from drivers.dice.protocol import (
+from tabled.drivers.dice.protocol import (
     INFO_SIZE,
     INTERFACE,
     MAX_RESENDS,
@@ -54,10 +56,10 @@ from drivers.dice.protocol import (
     dice_in_mask,
     split_number,
 )
-from drivers.dice.usb_transport import UsbTransport, parse_usb_url
-from drivers.errors import DeviceError, ProtocolError
-from drivers.link import Resume
-from drivers.serial_device import EventSink, sink_barrier
+from tabled.drivers.dice.usb_transport import UsbTransport, parse_usb_url
+from tabled.drivers.errors import DeviceError, ProtocolError
+from tabled.drivers.link import Resume
+from tabled.drivers.serial_device import EventSink, sink_barrier
 
 #: The interrupt read's timeout: how often the reader wakes to fire timers and notice a
 #: close, so shutdown never waits longer than this on a quiet device.
@@ -305,8 +307,8 @@ async def open_device(
     """Open the sensor at ``usb://VVVV:PPPP[?serial=...&backend=sim:PATH]`` and start reading.
 
     ``backend`` is a pyusb backend object (it wins over the URL's); ``resume`` what the daemon
-    already made durable from this sensor (drivers.link.Resume); the timing options exist for
-    tests. Raises :class:`~drivers.errors.DeviceError` (``reason``: ``bad_url``,
+    already made durable from this sensor (tabled.drivers.link.Resume); the timing options exist for
+    tests. Raises :class:`~tabled.drivers.errors.DeviceError` (``reason``: ``bad_url``,
     ``not_found``, ``no_backend``, ``device_gone``, ``usb_error``, ``bad_handshake``...).
     """
     try:

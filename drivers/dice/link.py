@@ -16,7 +16,7 @@ barrier) and only then acknowledges the report (``ACK``): the device keeps every
 host made durable, and a reconnecting host resumes at the first of them. A host that knows it
 made more durable than it acknowledged (a crash between its commit and its ACK) says so at
 :meth:`ReportSequencer.synchronise`, and those reports are acknowledged without being emitted
-again: exactly once, as the serial link does it (drivers.link, "Exactly once across resets").
+again: exactly once, as the serial link does it (tabled.drivers.link, "Exactly once across resets").
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import enum
 from collections import Counter
 from dataclasses import dataclass
 
-from drivers.dice.protocol import (
+from tabled.drivers.dice.protocol import (
     MAX_RESENDS,
     NUMBER_MODULO,
     T_RESEND,

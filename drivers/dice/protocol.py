@@ -2,7 +2,7 @@
 
 Owns bytes <-> messages for the sensor of docs/protocols/dice.md and nothing else: no pyusb,
 no asyncio, no clock. It must never accept a report it cannot represent faithfully: a damaged
-or invalid packet raises :class:`ReportDamaged` (a :class:`~drivers.errors.ProtocolError`)
+or invalid packet raises :class:`ReportDamaged` (a :class:`~tabled.drivers.errors.ProtocolError`)
 naming the counter it belongs to.
 
 Report layout (the interrupt IN endpoint, always :data:`REPORT_SIZE` bytes, big-endian)::
@@ -13,7 +13,8 @@ Report layout (the interrupt IN endpoint, always :data:`REPORT_SIZE` bytes, big-
 power-on, modulo 2**32; re-sent reports keep their number. A STATUS report is not itself
 numbered: its NUMBER field carries the number the device will give its next event report, so a
 host that missed the last report learns it from the next heartbeat. ``CRC16`` is
-CRC-16/CCITT-FALSE (as in :mod:`drivers.framing`) over the 18 bytes before it. Unused body bytes
+CRC-16/CCITT-FALSE (as in :mod:`tabled.drivers.framing`) over the 18 bytes before it. Unused body
+bytes
 are sent as zero and a report whose reserved bytes are not zero is refused: it comes from a
 firmware this host does not understand.
 
@@ -28,8 +29,8 @@ import struct
 from dataclasses import dataclass
 from typing import Final
 
-from drivers.errors import ProtocolError
-from drivers.framing import crc16
+from tabled.drivers.errors import ProtocolError
+from tabled.drivers.framing import crc16
 
 # -- the device on the bus (docs/protocols/dice.md "Identity") ---------------------------------
 
@@ -113,7 +114,8 @@ class ReportKind(enum.IntEnum):
 
 
 class SensorFaultCode(enum.IntEnum):
-    """The sensor's numbered fault codes; every one maps to ``daemon.faults.SENSOR_FAULT``."""
+    """The sensor's numbered fault codes; every one maps to
+    ``tabled.contract.faults.SENSOR_FAULT``."""
 
     LENS_OBSCURED = 1
     ILLUMINATION_FAILURE = 2
@@ -318,7 +320,7 @@ def encode_info(info: DeviceInfo) -> bytes:
 
 
 def decode_info(data: bytes) -> DeviceInfo:
-    """The GET_INFO reply, or :class:`~drivers.errors.ProtocolError`."""
+    """The GET_INFO reply, or :class:`~tabled.drivers.errors.ProtocolError`."""
     if len(data) != INFO_SIZE:
         raise ProtocolError(f"device info of {len(data)} bytes, not {INFO_SIZE}")
     protocol, major, minor, patch, boot_id, raw_serial = _INFO.unpack(data)
@@ -334,7 +336,7 @@ def encode_resend_reply(reply: ResendReply) -> bytes:
 
 
 def decode_resend_reply(data: bytes) -> ResendReply:
-    """The RESEND reply, or :class:`~drivers.errors.ProtocolError`."""
+    """The RESEND reply, or :class:`~tabled.drivers.errors.ProtocolError`."""
     if len(data) != RESEND_REPLY_SIZE:
         raise ProtocolError(f"resend reply of {len(data)} bytes, not {RESEND_REPLY_SIZE}")
     first, count = _RESEND_REPLY.unpack(data)

@@ -2,7 +2,7 @@
 
 Owns finding the device from a ``usb://VVVV:PPPP[?serial=...&backend=sim:PATH]`` URL, claiming
 its interface, and the blocking transfers, each with a finite timeout; pyusb's errors are
-translated here into :class:`~drivers.errors.DeviceError` with a ``reason``. Every method
+translated here into :class:`~tabled.drivers.errors.DeviceError` with a ``reason``. Every method
 blocks: the driver runs them off the event loop (``asyncio.to_thread``). It knows nothing of
 reports, sequence numbers or events.
 """
@@ -12,19 +12,22 @@ from __future__ import annotations
 import contextlib
 import errno
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import Any
 from urllib.parse import parse_qs
 
 import usb.core
 import usb.util
 
-from drivers.errors import DeviceError
+from tabled.drivers.errors import DeviceError
 
 #: How long one control transfer may take before the device counts as unresponsive.
 T_CONTROL = 1.0
 
 _SCHEME = "usb://"
-_SIM_BACKEND = "sim:"
+#: Entry-point group of the pyusb backends a ``backend=NAME:ARG`` URL parameter may name (the
+#: simulators register ``sim``); the drivers never import one by name.
+USB_BACKENDS = "tabled.usb_backends"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,19 +63,25 @@ def parse_usb_url(url: str) -> UsbAddress:
         raise ValueError(f"{url!r}: unknown parameters {sorted(unknown)}")
     serial = params.get("serial", [None])[-1]
     backend = params.get("backend", [None])[-1]
-    if backend is not None and not backend.startswith(_SIM_BACKEND):
-        raise ValueError(f"{url!r}: backend must be {_SIM_BACKEND}/path/to/socket")
+    if backend is not None and backend.partition(":")[0] not in _backend_names():
+        raise ValueError(f"{url!r}: backend must be NAME:ARGUMENT with NAME one of "
+                         f"{sorted(_backend_names())} (e.g. sim:/path/to/socket)")
     return UsbAddress(vendor, product, serial, backend)
 
 
+def _backend_names() -> set[str]:
+    return {ep.name for ep in entry_points(group=USB_BACKENDS)}
+
+
 def _backend_for(address: UsbAddress) -> Any:
-    """The pyusb backend a URL asks for: None (pyusb's own choice, libusb) or the simulated
-    backend. Imported only when asked, so a table's daemon never loads simulator code."""
+    """The pyusb backend a URL asks for: None (pyusb's own choice, libusb) or one registered
+    in the ``tabled.usb_backends`` entry-point group, called with the text after its name.
+    Loaded only when a URL asks, so a table's daemon never loads simulator code."""
     if address.backend is None:
         return None
-    from simulators.usb_backend import SimBackend
-
-    return SimBackend(address.backend[len(_SIM_BACKEND):])
+    name, _, argument = address.backend.partition(":")
+    (entry,) = entry_points(group=USB_BACKENDS, name=name)
+    return entry.load()(argument)
 
 
 def _device_error(exc: usb.core.USBError, what: str, address: UsbAddress) -> DeviceError:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from drivers.serial_device import BAUDRATE, EventSink, open_serial
-from drivers.shoe.driver import ShoeDriver
+from tabled.drivers.serial_device import BAUDRATE, EventSink, open_serial
+from tabled.drivers.shoe.driver import ShoeDriver
 
 __all__ = ["ShoeDriver", "open_device"]
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Final
 
-from daemon.events import Burn, CardDealt, CutCard, Demo, Event, Fault, ShoeStart, Void
-from daemon.faults import SHOE_EMPTY, SHOE_SENSOR_DIRTY, UNREADABLE_CARD
-from drivers.errors import ProtocolError
-from drivers.serial_device import SerialDevice
-from drivers.shoe.protocol import (
+from tabled.contract.events import Burn, CardDealt, CutCard, Demo, Event, Fault, ShoeStart, Void
+from tabled.contract.faults import SHOE_EMPTY, SHOE_SENSOR_DIRTY, UNREADABLE_CARD
+from tabled.drivers.errors import ProtocolError
+from tabled.drivers.serial_device import SerialDevice
+from tabled.drivers.shoe.protocol import (
     REQUESTS,
     Button,
     ButtonPressed,

@@ -2,13 +2,14 @@
 
 Owns the family's messages as docs/protocols/shoe.md defines them: one frozen dataclass per
 message, :func:`encode` and :func:`decode`. Framing, sequencing and retransmission are the
-shared link's (:mod:`drivers.framing`, :mod:`drivers.link`); what a message *means* as a
+shared link's (:mod:`tabled.drivers.framing`, :mod:`tabled.drivers.link`); what a message *means*
+as a
 CONTRACT event is the driver's. It never does I/O and never imports asyncio.
 
 Encoding is canonical: a payload :func:`decode` accepts re-encodes to the very same bytes, so
 anything the decoder lets through is exactly one message. Building a message with a field out
 of range raises ``ValueError`` (we misused it); a payload that breaks the catalogue raises
-:class:`~drivers.errors.ProtocolError` (the device sent garbage).
+:class:`~tabled.drivers.errors.ProtocolError` (the device sent garbage).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Final, TypeAlias
 
-from daemon.events import CARD_CODES
-from drivers.errors import ProtocolError
-from drivers.link import FIRST_FAMILY_KIND
+from tabled.contract.events import CARD_CODES
+from tabled.drivers.errors import ProtocolError
+from tabled.drivers.link import FIRST_FAMILY_KIND
 
 
 class _WireEnum(enum.IntEnum):
@@ -54,7 +55,8 @@ class Button(_WireEnum):
 
 
 class FaultCode(_WireEnum):
-    """The shoe's numbered fault codes (docs/protocols/shoe.md maps each to daemon.faults)."""
+    """The shoe's numbered fault codes (docs/protocols/shoe.md maps each to
+    tabled.contract.faults)."""
 
     UNREADABLE_CARD = 1
     SENSOR_DIRTY = 2

@@ -1,8 +1,8 @@
 """The automatic shuffler-dealer family (Q Poker hands of three, baccarat one card face up).
 
 Owns nothing but the entry point the supervisor and ``tabled listen`` call: :func:`open_device`.
-The wire protocol is in :mod:`drivers.shuffler.protocol` (docs/protocols/shuffler.md), the
-normalization in :mod:`drivers.shuffler.driver`.
+The wire protocol is in :mod:`tabled.drivers.shuffler.protocol` (docs/protocols/shuffler.md), the
+normalization in :mod:`tabled.drivers.shuffler.driver`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from daemon.events import Event
-from drivers.serial_device import open_serial
-from drivers.shuffler.driver import ShufflerDriver
+from tabled.contract.events import Event
+from tabled.drivers.serial_device import open_serial
+from tabled.drivers.shuffler.driver import ShufflerDriver
 
 
 async def open_device(

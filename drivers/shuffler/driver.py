@@ -1,8 +1,9 @@
 """The shuffler-dealer's driver: its messages in, the normalized events of CONTRACT.md out.
 
 Owns what the machine's messages mean as events (:func:`normalize`, pure), the machine's
-identity (``info``) and its last known :class:`~drivers.shuffler.protocol.Status`, on top of the
-shared serial adapter (:class:`~drivers.serial_device.SerialDevice`). It knows devices, never
+identity (``info``) and its last known :class:`~tabled.drivers.shuffler.protocol.Status`, on top of
+the
+shared serial adapter (:class:`~tabled.drivers.serial_device.SerialDevice`). It knows devices, never
 rules: whether an exposed card or a jam voids a round is the rules core's decision
 (qpoker.art11.2, art11.3, art11.5), so this module must never drop, reorder, merge or invent a
 card, and never name a card in a fault's text (a dealer's card must not leak before ``reveal``).
@@ -14,11 +15,11 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any, Final
 
-from daemon import faults
-from daemon.events import CardDealt, Event, Fault, HandDealt, RoundStart, Seat, ShoeStart
-from drivers.errors import DeviceError, ProtocolError
-from drivers.serial_device import SerialDevice
-from drivers.shuffler import protocol as p
+from tabled.contract import faults
+from tabled.contract.events import CardDealt, Event, Fault, HandDealt, RoundStart, Seat, ShoeStart
+from tabled.drivers.errors import DeviceError, ProtocolError
+from tabled.drivers.serial_device import SerialDevice
+from tabled.drivers.shuffler import protocol as p
 
 #: How long :meth:`ShufflerDriver.identify` waits for the machine's INFO (longer than the
 #: link's worst-case redelivery: T_ACK x MAX_RETRIES = 1.5 s).

@@ -3,11 +3,12 @@
 Owns the content of the frames an automatic shuffler-dealer exchanges with the table PC
 (docs/protocols/shuffler.md): one frozen dataclass per message, its payload layout, the card and
 seat byte codes, the numbered device faults, and the machine's state as each message changes it.
-Framing, sequencing and retransmission are :mod:`drivers.link`'s; meaning for the games is the
+Framing, sequencing and retransmission are :mod:`tabled.drivers.link`'s; meaning for the games is
+the
 rules core's. It must never do I/O, import asyncio, or read a clock.
 
 Two errors, as h11 has them: :func:`encode` raises ``ValueError`` when *we* build a message the
-wire cannot carry; :func:`decode` raises :class:`~drivers.errors.ProtocolError` (and nothing
+wire cannot carry; :func:`decode` raises :class:`~tabled.drivers.errors.ProtocolError` (and nothing
 else) when the *machine* sent content that is not a valid message.
 """
 
@@ -18,10 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import ClassVar, Final, TypeAlias, TypeVar
 
-from daemon.events import CARD_CODES, DEALER, RANKS, SUITS, Seat
-from drivers.errors import ProtocolError
+from tabled.contract.events import CARD_CODES, DEALER, RANKS, SUITS, Seat
+from tabled.drivers.errors import ProtocolError
 
-# Message kinds (family kinds start at drivers.link.FIRST_FAMILY_KIND = 0x10).
+# Message kinds (family kinds start at tabled.drivers.link.FIRST_FAMILY_KIND = 0x10).
 # Host -> machine requests.
 INFO_REQUEST: Final = 0x10
 STATUS_REQUEST: Final = 0x11
@@ -65,7 +66,8 @@ class MachineState(enum.IntEnum):
 
 
 class DeviceFault(enum.IntEnum):
-    """The machine's numbered fault codes (the driver maps each to a ``daemon.faults`` code)."""
+    """The machine's numbered fault codes (the driver maps each to a ``tabled.contract.faults``
+    code)."""
 
     JAM = 1
     FAILURE = 2

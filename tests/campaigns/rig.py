@@ -23,8 +23,8 @@ from typing import Any
 
 import aiomqtt
 
-from daemon.broker import Mosquitto
-from daemon.demo import Console
+from tabled.daemon.broker import Mosquitto
+from tabled.tools.demo import Console
 from tests.integration.harness import (
     Daemon,
     Simulator,
@@ -280,7 +280,7 @@ class Table:
         events = [strip_envelope(p) for p in self._ordered("event")]
         outcomes = [strip_envelope(p) for p in self._ordered("outcome")]
         audit.replay_equal = replay(self.game, events, options) == outcomes
-        from daemon.journal import Journal
+        from tabled.daemon.journal import Journal
 
         journal = Journal(self.journal_path, create=False)
         audit.journal_verified = journal.verify().ok

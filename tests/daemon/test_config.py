@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from daemon.config import ConfigError, SecretError, load_config, parse_config, read_secret
-from daemon.rules.options import BaccaratOptions, CrapsOptions
+from tabled.daemon.config import ConfigError, SecretError, load_config, parse_config, read_secret
+from tabled.daemon.rules.options import BaccaratOptions, CrapsOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config" / "tabled.example.toml"
@@ -32,7 +32,7 @@ def test_the_example_documents_a_valid_config() -> None:
 
 def test_every_key_of_the_schema_appears_in_the_example() -> None:
     """config/tabled.example.toml documents every key (commented or not)."""
-    from daemon.config import Config
+    from tabled.daemon.config import Config
 
     text = EXAMPLE.read_text()
 
@@ -94,14 +94,14 @@ def test_check_config_lists_every_error_and_exits_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('[table]\nsite = "s"\nid = "t"\ngame = "baccarat"\n'
                    '[rules]\nmethod = 3\ndecks = 4\n[mqtt]\nkeepalive = 1\n')
-    proc = subprocess.run([sys.executable, "-m", "daemon.cli", "check-config", str(bad)],
+    proc = subprocess.run([sys.executable, "-m", "tabled.tools.cli", "check-config", str(bad)],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert any("rules.method: 3 is not 1 or 2" in line for line in lines)
     assert any("rules.decks: 4 is not 6 to 12" in line for line in lines)
     assert any("mqtt.keepalive" in line for line in lines)
-    ok = subprocess.run([sys.executable, "-m", "daemon.cli", "check-config", str(EXAMPLE)],
+    ok = subprocess.run([sys.executable, "-m", "tabled.tools.cli", "check-config", str(EXAMPLE)],
                         capture_output=True, text=True, check=False)
     assert ok.returncode == 0, ok.stderr
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.journal import InputEntry, Journal, JournalError, OutputEntry, StartEntry
+from tabled.daemon.journal import InputEntry, Journal, JournalError, OutputEntry, StartEntry
 
 TS = "2026-11-29T16:00:00.000Z"
 

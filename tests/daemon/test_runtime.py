@@ -8,10 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from daemon.config import parse_config
-from daemon.events import CardDealt, Decision, HandDealt, Meta, Reveal, RoundStart, ShoeStart
-from daemon.journal import Journal
-from daemon.runtime import Degraded, TableRuntime
+from tabled.contract.events import (
+    CardDealt,
+    Decision,
+    HandDealt,
+    Meta,
+    Reveal,
+    RoundStart,
+    ShoeStart,
+)
+from tabled.daemon.config import parse_config
+from tabled.daemon.journal import Journal
+from tabled.daemon.runtime import Degraded, TableRuntime
 
 
 def runtime_for(game: str, path: Path, **rules: object) -> TableRuntime:

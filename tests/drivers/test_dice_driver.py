@@ -23,10 +23,10 @@ import pytest
 import usb.core
 import usb.util
 
-from daemon.events import Event, Fault, NoRoll, Roll, event_to_dict
-from drivers.dice import DiceDriver, open_device
-from drivers.dice.driver import READ_TIMEOUT
-from drivers.dice.protocol import (
+from tabled.contract.events import Event, Fault, NoRoll, Roll, event_to_dict
+from tabled.drivers.dice import DiceDriver, open_device
+from tabled.drivers.dice.driver import READ_TIMEOUT
+from tabled.drivers.dice.protocol import (
     PRODUCT_ID,
     REQUEST_TYPE_IN,
     VENDOR_ID,
@@ -41,15 +41,15 @@ from drivers.dice.protocol import (
     encode_resend_reply,
     join_number,
 )
-from drivers.dice.usb_transport import UsbAddress
-from drivers.errors import DeviceError
-from drivers.link import Resume
-from simulators.usb_backend import SimBackend
+from tabled.drivers.dice.usb_transport import UsbAddress
+from tabled.drivers.errors import DeviceError
+from tabled.drivers.link import Resume
+from tabled.simulators.usb_backend import SimBackend
 
 ROLLS = [(3, 4), (6, 6), (1, 1), (2, 5), (5, 5)]
 ROLLS_ARG = ",".join(f"{a}-{b}" for a, b in ROLLS)
 PACE = 0.05
-TABLED_SIM_DICE = [sys.executable, "-m", "simulators.cli", "dice"]
+TABLED_SIM_DICE = [sys.executable, "-m", "tabled.simulators.cli", "dice"]
 
 
 @dataclass

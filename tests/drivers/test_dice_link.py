@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drivers.dice.link import (
+from tabled.drivers.dice.link import (
     AlreadyDurable,
     Deliver,
     LinkDown,
@@ -25,7 +25,7 @@ from drivers.dice.link import (
     ReportsLost,
     RequestResend,
 )
-from drivers.dice.protocol import (
+from tabled.drivers.dice.protocol import (
     MAX_RESENDS,
     REPORT_SIZE,
     T_RESEND,
@@ -37,7 +37,7 @@ from drivers.dice.protocol import (
     StatusReport,
     encode_report,
 )
-from simulators.dice import ReportMemory
+from tabled.simulators.dice import ReportMemory
 
 TICK = 0.01
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drivers.dice.protocol import (
+from tabled.drivers.dice.protocol import (
     DIE_1,
     DIE_2,
     INFO_SIZE,
@@ -44,9 +44,9 @@ from drivers.dice.protocol import (
     number_is_ahead,
     split_number,
 )
-from drivers.dice.usb_transport import UsbAddress, parse_usb_url
-from drivers.errors import ProtocolError
-from drivers.framing import crc16
+from tabled.drivers.dice.usb_transport import UsbAddress, parse_usb_url
+from tabled.drivers.errors import ProtocolError
+from tabled.drivers.framing import crc16
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "protocols" / "dice.md"
 

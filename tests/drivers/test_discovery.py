@@ -26,7 +26,7 @@ import pyudev
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drivers.discovery import (
+from tabled.drivers.discovery import (
     BY_ID_DIR,
     DeviceChange,
     DeviceMatch,
@@ -37,7 +37,7 @@ from drivers.discovery import (
     parse_hex_id,
     record_from_pyudev,
 )
-from drivers.errors import DeviceError
+from tabled.drivers.errors import DeviceError
 from tests.uevents import UeventInjector, injection_unavailable, monitor_unavailable
 
 RULES = Path(__file__).resolve().parents[2] / "config" / "99-tabled.rules"

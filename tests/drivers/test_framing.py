@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drivers.framing import (
+from tabled.drivers.framing import (
     CorruptFrame,
     Frame,
     FrameDecoder,
@@ -109,7 +109,7 @@ def test_an_endless_frame_is_cut_at_the_size_limit() -> None:
 
 def test_documented_wire_examples() -> None:
     """docs/protocols/framing.md's byte-level table, byte for byte."""
-    from drivers.link import ACK, HEARTBEAT, NAK, RESET, RESET_ACK
+    from tabled.drivers.link import ACK, HEARTBEAT, NAK, RESET, RESET_ACK
 
     examples = {
         Frame(0, RESET): "02 00 10 23 00 99 cf 03",

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drivers.link import (
+from tabled.drivers.link import (
     FIRST_FAMILY_KIND,
     MAX_RETRIES,
     T_ACK,

@@ -12,12 +12,12 @@ import os
 
 import pytest
 
-from daemon.events import Event, Fault
-from drivers.errors import DeviceError
-from drivers.link import FIRST_FAMILY_KIND
-from drivers.serial_device import SerialDevice, open_serial
-from simulators.faults import ByteFault
-from simulators.pty_device import PtyDevice
+from tabled.contract.events import Event, Fault
+from tabled.drivers.errors import DeviceError
+from tabled.drivers.link import FIRST_FAMILY_KIND
+from tabled.drivers.serial_device import SerialDevice, open_serial
+from tabled.simulators.faults import ByteFault
+from tabled.simulators.pty_device import PtyDevice
 
 COUNT = FIRST_FAMILY_KIND
 
@@ -194,8 +194,8 @@ async def test_a_request_sent_on_link_up_does_not_carry_unsafe_acks_out(tmp_path
 async def test_a_socket_url_reaches_a_device_over_tcp() -> None:
     """pyserial's ``socket://`` (a serial-to-Ethernet converter) opens through the same seam,
     and the same link runs over it."""
-    from drivers.link import Link
-    from drivers.link_runner import LinkRunner
+    from tabled.drivers.link import Link
+    from tabled.drivers.link_runner import LinkRunner
 
     loop = asyncio.get_running_loop()
     served: list[asyncio.StreamWriter] = []

@@ -20,19 +20,19 @@ from typing import Any
 
 import pytest
 
-from daemon.events import Burn, CardDealt, Event, Fault, ShoeStart, Void, event_to_dict
-from daemon.rules import make_table
-from daemon.rules.outcome import Outcome
-from drivers import shoe as shoe_family
-from drivers.errors import DeviceError
-from drivers.link import Link, LinkEvent, LinkUp, MessageReceived, Resume
-from drivers.link_runner import LinkRunner
-from drivers.shoe import ShoeDriver, open_device
-from drivers.shoe.driver import normalize
-from drivers.shoe.protocol import InfoRequest, Report, ShoeState, ShoeStatus, encode
-from simulators import shoe as shoe_sim
-from simulators.faults import ByteFault
-from simulators.shoe import (
+from tabled.contract.events import Burn, CardDealt, Event, Fault, ShoeStart, Void, event_to_dict
+from tabled.contract.outcome import Outcome
+from tabled.daemon.rules import make_table
+from tabled.drivers import shoe as shoe_family
+from tabled.drivers.errors import DeviceError
+from tabled.drivers.link import Link, LinkEvent, LinkUp, MessageReceived, Resume
+from tabled.drivers.link_runner import LinkRunner
+from tabled.drivers.shoe import ShoeDriver, open_device
+from tabled.drivers.shoe.driver import normalize
+from tabled.drivers.shoe.protocol import InfoRequest, Report, ShoeState, ShoeStatus, encode
+from tabled.simulators import shoe as shoe_sim
+from tabled.simulators.faults import ByteFault
+from tabled.simulators.shoe import (
     FIRMWARE,
     SERIAL,
     Dealer,
@@ -86,7 +86,8 @@ async def until(condition: Callable[[], bool]) -> None:
 
 def resume_after(events: list[Event]) -> Resume | None:
     """What the host already has, as the supervisor tells a new link: a message whose ACK was
-    lost in an unplug is sent again and dropped (drivers.link, "exactly once across resets")."""
+    lost in an unplug is sent again and dropped (tabled.drivers.link, "exactly once across
+    resets")."""
     if not events:
         return None
     return Resume(events[-1].extra["device_boot"], events[-1].extra["device_msg"])

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.events import (
+from tabled.contract.events import (
     CARD_CODES,
     Burn,
     CardDealt,
@@ -31,13 +31,13 @@ from daemon.events import (
     encode_event,
     event_to_dict,
 )
-from daemon.rules import make_table
-from daemon.rules.options import BaccaratOptions
-from daemon.rules.outcome import Outcome
-from drivers.errors import ProtocolError
-from drivers.framing import Frame, FrameDecoder, encode_frame
-from drivers.shoe.driver import normalize
-from drivers.shoe.protocol import (
+from tabled.contract.outcome import Outcome
+from tabled.daemon.rules import make_table
+from tabled.daemon.rules.options import BaccaratOptions
+from tabled.drivers.errors import ProtocolError
+from tabled.drivers.framing import Frame, FrameDecoder, encode_frame
+from tabled.drivers.shoe.driver import normalize
+from tabled.drivers.shoe.protocol import (
     REPORTS,
     REQUESTS,
     Button,
@@ -58,9 +58,9 @@ from drivers.shoe.protocol import (
     decode,
     encode,
 )
-from simulators import shoe as shoe_sim
-from simulators.faults import ByteFault, FaultSpecError
-from simulators.shoe import (
+from tabled.simulators import shoe as shoe_sim
+from tabled.simulators.faults import ByteFault, FaultSpecError
+from tabled.simulators.shoe import (
     BURN_COUNT,
     Dealer,
     ShoeFault,

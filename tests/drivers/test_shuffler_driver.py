@@ -16,17 +16,17 @@ from collections.abc import Callable
 
 import pytest
 
-from daemon.events import Event, Fault, HandDealt, RoundStart, ShoeStart, event_to_dict
-from daemon.rules import make_table
-from daemon.rules.outcome import Outcome
-from drivers.errors import DeviceError
-from drivers.link import Link, LinkEvent, MessageReceived, Resume
-from drivers.link_runner import LinkRunner
-from drivers.shuffler import ShufflerDriver, open_device
-from drivers.shuffler import protocol as p
-from drivers.shuffler.driver import normalize
-from simulators.faults import ByteFault
-from simulators.shuffler import (
+from tabled.contract.events import Event, Fault, HandDealt, RoundStart, ShoeStart, event_to_dict
+from tabled.contract.outcome import Outcome
+from tabled.daemon.rules import make_table
+from tabled.drivers.errors import DeviceError
+from tabled.drivers.link import Link, LinkEvent, MessageReceived, Resume
+from tabled.drivers.link_runner import LinkRunner
+from tabled.drivers.shuffler import ShufflerDriver, open_device
+from tabled.drivers.shuffler import protocol as p
+from tabled.drivers.shuffler.driver import normalize
+from tabled.simulators.faults import ByteFault
+from tabled.simulators.shuffler import (
     FIRMWARE,
     SERIAL_NUMBER,
     MachineFault,
@@ -79,7 +79,7 @@ async def reopen(device: ShufflerSimulator, events: list[Event],
                  first_seq: int) -> ShufflerDriver:
     """Open the port like the supervisor does, once the machine is plugged in again, and tell
     the link what the host already has (a message whose ACK was lost in the unplug is sent
-    again, and dropped: drivers.link, "exactly once across resets").
+    again, and dropped: tabled.drivers.link, "exactly once across resets").
 
     Waiting for the replug matters on a shared machine: while unplugged, the link path names a
     /dev/pts number that another process's pty may already have taken."""
@@ -255,7 +255,7 @@ async def test_identify_returns_the_info_or_gives_up_after_t_reply(tmp_path, mon
     driver.close()
     await driver.wait_closed()
     monkeypatch.setattr(ShufflerSimulator, "message_received", lambda self, kind, payload: None)
-    monkeypatch.setattr("drivers.shuffler.driver.T_REPLY", 0.3)
+    monkeypatch.setattr("tabled.drivers.shuffler.driver.T_REPLY", 0.3)
     mute = await open_device(device.path, device_id=DEVICE_ID, emit=lambda e: None)
     with pytest.raises(DeviceError) as info:
         await mute.identify()
@@ -387,7 +387,7 @@ async def test_tabled_sim_shuffler_prints_its_path_and_serves_a_seeded_session(t
     """The simulator as ``tabled-sim shuffler`` runs it (``serve``), with ``tabled listen``'s
     part played by the driver: the seeded rounds and the injected faults arrive."""
     code = ("import argparse, asyncio, sys\n"
-            "from simulators.shuffler import add_arguments, serve\n"
+            "from tabled.simulators.shuffler import add_arguments, serve\n"
             "parser = argparse.ArgumentParser(); add_arguments(parser)\n"
             "sys.exit(asyncio.run(serve(parser.parse_args(sys.argv[1:]))))\n")
     argv = ["--rounds", "2", "--seats", "1,2", "--seed", "3", "--pace", "0.01",

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.events import (
+from tabled.contract.events import (
     CARD_CODES,
     CardDealt,
     Event,
@@ -28,15 +28,15 @@ from daemon.events import (
     event_to_dict,
     parse_event,
 )
-from daemon.rules import make_table
-from daemon.rules.outcome import Outcome
-from drivers.errors import ProtocolError
-from drivers.framing import Frame, FrameDecoder, encode_frame
-from drivers.link import Link, LinkState, MessageReceived
-from drivers.shuffler import protocol as p
-from drivers.shuffler.driver import normalize
-from simulators.faults import ByteFault, FaultSpecError
-from simulators.shuffler import (
+from tabled.contract.outcome import Outcome
+from tabled.daemon.rules import make_table
+from tabled.drivers.errors import ProtocolError
+from tabled.drivers.framing import Frame, FrameDecoder, encode_frame
+from tabled.drivers.link import Link, LinkState, MessageReceived
+from tabled.drivers.shuffler import protocol as p
+from tabled.drivers.shuffler.driver import normalize
+from tabled.simulators.faults import ByteFault, FaultSpecError
+from tabled.simulators.shuffler import (
     DECK,
     FIRMWARE,
     MachineFault,

@@ -26,12 +26,12 @@ from bench.fuzz.__main__ import main
 from bench.fuzz.contract import InvariantBroken, check_record
 from bench.fuzz.engine import Report, Target
 from bench.fuzz.rules import RulesCase, option_sets
-from daemon.commands import COMMANDS
-from daemon.events import EVENT_TYPES
-from daemon.rules import make_table
-from daemon.rules.outcome import Outcome
-from drivers.shoe import protocol as shoe
-from drivers.shuffler import protocol as shuffler
+from tabled.contract.events import EVENT_TYPES
+from tabled.contract.outcome import Outcome
+from tabled.daemon.commands import COMMANDS
+from tabled.daemon.rules import make_table
+from tabled.drivers.shoe import protocol as shoe
+from tabled.drivers.shuffler import protocol as shuffler
 
 SEED = int(os.environ.get("TABLED_FUZZ_SEED", "20261129"))
 #: Inputs per target in the default test run (the full campaign runs 1,000,000 of each): the

@@ -12,9 +12,9 @@ import json
 
 import pytest
 
-from daemon.commands import CommandGate, CommandRejected, parse_ts, sign
-from daemon.events import EventError, Fault, Void, parse_event, parse_line
-from drivers.framing import DLE, ESCAPE_XOR, ETX, MAX_BODY, STX, CorruptFrame, FrameDecoder
+from tabled.contract.events import EventError, Fault, Void, parse_event, parse_line
+from tabled.daemon.commands import CommandGate, CommandRejected, parse_ts, sign
+from tabled.drivers.framing import DLE, ESCAPE_XOR, ETX, MAX_BODY, STX, CorruptFrame, FrameDecoder
 
 KEY = b"regression-key"
 TS = "2027-01-15T08:00:00.000Z"
@@ -29,7 +29,8 @@ def _command(**fields: object) -> dict[str, object]:
             "nonce": "0123456789abcdef", **fields}
 
 
-# -- drivers.framing: the buffer cap (STYLE principle 4: decoders cap their buffer) -------------
+# -- tabled.drivers.framing: the buffer cap (STYLE principle 4: decoders cap their buffer)
+# -------------
 
 
 def test_a_run_of_escaped_bytes_is_cut_off_at_the_buffer_cap() -> None:
@@ -42,7 +43,8 @@ def test_a_run_of_escaped_bytes_is_cut_off_at_the_buffer_cap() -> None:
     assert decoder.counters["oversize"] >= 1
 
 
-# -- daemon.events: JSON nested past the stack, lone surrogates, the fault family ---------------
+# -- tabled.contract.events: JSON nested past the stack, lone surrogates, the fault family
+# ---------------
 
 
 @pytest.mark.parametrize("nesting", ["[", '{"v":'])
@@ -73,7 +75,7 @@ def test_a_real_astral_character_is_still_welcome() -> None:
 
 @pytest.mark.parametrize("family", ["printer", "Shuffler", None, 3, ["shoe"]])
 def test_a_fault_family_the_schema_refuses_is_an_event_error(family: object) -> None:
-    """daemon/schemas/event.schema.json allows only shuffler, shoe and dice; qpoker.art11.5
+    """contract/schemas/event.schema.json allows only shuffler, shoe and dice; qpoker.art11.5
     reads the family, so a misspelt one must not pass for a device's."""
     with pytest.raises(EventError, match="family"):
         parse_event({"v": 1, "type": "fault", "code": "device_lost", "family": family})
@@ -84,7 +86,8 @@ def test_a_fault_family_of_a_device_is_kept() -> None:
     assert isinstance(event, Fault) and event.extra == {"family": "shuffler"}
 
 
-# -- daemon.commands: what reaches the gate before any MAC is checked ---------------------------
+# -- tabled.daemon.commands: what reaches the gate before any MAC is checked
+# ---------------------------
 
 
 def test_a_non_ascii_mac_is_forged_not_a_type_error() -> None:

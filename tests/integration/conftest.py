@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.broker import Mosquitto
+from tabled.daemon.broker import Mosquitto
 
 
 @pytest.fixture

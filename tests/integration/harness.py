@@ -1,7 +1,7 @@
 """Real parts for end-to-end tests: a Mosquitto broker, the daemon as a subprocess, simulators
 as subprocesses, an MQTT subscriber, and a systemd notify socket.
 
-Nothing here is a mock: the daemon is ``python -m daemon.cli run`` with a TOML config, the
+Nothing here is a mock: the daemon is ``python -m tabled.tools.cli run`` with a TOML config, the
 devices are ``tabled-sim`` processes on real pseudo-terminals (the dice behind the simulated pyusb
 backend), and the broker is Mosquitto on a free port.
 """
@@ -105,7 +105,8 @@ class Daemon:
     def start(self) -> None:
         env = {**os.environ, **self.env}
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the process
-        self.proc = subprocess.Popen([PYTHON, "-m", "daemon.cli", "run", "-c", str(self.config)],
+        self.proc = subprocess.Popen([PYTHON, "-m", "tabled.tools.cli",
+                                      "run", "-c", str(self.config)],
                                      stdout=log, stderr=subprocess.STDOUT, env=env,
                                      start_new_session=True)
         log.close()
@@ -145,7 +146,7 @@ class Simulator:
 
     def start(self, timeout: float = 15.0) -> str:
         log = open(self.log_path, "a")  # noqa: SIM115
-        self.proc = subprocess.Popen([PYTHON, "-m", "simulators.cli", *self.args],
+        self.proc = subprocess.Popen([PYTHON, "-m", "tabled.simulators.cli", *self.args],
                                      stdout=subprocess.PIPE, stderr=log, text=True,
                                      stdin=subprocess.PIPE, start_new_session=True)
         log.close()
@@ -245,7 +246,7 @@ class Subscriber:
 def replay(game: str, events: list[dict[str, Any]], options: dict[str, Any] | None = None,
            workdir: Path | None = None) -> list[dict[str, Any]]:
     """``tabled replay`` as a subprocess over ``events``; returns its outcome records."""
-    args = [PYTHON, "-m", "daemon.cli", "replay", "--game", game]
+    args = [PYTHON, "-m", "tabled.tools.cli", "replay", "--game", game]
     for key, value in (options or {}).items():
         args += ["--option", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
     text = "".join(json.dumps(e) + "\n" for e in events)

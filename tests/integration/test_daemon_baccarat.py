@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from daemon.broker import Mosquitto
+from tabled.daemon.broker import Mosquitto
 from tests.integration.harness import (
     Daemon,
     Simulator,

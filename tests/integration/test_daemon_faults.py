@@ -9,8 +9,8 @@ import asyncio
 import json
 from pathlib import Path
 
-from daemon.broker import Mosquitto
-from daemon.journal import Journal
+from tabled.daemon.broker import Mosquitto
+from tabled.daemon.journal import Journal
 from tests.integration.harness import (
     Daemon,
     Simulator,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.broker import Mosquitto
+from tabled.daemon.broker import Mosquitto
 from tests.integration.harness import Daemon, Simulator, Subscriber, write_config
 from tests.uevents import UeventInjector, injection_unavailable
 

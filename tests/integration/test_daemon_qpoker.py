@@ -13,8 +13,8 @@ from pathlib import Path
 
 import aiomqtt
 
-from daemon.broker import Mosquitto
-from daemon.demo import Console
+from tabled.daemon.broker import Mosquitto
+from tabled.tools.demo import Console
 from tests.integration.harness import (
     Daemon,
     Simulator,

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from daemon.broker import Mosquitto
+from tabled.daemon.broker import Mosquitto
 from tests.integration.harness import (
     Daemon,
     NotifySocket,
@@ -57,13 +57,14 @@ async def test_ready_status_and_watchdog_reach_the_notify_socket(
     assert all(r["device"] == "shoe-1" for r in lost)
 
     # game recall and verify on the journal the daemon left
-    recall = subprocess.run([sys.executable, "-m", "daemon.cli", "journal", "recall", "--last",
+    recall = subprocess.run([sys.executable, "-m", "tabled.tools.cli",
+                             "journal", "recall", "--last",
                              "3", "--json", "--config", str(config)],
                             capture_output=True, text=True, check=True)
     rounds = [json.loads(line) for line in recall.stdout.splitlines()]
     assert [r["round"] for r in rounds] == [3, 4, 5]
     assert all(4 <= len(r["events"]) <= 6 for r in rounds)
-    verify = subprocess.run([sys.executable, "-m", "daemon.cli", "journal", "verify",
+    verify = subprocess.run([sys.executable, "-m", "tabled.tools.cli", "journal", "verify",
                              "--config", str(config)], capture_output=True, text=True,
                             check=False)
     assert verify.returncode == 0 and "hash chain intact" in verify.stdout
@@ -72,7 +73,7 @@ async def test_ready_status_and_watchdog_reach_the_notify_socket(
 def test_the_daemon_refuses_an_invalid_config(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('[table]\nsite = "s"\nid = "t"\ngame = "baccarat"\n[rules]\nmethod = 7\n')
-    proc = subprocess.run([sys.executable, "-m", "daemon.cli", "run", "-c", str(bad)],
+    proc = subprocess.run([sys.executable, "-m", "tabled.tools.cli", "run", "-c", str(bad)],
                           capture_output=True, text=True, check=False, timeout=30)
     assert proc.returncode == 2
     assert "rules.method: 7 is not 1 or 2 (Art. 9)" in proc.stderr

@@ -13,7 +13,7 @@ import pytest
 @pytest.mark.parametrize("game", ["baccarat", "craps", "qpoker"])
 def test_the_demo_runs_every_game_to_the_end(game: str, tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "daemon.cli", "demo", "--game", game, "--rounds", "6",
+        [sys.executable, "-m", "tabled.tools.cli", "demo", "--game", game, "--rounds", "6",
          "--pace", "0.01", "--workdir", str(tmp_path)],
         capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -26,11 +26,11 @@ def test_the_demo_runs_every_game_to_the_end(game: str, tmp_path: Path) -> None:
 
 def test_the_demo_runs_against_a_given_broker(tmp_path: Path) -> None:
     """``tabled demo --broker mqtt://HOST:PORT`` uses that broker and starts none of its own."""
-    from daemon.broker import Mosquitto
+    from tabled.daemon.broker import Mosquitto
 
     with Mosquitto(workdir=tmp_path / "broker") as broker:
         proc = subprocess.run(
-            [sys.executable, "-m", "daemon.cli", "demo", "--game", "craps", "--rounds", "5",
+            [sys.executable, "-m", "tabled.tools.cli", "demo", "--game", "craps", "--rounds", "5",
              "--pace", "0.01", "--broker", broker.url, "--workdir", str(tmp_path / "w")],
             capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -11,12 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from simulators.shoe import shuffled_shoe
+from tabled.simulators.shoe import shuffled_shoe
 from tests.integration.harness import Simulator
 
 
 def listen(driver: str, url: str, count: int) -> tuple[list[dict], dict]:
-    proc = subprocess.run([sys.executable, "-m", "daemon.cli", "listen", "--driver", driver, url,
+    proc = subprocess.run([sys.executable, "-m", "tabled.tools.cli",
+                           "listen", "--driver", driver, url,
                            "--count", str(count), "--duration", "30"],
                           capture_output=True, text=True, timeout=60, check=False)
     events = [json.loads(line) for line in proc.stdout.splitlines()]

@@ -43,13 +43,13 @@ import structlog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.broker import Mosquitto
-from daemon.commands import sign
-from daemon.config import parse_config
-from daemon.events import CardDealt, Decision, Reveal, RoundStart, Void
-from daemon.journal import Journal
-from daemon.runtime import TableRuntime
-from daemon.timeutil import rfc3339_now
+from tabled.contract.events import CardDealt, Decision, Reveal, RoundStart, Void
+from tabled.contract.timeutil import rfc3339_now
+from tabled.daemon.broker import Mosquitto
+from tabled.daemon.commands import sign
+from tabled.daemon.config import parse_config
+from tabled.daemon.journal import Journal
+from tabled.daemon.runtime import TableRuntime
 from tests.integration.harness import (
     Daemon,
     Simulator,
@@ -784,7 +784,7 @@ def test_the_daemon_refuses_a_secret_others_can_read(tmp_path: Path, pki: Pki, s
                                                     "hmac_key_file": files["hmac_key_file"]},
         mqtt={"username": DAEMON, "password_file": files["password_file"]},
         tls={"ca_file": pki.ca_file, "cert_file": identity.cert, "key_file": files["key_file"]})
-    proc = subprocess.run([sys.executable, "-m", "daemon.cli", "run", "-c", str(config)],
+    proc = subprocess.run([sys.executable, "-m", "tabled.tools.cli", "run", "-c", str(config)],
                           capture_output=True, text=True, check=False, timeout=30)
     assert proc.returncode == 2
     assert proc.stdout == ""  # not even a log line: refused before logging is set up

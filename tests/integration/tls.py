@@ -1,6 +1,6 @@
 """A test floor's keys and broker: a CA made by trustme, broker and client certificates, a
 rogue CA nobody trusts, Mosquitto password and ACL files, and the floor's example broker config
-(``config/mosquitto/``) turned into a :class:`~daemon.broker.Mosquitto` on a free port.
+(``config/mosquitto/``) turned into a :class:`~tabled.daemon.broker.Mosquitto` on a free port.
 
 Owns files under one test's directory only. It never touches ``/etc/mosquitto`` or a system
 broker, and it writes every private key and password file mode 0600, as the daemon demands.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import trustme
 
-from daemon.broker import Mosquitto
+from tabled.daemon.broker import Mosquitto
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CONF = ROOT / "config" / "mosquitto" / "tabled-floor.conf"

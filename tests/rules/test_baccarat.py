@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from daemon.events import (
+from tabled.contract.events import (
     Burn,
     CardDealt,
     CutCard,
@@ -25,10 +25,10 @@ from daemon.events import (
     Void,
     Withheld,
 )
-from daemon.rules import Table, make_table
-from daemon.rules.baccarat import BaccaratResult, BaccaratTable
-from daemon.rules.options import BaccaratOptions
-from daemon.rules.outcome import Notice, Outcome
+from tabled.contract.outcome import Notice, Outcome
+from tabled.daemon.rules import Table, make_table
+from tabled.daemon.rules.baccarat import BaccaratResult, BaccaratTable
+from tabled.daemon.rules.options import BaccaratOptions
 
 BET_NAMES = ("player", "banker", "tie", "player_pair", "banker_pair")
 ART16_1 = "baccarat.art16.1"

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from daemon.events import (
+from tabled.contract.events import (
     CARD_CODES,
     Burn,
     CardDealt,
@@ -29,10 +29,10 @@ from daemon.events import (
     RoundStart,
     ShoeStart,
 )
-from daemon.rules.baccarat import BaccaratTable
-from daemon.rules.money import settle
-from daemon.rules.options import BaccaratOptions
-from daemon.rules.outcome import BetResult, Notice, Outcome
+from tabled.contract.outcome import BetResult, Notice, Outcome
+from tabled.daemon.rules.baccarat import BaccaratTable
+from tabled.daemon.rules.money import settle
+from tabled.daemon.rules.options import BaccaratOptions
 
 STAKES = (1, 7, 100, 12_345)
 
@@ -235,7 +235,7 @@ def test_art11_art12_art16_art17_settlement_never_pays_a_losing_bet(stream: Stre
 def test_contract_records_validate_against_the_outcome_schema(
     stream: Stream, outcome_validator: Draft202012Validator
 ) -> None:
-    """CONTRACT.md: every baccarat record validates against daemon/schemas/outcome.schema.json."""
+    """CONTRACT.md: every baccarat record validates against contract/schemas/outcome.schema.json."""
     for outcome in run(stream):
         outcome_validator.validate(outcome.to_record())
 

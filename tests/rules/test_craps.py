@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from daemon.events import CardDealt, Event, Fault, NoRoll, Reveal, Roll, Void
-from daemon.rules import make_table
-from daemon.rules.craps import CrapsTable
-from daemon.rules.money import settle
-from daemon.rules.options import CrapsOptions
-from daemon.rules.outcome import BetResult, Notice, Outcome
+from tabled.contract.events import CardDealt, Event, Fault, NoRoll, Reveal, Roll, Void
+from tabled.contract.outcome import BetResult, Notice, Outcome
+from tabled.daemon.rules import make_table
+from tabled.daemon.rules.craps import CrapsTable
+from tabled.daemon.rules.money import settle
+from tabled.daemon.rules.options import CrapsOptions
 
 NUMBERS = (4, 5, 6, 8, 9, 10)
 # A throw for each total (the easy way where there is one).

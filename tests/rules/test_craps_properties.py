@@ -8,11 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from daemon.events import Event, Fault, NoRoll, Roll, Void
-from daemon.rules.craps import BET_KEYS, POINTS, CrapsTable
-from daemon.rules.money import settle
-from daemon.rules.options import CrapsOptions
-from daemon.rules.outcome import BetResult, Outcome
+from tabled.contract.events import Event, Fault, NoRoll, Roll, Void
+from tabled.contract.outcome import BetResult, Outcome
+from tabled.daemon.rules.craps import BET_KEYS, POINTS, CrapsTable
+from tabled.daemon.rules.money import settle
+from tabled.daemon.rules.options import CrapsOptions
 
 ARTICLE_PREFIX = "craps.art"
 

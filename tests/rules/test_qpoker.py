@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from daemon.events import (
+from tabled.contract.events import (
     DEALER,
     CardDealt,
     Decision,
@@ -24,11 +24,11 @@ from daemon.events import (
     Withheld,
     parse_line,
 )
-from daemon.rules import make_table
-from daemon.rules.money import settle
-from daemon.rules.options import QPokerOptions
-from daemon.rules.outcome import BetResult, Notice, Outcome
-from daemon.rules.qpoker import Publication, QPokerTable
+from tabled.contract.outcome import BetResult, Notice, Outcome
+from tabled.daemon.rules import make_table
+from tabled.daemon.rules.money import settle
+from tabled.daemon.rules.options import QPokerOptions
+from tabled.daemon.rules.qpoker import Publication, QPokerTable
 
 # The standard round: seats 1 and 3 bet; the dealer holds Q-high and qualifies (Art. 9.4).
 SF_SPADES = "AS KS QS"
@@ -568,7 +568,7 @@ def test_publication_withholds_cards_until_the_rules_open_them() -> None:
 
 def replace_extra(event: Event) -> Event:
     """The held event as published: the same event marked ``"withheld": true``."""
-    from daemon.events import event_to_dict, parse_event
+    from tabled.contract.events import event_to_dict, parse_event
 
     return parse_event({**event_to_dict(event), "withheld": True})
 

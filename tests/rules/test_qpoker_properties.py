@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.events import (
+from tabled.contract.events import (
     CARD_CODES,
     DEALER,
     CardDealt,
@@ -33,10 +33,10 @@ from daemon.events import (
     event_to_dict,
     parse_event,
 )
-from daemon.faults import SHUFFLER_FAILURES
-from daemon.rules.money import settle
-from daemon.rules.outcome import BetResult, Notice, Outcome, Output
-from daemon.rules.qpoker import DEALT_AFTER_VOID, Publication, QPokerTable
+from tabled.contract.faults import SHUFFLER_FAILURES
+from tabled.contract.outcome import BetResult, Notice, Outcome, Output
+from tabled.daemon.rules.money import settle
+from tabled.daemon.rules.qpoker import DEALT_AFTER_VOID, Publication, QPokerTable
 
 DECK = sorted(CARD_CODES)
 POSITIONS = 7
@@ -340,7 +340,7 @@ def test_rounds_of_random_seats_give_contract_shaped_records(events: list[Event]
     assert table.next_round == len(got) + 1
 
 
-@pytest.mark.skipif(not SCHEMA_PATH.exists(), reason="daemon/schemas/outcome.schema.json absent")
+@pytest.mark.skipif(not SCHEMA_PATH.exists(), reason="contract/schemas/outcome.schema.json absent")
 @settings(max_examples=150, deadline=None)
 @given(rounds)
 def test_records_validate_against_the_outcome_schema(events: list[Event]) -> None:
