@@ -46,7 +46,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     try:
         return run_demo(args.game, args.rounds, broker_url=args.broker, seed=args.seed,
-                        pace=args.pace, workdir=args.workdir, quiet=args.quiet)
+                        pace=args.pace, workdir=args.workdir, quiet=args.quiet,
+                        bets=args.bets)
     except DemoError as exc:
         print(f"tabled demo: {exc}", file=sys.stderr)
         return 1
@@ -199,6 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="time between device messages")
     dp.add_argument("--workdir", help="keep config, journal and logs here")
     dp.add_argument("--quiet", action="store_true")
+    dp.add_argument("--bets", choices=("main", "all"), default="main",
+                    help="main: what a pit engineer reads first (craps: the roll, the point, the "
+                    "line bets); all: every bet of each outcome")
     dp.set_defaults(func=_cmd_demo)
     _add_console(sub)
     return parser

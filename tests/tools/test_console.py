@@ -38,8 +38,8 @@ BASE = "tabled/lab/t1"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def tabled(*args: str, timeout: float = 60, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tabled.tools.cli", *args], input=stdin,
+def tabled(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tabled.tools.cli", *args],
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
