@@ -121,6 +121,48 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _cmd_floor(args: argparse.Namespace) -> int:
+    from tabled.tools.demo import DemoError
+    from tabled.tools.floor import run_floor
+
+    try:
+        return run_floor(broker_url=args.broker, pace=args.pace, per_game=args.per_game,
+                         web_port=args.web_port, duration=args.duration,
+                         faults=not args.no_faults, seed=args.seed, workdir=args.workdir,
+                         quiet=args.quiet)
+    except DemoError as exc:
+        print(f"tabled floor: {exc}", file=sys.stderr)
+        return 1
+
+
+def _add_floor(sub: Any) -> None:
+    fp = sub.add_parser(
+        "floor", help="the floor demo: six simulated tables, their daemons, a broker and the "
+        "pit, until interrupted",
+        description="A simulated floor on this machine: two tables of each game (baccarat with "
+        "card-reading shoes, craps with dice sensors on the simulated USB bus, Q Poker with "
+        "shuffler-dealers and the dealer console), a table daemon each, a private Mosquitto "
+        "and the pit, whose page address and sign-in are printed at start. Devices play at a "
+        "demo pace with a fault now and then. Runs until interrupted (Ctrl-C: exit 0), then "
+        "stops everything and removes its work directory.")
+    fp.add_argument("--pace", type=_positive_float, default=5.0, metavar="SECONDS",
+                    help="about this many seconds per round at each table (default 5; a real "
+                    "table takes 30 to 90 s)")
+    fp.add_argument("--per-game", type=_positive_int, default=2, metavar="N",
+                    help="tables of each game (default 2: six tables)")
+    fp.add_argument("--web-port", type=_positive_int, metavar="PORT",
+                    help="the pit's web page (default 8080, or a free port when it is taken)")
+    fp.add_argument("--broker", metavar="mqtt://HOST:PORT",
+                    help="an existing broker (default: start a private Mosquitto)")
+    fp.add_argument("--duration", type=_positive_float, metavar="SECONDS",
+                    help="stop after this long (default: run until interrupted)")
+    fp.add_argument("--no-faults", action="store_true", help="devices without injected faults")
+    fp.add_argument("--seed", type=int, default=1)
+    fp.add_argument("--workdir", help="keep configs, journals, the pit's record and logs here")
+    fp.add_argument("--quiet", action="store_true", help="the banner only, no live lines")
+    fp.set_defaults(func=_cmd_floor)
+
+
 def _add_console(sub: Any) -> None:
     cp = sub.add_parser(
         "console", help="the dealer console: signed decisions, reveal, void (docs/console.md)",
@@ -205,6 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "line bets); all: every bet of each outcome")
     dp.set_defaults(func=_cmd_demo)
     _add_console(sub)
+    _add_floor(sub)
     return parser
 
 

@@ -190,7 +190,7 @@ def write_table_config(path: Path, site: str, table: str, game: str, broker_url:
                        device: dict[str, Any], rules: dict[str, Any], journal: Path,
                        key_file: Path | None, *, metrics_interval: float = 2.0) -> Path:
     """One table's config; with ``key_file``, commands on and the ``[console]`` the dealer
-    console of the demos reads (its own client id and name on the broker)."""
+    console of the demos reads (the name it signs with)."""
     def value(v: Any) -> str:
         return ("true" if v else "false") if isinstance(v, bool) else json.dumps(v)
 
@@ -203,8 +203,7 @@ def write_table_config(path: Path, site: str, table: str, game: str, broker_url:
     if key_file is not None:
         lines += ["", "[commands]", "enabled = true",
                   f"hmac_key_file = {json.dumps(str(key_file))}",
-                  "", "[console]", f'id = "console-{table}"',
-                  f'client_id = "tabled-console-{site}-{table}"']
+                  "", "[console]", f'id = "console-{table}"']
     path.write_text("\n".join(lines) + "\n")
     return path
 
