@@ -50,6 +50,8 @@ KEY_BYTES = 32
 T_CONNECT = 10.0
 #: The cards of a Q Poker hand (Art. 7): the dealer's deal is complete at three.
 CARDS_PER_HAND = 3
+#: How many times the demos' dealer sends a command that got no reply.
+AUTO_ATTEMPTS = 3
 
 
 class ConsoleError(Exception):
@@ -826,10 +828,15 @@ class AutoDealer:
         self.rounds_played += 1
 
     async def _send(self, name: str, args: dict[str, Any]) -> None:
-        try:
-            reply = await self.console.command(name, args)
-        except ConsoleError as exc:
-            self.said(f"{describe_command(name, args)}: {exc}")
+        what = describe_command(name, args)
+        for attempt in range(1, AUTO_ATTEMPTS + 1):
+            try:
+                reply = await self.console.command(name, args)
+            except ConsoleError as exc:  # no reply, or the connection went: try again (a
+                # decision that did arrive is then declined as repeated, which changes nothing)
+                self.said(f"{what}: {exc}" + ("; again" if attempt < AUTO_ATTEMPTS else ""))
+                await asyncio.sleep(1.0)
+                continue
+            if not reply.accepted:
+                self.said(f"{what}: {reply.describe()}")
             return
-        if not reply.accepted:
-            self.said(f"{describe_command(name, args)}: {reply.describe()}")
