@@ -443,34 +443,52 @@ class RoundView:
     def round_number(self) -> int | None:
         return None if self.last_round is None else self.last_round + 1
 
-    def apply(self, kind: str, body: dict[str, Any]) -> None:
+    def apply(self, kind: str, body: dict[str, Any]) -> list[str]:
+        """Take one message; return what is news in it, a line each (for a console on a
+        pipe, which prints news instead of redrawing)."""
         if kind == "connection":
             self.connected = bool(body.get("connected"))
             self.connection_error = body.get("error")
-        elif kind == "status":
+            return [f"broker {self._connection().strip('()').lower()}"]
+        if kind == "status":
             self.status = body
-        elif kind == "outcome":
+            return [self._status_line()]
+        if kind == "outcome":
             self.last_outcome = body
             if isinstance(body.get("round"), int):
                 self.last_round = body["round"]
             self.phase = "settled"
-        elif kind == "event":
-            self._event(body)
+            return ["outcome: " + describe(body).strip()]
+        if kind == "event":
+            return self._event(body)
+        return []
 
-    def _event(self, event: dict[str, Any]) -> None:
+    def _event(self, event: dict[str, Any]) -> list[str]:
         kind, seat = event.get("type"), event.get("seat")
+        number = self.round_number
+        head = f"round {number}" if number is not None else "the round"
         if kind == "round_start":
             self.phase, self.dealer_cards = "dealing", 0
             self.seats = {s: SeatView() for s in event.get("seats") or [] if isinstance(s, int)}
-        elif kind == "fault":
+            return [f"{head}: seats {' '.join(map(str, self.seats)) or '(none)'}"]
+        if kind == "fault":
             self.faults.append(f"{event.get('code')}: {event.get('detail') or ''}".rstrip(": "))
-        elif kind == "decision" and isinstance(seat, int):
+            return [f"fault: {self.faults[-1]}"]
+        if self.phase not in ("dealing", "deciding", "revealed"):
+            return []  # a round that started before the console: not shown in part
+        if kind == "decision" and isinstance(seat, int):
             self.seats.setdefault(seat, SeatView()).play = bool(event.get("play"))
-        elif kind == "reveal" and self.phase in ("dealing", "deciding"):
+            return [f"seat {seat}: {'play' if event.get('play') else 'fold'}"]
+        if kind == "reveal" and self.phase != "revealed":
             self.phase = "revealed"
-        elif kind in ("withheld", "hand", "card") and self.phase in ("dealing", "deciding"):
+            return [f"{head}: revealed"]
+        if kind in ("withheld", "hand", "card") and self.phase in ("dealing", "deciding"):
             # (after an outcome, the rest of a deal voided midway is not this round's)
+            before = self.phase
             self._dealt(event, seat)
+            if before == "dealing" and self.phase == "deciding":
+                return [f"{head}: dealt; the players decide"]
+        return []
 
     def _dealt(self, event: dict[str, Any], seat: Any) -> None:
         if seat == "dealer":
@@ -502,20 +520,23 @@ class RoundView:
     def lines(self, target: ConsoleTarget) -> list[str]:
         out = [f"tabled console · {target.site}/{target.table} ({self.game}) as "
                f"{target.console_id} · broker {target.url} {self._connection()}"]
-        status = self.status or {}
-        if status:
-            state = str(status.get("state", "?"))
-            if status.get("reason"):
-                state += f" ({status['reason']})"
-            said = status.get("commands")
-            commands = "on" if said is True else "OFF" if said is False else "?"
-            out.append(f"table {state}, commands {commands}")
+        if self.status:
+            out.append(self._status_line())
         if self.game == "qpoker":
             out += self._qpoker_lines()
         if self.last_outcome is not None:
             out.append("last: " + describe(self.last_outcome).strip())
         out += [f"fault: {f}" for f in self.faults]
         return out
+
+    def _status_line(self) -> str:
+        status = self.status or {}
+        state = str(status.get("state", "?"))
+        if status.get("reason"):
+            state += f" ({status['reason']})"
+        said = status.get("commands")
+        commands = "on" if said is True else "OFF" if said is False else "?"
+        return f"table {state}, commands {commands}"
 
     def _connection(self) -> str:
         if self.connected is None:
@@ -525,7 +546,7 @@ class RoundView:
         return f"(DISCONNECTED: {self.connection_error}; reconnecting)"
 
     def _qpoker_lines(self) -> list[str]:
-        number = self.round_number
+        number = self.last_round if self.phase == "settled" else self.round_number
         head = f"round {number}" if number is not None else "the round"
         if self.phase == "waiting":
             return [f"{head}: no round seen yet (rounds that start while the console runs "
@@ -648,7 +669,7 @@ class _Terminal:
         self.stdin, self.stdout = stdin, stdout
         self.tty = stdin.isatty() and stdout.isatty()
         self._saved: list[Any] | None = None
-        self._last: list[str] = []
+        self._said: str | None = None
 
     def __enter__(self) -> _Terminal:
         if self.tty:
@@ -665,16 +686,18 @@ class _Terminal:
             self.stdout.write("\n")
             self.stdout.flush()
 
-    def show(self, lines: list[str], prompt: str, message: str) -> None:
+    def show(self, lines: list[str], prompt: str, message: str,
+             news: list[str] | None = None) -> None:
         try:
             if self.tty:
                 self.stdout.write("\x1b[H\x1b[2J" + "\n".join(
                     [*lines, "", KEY_HELP, message, prompt]))
-            else:  # on a pipe: only what changed, once
-                new = [line for line in [*lines, message] if line and line not in self._last]
-                self._last = [*lines, message]
-                if new:
-                    self.stdout.write("\n".join(new) + "\n")
+            else:  # on a pipe: who and where first, then what is new, a line each
+                said = [*([] if self._said is not None else lines[:1]), *(news or []),
+                        *([message] if message != self._said else [])]
+                self._said = message
+                if said:
+                    self.stdout.write("\n".join(line for line in said if line) + "\n")
             self.stdout.flush()
         except (OSError, ValueError):
             pass  # a terminal that went away: the console ends on its input's end
@@ -728,6 +751,7 @@ async def interactive(target: ConsoleTarget, stdin: TextIO | None = None,
                 inbox.put_nowait(("keys", stdin.read()))
                 inbox.put_nowait(("eof", None))
             tasks = [asyncio.create_task(sender(console)), asyncio.create_task(watcher(console))]
+            view.connected = console.connected.is_set()
             try:
                 terminal.show(view.lines(target), keys.prompt, message)
                 while True:
@@ -749,9 +773,8 @@ async def interactive(target: ConsoleTarget, stdin: TextIO | None = None,
                                 message = action.text
                         if quit_now:
                             break
-                    else:
-                        view.apply(kind, body)
-                    terminal.show(view.lines(target), keys.prompt, message)
+                    news = view.apply(kind, body) if kind not in ("said", "keys") else []
+                    terminal.show(view.lines(target), keys.prompt, message, news)
                 # what was typed before the end is sent before the console ends
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(target.reply_timeout + 1):
