@@ -47,9 +47,19 @@ SITE = "floor"
 DEFAULT_PACE = 5.0
 #: The web port the pit's page asks for first (a free one when it is taken).
 DEFAULT_WEB_PORT = 8080
-#: How much of the devices' scripts to prepare, in rounds at each table: hours of play at the
-#: default pace (a script is built before the device starts; this bounds its size).
-SCRIPT_ROUNDS = {"qpoker": 3000, "craps": 20000}
+#: How long the dice and shufflers' scripts last (the shoe deals for ever): they are built
+#: before the device starts, so their length is bounded; then those tables idle.
+SCRIPT_HOURS = 6.0
+SCRIPT_LIMITS = {"qpoker": (500, 6_000), "craps": (1_000, 50_000)}
+#: Faults are planned for this many rounds (the simulators look each planned fault up for every
+#: hand or roll they script, so a longer plan costs start-up time): hours at the default pace.
+FAULT_ROUNDS = 2_000
+
+
+def script_length(game: str, seconds_each: float) -> int:
+    """Rounds (Q Poker) or rolls (craps) for SCRIPT_HOURS at one every ``seconds_each``."""
+    low, high = SCRIPT_LIMITS[game]
+    return max(low, min(high, int(SCRIPT_HOURS * 3600 / seconds_each)))
 #: The first fault at each table comes after about this many rounds, then every FAULT_EVERY.
 FIRST_FAULT, FAULT_EVERY = 3, 30
 
@@ -232,19 +242,19 @@ def _start_device(fleet: Fleet, table: Table, pace: float, faults: bool, seed: i
                 str(table.dir / "shoe"), "--serial", f"SHOE-{table.name}", "--forever"]
         horizon = 100_000  # the shoe deals shoe after shoe for ever: faults for days of play
     elif game.name == "craps":
-        rolls = SCRIPT_ROUNDS["craps"]
+        rolls = script_length("craps", game.device_pace(pace))
         args = ["dice", "--seed", table_seed, "--count", str(rolls), "--pace", device_pace,
                 "--socket", str(table.dir / "dice.sock"), "--serial", f"DS-{table.name}",
                 "--forever"]
         horizon = rolls
     else:
-        rounds = SCRIPT_ROUNDS["qpoker"]
+        rounds = script_length("qpoker", pace)
         args = ["shuffler", "--game", "qpoker", "--seed", table_seed, "--rounds", str(rounds),
                 "--pace", device_pace, "--link", str(table.dir / "shuffler"), "--step",
                 "--forever"]
         horizon = rounds
     if faults:
-        args += fault_args(game.name, index, min(horizon, 20_000), seed)
+        args += fault_args(game.name, index, min(horizon, FAULT_ROUNDS), seed)
     table.sim = fleet.spawn(f"{table.name} simulator", python("tabled.simulators.cli", *args),
                             log=table.dir / "simulator.log", stdout=subprocess.PIPE,
                             stdin=subprocess.PIPE)
