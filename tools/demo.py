@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import random
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -150,8 +151,8 @@ async def _demo(game: str, rounds: int, broker_url: str | None, seed: int, pace:
     except asyncio.CancelledError:
         if fleet.signal is None:
             raise
-        say(f"[demo] stopped by signal {fleet.signal}: stopping the simulator, the daemon and "
-            "the broker")
+        say(f"[demo] stopped by {signal.Signals(fleet.signal).name}: stopping the simulator, "
+            "the daemon and the broker")
         return 128 + fleet.signal
     except FleetError as exc:
         raise DemoError(str(exc)) from None

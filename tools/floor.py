@@ -24,6 +24,7 @@ import json
 import os
 import random
 import secrets
+import signal
 import socket
 import subprocess
 import time
@@ -204,9 +205,9 @@ async def _floor(broker_url: str | None, pace: float, per_game: int, web_port: i
     except asyncio.CancelledError:
         if fleet.signal is None:
             raise
-        say(f"[floor] stopped by signal {fleet.signal}: stopping the tables, the devices, the "
-            "pit and the broker")
-        return 0 if fleet.signal == 2 else 128 + fleet.signal
+        say(f"[floor] stopped by {signal.Signals(fleet.signal).name}: stopping the tables, the "
+            "devices, the pit and the broker")
+        return 0 if fleet.signal == signal.SIGINT else 128 + fleet.signal
     except FleetError as exc:
         raise DemoError(str(exc)) from None
     except aiomqtt.MqttError as exc:
@@ -240,7 +241,7 @@ def _start_device(fleet: Fleet, table: Table, pace: float, faults: bool, seed: i
     if game.name == "baccarat":
         args = ["shoe", "--seed", table_seed, "--pace", device_pace, "--link",
                 str(table.dir / "shoe"), "--serial", f"SHOE-{table.name}", "--forever"]
-        horizon = 100_000  # the shoe deals shoe after shoe for ever: faults for days of play
+        horizon = FAULT_ROUNDS  # the shoe deals shoe after shoe for ever
     elif game.name == "craps":
         rolls = script_length("craps", game.device_pace(pace))
         args = ["dice", "--seed", table_seed, "--count", str(rolls), "--pace", device_pace,

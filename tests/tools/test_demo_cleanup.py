@@ -30,7 +30,7 @@ def test_a_signal_stops_every_child_and_removes_the_work_dir(signum: int) -> Non
         if demo.proc.poll() is None:
             demo.proc.kill()
     assert_gone(children, workdir, timeout=2)
-    assert any(f"stopped by signal {int(signum)}" in line for line in demo.lines)
+    assert any(f"stopped by {signal.Signals(signum).name}" in line for line in demo.lines)
 
 
 def test_a_given_workdir_is_kept(tmp_path: Path) -> None:
