@@ -187,22 +187,36 @@ class AlertSettings(_Strict):
 
 
 class WebSettings(_Strict):
-    """The web page (served by the web layer built on this core)."""
+    """The live web page (:mod:`tabled.pit.web`): served by the pit itself when the config has
+    a ``[web]`` section; without one the pit serves no page."""
 
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=1, le=65535)] = 8080
+    #: TLS by configuration: a certificate chain and its key (mode 0600), both or neither.
     tls_cert_file: Path | None = None
     tls_key_file: Path | None = None
-    #: Signs session cookies; 32 random bytes or more, mode 0600.
+    #: Signs session cookies and CSRF tokens; 32 random bytes or more, mode 0600. Without it
+    #: a random secret is made at each start (everyone signs in again after a restart).
     session_secret_file: Path | None = None
     #: A signed-in session ends after this many seconds.
     session_max_age: Annotated[int, Field(ge=60, le=7 * 86400)] = 8 * 3600
+    #: Let anyone who reaches the port see the page without signing in (a wall display in the
+    #: pit); acting on an alert always needs a signed-in supervisor.
+    anonymous_view: bool = False
+    #: Failed sign-ins allowed per client address, and per user name, in ``sign_in_window``
+    #: seconds; beyond them sign-in is refused (429) until the window moves on.
+    sign_in_failures: Annotated[int, Field(ge=1, le=1000)] = 5
+    sign_in_window: Annotated[int, Field(ge=1, le=86400)] = 300
 
     @model_validator(mode="after")
     def _pair(self) -> WebSettings:
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise ValueError("tls_cert_file and tls_key_file go together")
         return self
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.tls_cert_file is not None
 
 
 class MetricsSettings(_Strict):
@@ -250,7 +264,8 @@ class PitConfig(_Strict):
     store: StoreSettings = StoreSettings()
     retention: RetentionSettings = RetentionSettings()
     alerts: AlertSettings = AlertSettings()
-    web: WebSettings = WebSettings()
+    #: None: no ``[web]`` section, no page (metrics only on ``[metrics] port``)
+    web: WebSettings | None = None
     metrics: MetricsSettings = MetricsSettings()
     users: list[UserSettings] = Field(default_factory=list)
     log: LogSettings = LogSettings()
@@ -322,8 +337,8 @@ def check_secrets(config: PitConfig) -> list[tuple[str, str]]:
         ("mqtt.tls.key_file", config.mqtt.tls.key_file if config.mqtt.tls else None),
         ("store.postgres.password_file",
          config.store.postgres.password_file if config.store.postgres else None),
-        ("web.session_secret_file", config.web.session_secret_file),
-        ("web.tls_key_file", config.web.tls_key_file),
+        ("web.session_secret_file", config.web.session_secret_file if config.web else None),
+        ("web.tls_key_file", config.web.tls_key_file if config.web else None),
     ]
     problems = []
     for key, path in named:

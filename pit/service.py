@@ -121,6 +121,8 @@ class PitService:
         self._applied: dict[int, float] = {}
         self._record_cursor = 0
         self._metrics_server: Any = None
+        #: the web page (:mod:`tabled.pit.web`), when the config has a ``[web]`` section
+        self.web: Any = None
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -140,6 +142,10 @@ class PitService:
 
     async def run(self) -> int:
         cfg = self.config
+        if cfg.web is not None:  # its secret and certificate are checked before anything opens
+            from tabled.pit.web.server import WebServer
+
+            self.web = WebServer(self, cfg.web)
         await self.start()
         if cfg.metrics.port is not None:
             self._metrics_server = self.metrics.serve(cfg.metrics.host, cfg.metrics.port)
@@ -159,12 +165,21 @@ class PitService:
                 ]
                 if cfg.mqtt.share_group:
                     tasks.append(group.create_task(_guarded("share", self._follow_records)))
+                web = None
+                if self.web is not None:
+                    web = group.create_task(_guarded("web", self.web.run))
                 await wait_connected(self.ingest, T_READY)
                 self.notifier.ready(self.status_line())
                 log.info("ready", status=self.status_line())
                 await self._stop.wait()
                 self.notifier.stopping()
                 log.info("stopping")
+                if web is not None:  # its live streams end, open requests finish
+                    await self.web.stop()
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(5):
+                            await asyncio.shield(web)
+                    web.cancel()
                 for task in tasks:
                     task.cancel()
         finally:
