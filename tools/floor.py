@@ -448,13 +448,13 @@ async def _watch_children(fleet: Fleet) -> None:
 
 
 async def _web_page(port: int, pit: subprocess.Popen[Any], say: Callable[[str], None]) -> None:
-    """Say once whether the pit serves its page yet (the web layer arrives separately)."""
+    """Say once whether the pit serves its page."""
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and pit.poll() is None:
         if await asyncio.to_thread(_serving, port):
             say(f"[floor] the pit serves the floor page: http://127.0.0.1:{port}/")
             return
         await asyncio.sleep(0.5)
-    say(f"[floor] nothing answers on http://127.0.0.1:{port}/ yet: this build's pit has no web "
-        "page (pit/web/); the pit records and alerts all the same (tabled pit status, "
+    say(f"[floor] nothing answers on http://127.0.0.1:{port}/: the pit serves no page (see "
+        "pit.log in the work dir); it records and alerts all the same (tabled pit status, "
         "tabled pit alerts)")

@@ -1,15 +1,21 @@
 """The floor demo (issue 12), bounded: ``tabled floor`` brings up six tables of the three games
 (real simulators, real daemons), a private Mosquitto and the pit; the pit's own record
-(``tabled pit status``) shows outcomes from every table and a fault alert; SIGINT then stops
-everything: exit 0, no process left (by PID), no work directory left."""
+(``tabled pit status``) shows outcomes from every table and a fault alert; the page at the
+printed address takes the printed supervisor's and viewer's passwords (and refuses another);
+SIGINT then stops everything: exit 0, no process left (by PID), no work directory left."""
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
+import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -18,6 +24,30 @@ from tests.tools.running import Demo, assert_gone, children_of
 
 #: The longest the floor may take to show what the test waits for, seconds.
 T_FLOOR = 75.0
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def sign_in(page: str, name: str, password: str) -> str | None:
+    """Sign in on the pit's page as a browser does (the form's CSRF token, its cookie); where
+    the page sends a signed-in user, or None when sign-in is refused."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
+    form = opener.open(page + "login", timeout=10).read().decode()
+    token = re.search(r'name="csrftoken" value="([^"]+)"', form)
+    assert token, form
+    data = urllib.parse.urlencode({"csrftoken": token.group(1), "name": name,
+                                   "password": password, "next": "/"}).encode()
+    try:
+        opener.open(page + "login", data=data, timeout=10)
+    except urllib.error.HTTPError as exc:
+        if exc.code in (302, 303):
+            return urllib.parse.urljoin(page, exc.headers["Location"])
+        return None
+    return None
 
 
 def pit_status(config: Path) -> dict[str, Any] | None:
@@ -50,6 +80,10 @@ def test_the_floor_runs_every_game_records_outcomes_and_alerts_then_leaves_nothi
         else:
             raise AssertionError(f"not every table played, or no fault: {status}\n"
                                  + "\n".join(floor.lines[-40:]))
+        floor.wait_for(r"\[floor\] the pit serves the floor page")
+        assert sign_in(page, "supervisor", users.group(1)) == page
+        assert sign_in(page, "viewer", users.group(2)) == page
+        assert sign_in(page, "supervisor", "not-the-password") is None
         children = children_of(floor.proc.pid)
         # mosquitto, six simulators, six daemons, the pit, the reaper
         assert len(children) == 15, children
