@@ -26,7 +26,7 @@ from typing import Any
 import structlog
 
 from tabled.contract.events import Event, Fault, Void
-from tabled.contract.faults import DEVICE_LOST
+from tabled.contract.faults import DEVICE_LOST, VOID_DEVICE_LOST
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.backoff import Backoff
 from tabled.daemon.config import DeviceSettings
@@ -190,8 +190,11 @@ class DeviceSupervisor:
         detail = f"{self.settings.family} {self.settings.id} not back within " \
                  f"{self.settings.lost_void_after:g} s ({reason})"
         if self.settings.family == "shoe":
-            # baccarat.art10: a dealing error that cannot be corrected voids the hand
-            self._accept(Void(reason=f"device_lost: {detail}", extra={"source": "daemon"}),
+            # baccarat.art10: a dealing error that cannot be corrected voids the hand. Nobody at
+            # the table pressed anything, so the void says the dealer may still be dealing it:
+            # the cards the shoe sends when it is back are that hand's, not the next one's.
+            self._accept(Void(reason=f"device_lost: {detail}",
+                              extra={"source": "daemon", VOID_DEVICE_LOST: True}),
                          "hand cannot be corrected")
         else:
             self._accept(Fault(code=DEVICE_LOST, detail=detail,
