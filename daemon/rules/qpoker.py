@@ -32,7 +32,13 @@ from tabled.contract.events import (
     Void,
     Withheld,
 )
-from tabled.contract.faults import DEVICE_LOST, SHUFFLER_FAILURES
+from tabled.contract.faults import (
+    DEVICE_LOST,
+    EVENT_NOT_APPLIED,
+    NOT_APPLIED_CODE,
+    NOT_APPLIED_TYPE,
+    SHUFFLER_FAILURES,
+)
 from tabled.contract.outcome import BetResult, Game, Notice, Outcome, Output
 from tabled.daemon.rules.options import QPokerOptions
 from tabled.daemon.rules.qpoker_hands import HandClass, RankedHand, qualifies, rank_hand
@@ -393,11 +399,13 @@ class QPokerTable:
 
     def _start(self, listed: tuple[int, ...] | None) -> list[Output]:
         outputs: list[Output] = []
-        if self._round is not None and self._round.dealing_started:
+        if self._round is not None:
+            # A round still open is closed, never dropped: its bets were taken on its seats,
+            # and its positions were not given their cards (Art. 11.1), none at all if its deal
+            # never began.
             outputs += self._void(self._round, ART11_1,
                                   f"a new round began first: {self._round.shortfall()}")
         self._deal_voided = False  # the new round's deal begins here
-        # A round_start with no card since the last simply replaces it: no bet has been decided.
         self._round = _Round(listed)
         if listed is not None:
             positions = self._options.positions
@@ -419,10 +427,9 @@ class QPokerTable:
 
     def _void(self, rnd: _Round, article: str, reason: str) -> list[Output]:
         """The round is void and all its bets with it (Art. 11.1, 11.3, 11.5; Art. 1, 2).
-        If its seats were listed and its deal was cut short, what is left of that deal may
-        still arrive: it is declined until the next ``round_start``."""
-        self._deal_voided = (rnd.seats_fixed_by_list and rnd.dealing_started
-                             and not rnd.dealing_complete)
+        If its seats were listed and its deal was not complete (cut short, or not begun), what
+        is left of that deal may still arrive: it is declined until the next ``round_start``."""
+        self._deal_voided = rnd.seats_fixed_by_list and not rnd.dealing_complete
         every_bet = BetResult("void", article)
         bets = {
             str(seat): (
@@ -549,16 +556,45 @@ class QPokerTable:
     # -- faults and the dealer's void ----------------------------------------------------------
 
     def _fault(self, fault: Fault) -> list[Output]:
-        """Art. 11.5: the shuffling machine failing while the round is dealt voids it."""
+        """Art. 11.5: the shuffling machine failing while the round is dealt voids it: from its
+        ``round_start`` (the machine is dealing it: a failure before the first card stops the
+        deal as surely as one after it) until every position has its cards."""
+        if fault.code == EVENT_NOT_APPLIED:
+            return self._not_applied(fault)
         rnd = self._round
         shuffler_failed = fault.code in SHUFFLER_FAILURES or (
             fault.code == DEVICE_LOST and fault.extra.get("family") == SHUFFLER_FAMILY
         )
-        if rnd is None or not shuffler_failed or not rnd.dealing_started or rnd.dealing_complete:
+        if rnd is None or not shuffler_failed or rnd.dealing_complete:
             return []
         detail = f" ({fault.detail})" if fault.detail else ""
         return self._void(rnd, ART11_5, f"the shuffling machine failed while dealing: "
                                         f"{fault.code}{detail}")
+
+    def _not_applied(self, fault: Fault) -> list[Output]:
+        """The daemon could not apply an event (fault event_not_applied): what it would have
+        done to the round is unknown, so the round is void (Art. 11.1: its deal or its
+        decisions cannot be shown to be right), and what is left of its deal is declined until
+        the next ``round_start``. A lost event that would have begun a round (a round_start,
+        a dealing event) gets a void round of its own: a round is never dropped."""
+        lost = fault.extra.get(NOT_APPLIED_TYPE)
+        if lost == "fault" and not (fault.extra.get(NOT_APPLIED_CODE) in SHUFFLER_FAILURES
+                                    or fault.extra.get(NOT_APPLIED_CODE) == DEVICE_LOST):
+            return []  # a fault that voids nothing would have voided nothing
+        why = (f"the daemon could not apply a {lost} event"
+               + (f" ({fault.detail})" if fault.detail else ""))
+        begins = lost in ("round_start", "card", "hand", "withheld")
+        outputs: list[Output] = []
+        if self._round is not None:
+            outputs += self._void(self._round, ART11_1, why)
+            if lost != "round_start":
+                self._deal_voided = True
+                return outputs
+        elif not begins or self._deal_voided:
+            return outputs  # no round to void, or the lost event was part of a void one
+        outputs += self._void(_Round(None), ART11_1, f"{why}: a round it began")
+        self._deal_voided = True
+        return outputs
 
     def _dealer_void(self, reason: str | None) -> list[Output]:
         """The dealer voids the round, citing one of Art. 11's voids (11.1 when it names none)."""
