@@ -131,6 +131,7 @@ class QPokerOracle:
         self.seen: set[str] = set()
         self.decisions: dict[int, bool] = {}
         self.listed = False  # the bet seats came from a round_start
+        self.opened = False  # a round_start began a round (its deal may not have begun)
 
     @property
     def dealing(self) -> bool:
@@ -158,8 +159,18 @@ class QPokerOracle:
         self.declared = None
         self._clear()
 
+    @property
+    def open(self) -> bool:
+        """A round has begun: its round_start, or its first dealing event."""
+        return self.opened or self.dealing
+
     def _void(self, article: str, cards_known: bool = True) -> None:
-        self.deal_voided = self.listed and self.dealing and not self.dealt
+        # A round whose seats were listed and whose deal is not complete (cut short, or not
+        # begun) may still see the rest of its deal: it belongs to this void round.
+        listed = self.listed or (not self.dealing and self.declared is not None)
+        self.deal_voided = listed and not self.dealt
+        if not self.dealing and self.declared is not None:
+            self.bet_seats = sorted(self.declared)
         result: dict[str, Any] = {}
         if cards_known:
             seats: dict[str, Any] = {str(s): {"cards": list(self.cards[s])}
@@ -235,9 +246,10 @@ class QPokerOracle:
         elif kind == "hand":
             self._dealt("hand", event["seat"], list(event["cards"]), bool(event.get("face_up")))
         elif kind == "round_start":
-            if self.dealing:  # Art. 11.1: a new round before this one has its cards
+            if self.open:  # Art. 11.1: a new round before this one has its cards; never dropped
                 self._void("qpoker.art11.1")
             self.deal_voided = False
+            self.opened = True
             seats = event.get("seats")
             if seats is not None and not all(1 <= s <= self.positions for s in seats):
                 raise OutOfScope(f"seats {seats} outside 1..{self.positions}")
@@ -247,19 +259,21 @@ class QPokerOracle:
             if (self.dealing and seat in self.bet_seats and len(self.cards.get(seat, ())) == 3
                     and seat not in self.decisions):
                 self.decisions[seat] = event["play"]  # Art. 9.3: cannot be withdrawn
-        elif kind == "reveal" and self.dealing:
+        elif kind == "reveal" and self.open:
             if self.dealt:
                 self._settle()
             else:
                 self._void("qpoker.art11.1")
-        elif kind == "void" and self.dealing:
+        elif kind == "void" and self.open:
             reason = event.get("reason")
             self._void(reason if reason in VOID_ARTICLES else "qpoker.art11.1")
-        elif kind == "fault" and self.dealing and not self.dealt and (
+        elif kind == "fault" and event["code"] == "event_not_applied":
+            raise OutOfScope("an event the daemon could not apply")
+        elif kind == "fault" and self.open and not self.dealt and (
             event["code"] in SHUFFLER_FAILURES
             or (event["code"] == DEVICE_LOST and event.get("family") == "shuffler")
         ):
-            self._void("qpoker.art11.5")
+            self._void("qpoker.art11.5")  # the machine was dealing the round: from its start
         # Anything else (other games' events, a reveal or void with no round) is only noticed.
 
 
