@@ -101,10 +101,14 @@ class DeviceSupervisor:
         while True:
             url = await self._url()
             self._status("connecting", url=url)
+            # The options first: they move next_seq past what the journal holds from this
+            # device, and first_seq must see that (as an argument after them it did not, so a
+            # restarted daemon numbered the device's events from 0 again).
+            options = self._driver_options()
             try:
                 driver = await open_device(s.family, url, device_id=s.id,
                                            emit=DeviceSink(self.runtime, s.id),
-                                           first_seq=self.next_seq, **self._driver_options())
+                                           first_seq=self.next_seq, **options)
             except DeviceError as exc:
                 self._status("unavailable", url=url, error=str(exc))
                 await asyncio.sleep(backoff.next())
