@@ -117,6 +117,9 @@ class QPokerOracle:
         # after a round with declared seats is voided midway, the rest of its deal may still
         # come: it belongs to that void round until the next round_start (project decision)
         self.deal_voided = False
+        # without a seat list, the rest of such a deal ends with the dealer's cards (Art. 7: the
+        # dealer is dealt last): how many are still to come
+        self.dealer_rest = 0
         self._clear()
 
     def _clear(self) -> None:
@@ -132,6 +135,7 @@ class QPokerOracle:
         self.decisions: dict[int, bool] = {}
         self.listed = False  # the bet seats came from a round_start
         self.opened = False  # a round_start began a round (its deal may not have begun)
+        self.dealer_dealt = 0  # cards dealt to the dealer, in their place or not
 
     @property
     def dealing(self) -> bool:
@@ -169,6 +173,8 @@ class QPokerOracle:
         # begun) may still see the rest of its deal: it belongs to this void round.
         listed = self.listed or (not self.dealing and self.declared is not None)
         self.deal_voided = listed and not self.dealt
+        rest = not listed and self.dealing and not self.dealt
+        self.dealer_rest = max(0, 3 - self.dealer_dealt) if rest else 0
         if not self.dealing and self.declared is not None:
             self.bet_seats = sorted(self.declared)
         result: dict[str, Any] = {}
@@ -206,6 +212,8 @@ class QPokerOracle:
 
     def _dealt(self, mode: str, seat: Seat, cards: list[str], face_up: bool) -> None:
         """A ``card`` or ``hand`` event."""
+        if seat == DEALER:
+            self.dealer_dealt += len(cards)
         if not self.dealing:
             self._begin(mode)
         elif mode != self.mode:
@@ -241,6 +249,10 @@ class QPokerOracle:
         kind = event["type"]
         if self.deal_voided and kind in ("card", "hand"):
             return  # the rest of a deal voided midway: not a new round
+        if self.dealer_rest and kind in ("card", "hand"):
+            if event["seat"] == DEALER:
+                self.dealer_rest = max(0, self.dealer_rest - len(event.get("cards") or [1]))
+            return  # the rest of an unlisted deal voided midway, until the dealer's cards
         if kind == "card":
             self._dealt("card", event["seat"], [event["card"]], bool(event.get("face_up")))
         elif kind == "hand":
@@ -249,6 +261,7 @@ class QPokerOracle:
             if self.open:  # Art. 11.1: a new round before this one has its cards; never dropped
                 self._void("qpoker.art11.1")
             self.deal_voided = False
+            self.dealer_rest = 0
             self.opened = True
             seats = event.get("seats")
             if seats is not None and not all(1 <= s <= self.positions for s in seats):

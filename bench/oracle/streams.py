@@ -325,6 +325,14 @@ class _QRound:
         del self.events[self.dealing[after] + 1:]
         self.events.extend((device, event) for event in tail)
 
+    def voided_midway_dealt_on(self) -> None:
+        """The dealer voids the round in the middle of its deal and the deal goes on to its end
+        (a machine does not stop): no decision, no reveal. Without a seat list, the rest of
+        the deal is the void round's until the dealer, dealt last, has had its cards."""
+        where = self.dealing[self.rng.randrange(len(self.dealing) - 1)]
+        dealing = [self.events[i] for i in self.dealing if i > where]
+        self.events = [*self.events[:where + 1], ("console", {"type": "void"}), *dealing]
+
     def irregular(self, kind: str) -> bool:
         """Apply one irregularity; return whether the round stays open for a later round_start
         (only ``cut_short``)."""
@@ -437,6 +445,8 @@ def qpoker_stream(rng: random.Random, rounds: int, positions: int = 7) -> list[E
             kinds = QPOKER_IRREGULARITIES[:-1] if made == rounds else QPOKER_IRREGULARITIES
             left_open = game.irregular(rng.choice(kinds))  # the last round is never left open
             after_void = True  # a dealing the rules cut short: a round_start must follow
+        elif style != "declared" and rng.random() < IRREGULAR:
+            game.voided_midway_dealt_on()
         for device, fields in game.events:
             stream.events.append(stream.stamp(device, fields))
         if rng.random() < 0.02:  # between rounds: no round to void, nothing to decide

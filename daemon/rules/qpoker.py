@@ -225,6 +225,7 @@ class _Round:
         self.dealing_started = False
         self.decisions: dict[int, bool] = {}
         self.seen: set[str] = set()
+        self.dealer_cards_dealt = 0  # to the dealer, whether or not they took their place
 
     def dealing_order(self) -> list[Seat]:
         """Art. 7: the positions with a bet, ascending from the dealer's left, dealer last."""
@@ -329,6 +330,10 @@ class QPokerTable:
         # The rest of a deal voided midway may still come (a shuffler whose link dropped keeps
         # dealing): until the next round_start it belongs to the void round, not to a new one.
         self._deal_voided = False
+        # The same for a round without a seat list, which no round_start may follow: the dealer
+        # is dealt last (Art. 7), so its deal is over once the dealer has had its three cards.
+        # How many of them are still to come, 0 when none.
+        self._dealer_rest = 0
 
     @property
     def options(self) -> QPokerOptions:
@@ -357,6 +362,17 @@ class QPokerTable:
                            f"a {event.type} event after round {self._next_round - 1} was "
                            "voided in the middle of its deal belongs to that void round; "
                            "the next round begins with a round_start", ART11_1)]
+        if self._dealer_rest and isinstance(event, (CardDealt, HandDealt, Withheld)) \
+                and not (isinstance(event, CardDealt | HandDealt)
+                         and _is_withheld_identity(event)):
+            if event.seat == DEALER:
+                count = (1 if isinstance(event, CardDealt) else
+                         event.count if isinstance(event, Withheld) else len(event.cards))
+                self._dealer_rest = max(0, self._dealer_rest - count)
+            return [Notice(DEALT_AFTER_VOID,
+                           f"a {event.type} event after round {self._next_round - 1} was "
+                           "voided in the middle of its deal belongs to that void round, until "
+                           "the dealer, dealt last, has had its cards", ART11_1)]
         match event:
             case CardDealt() if _is_withheld_identity(event):
                 return self._identify(event.seat, (event.card,))
@@ -406,6 +422,7 @@ class QPokerTable:
             outputs += self._void(self._round, ART11_1,
                                   f"a new round began first: {self._round.shortfall()}")
         self._deal_voided = False  # the new round's deal begins here
+        self._dealer_rest = 0
         self._round = _Round(listed)
         if listed is not None:
             positions = self._options.positions
@@ -428,8 +445,13 @@ class QPokerTable:
     def _void(self, rnd: _Round, article: str, reason: str) -> list[Output]:
         """The round is void and all its bets with it (Art. 11.1, 11.3, 11.5; Art. 1, 2).
         If its seats were listed and its deal was not complete (cut short, or not begun), what
-        is left of that deal may still arrive: it is declined until the next ``round_start``."""
+        is left of that deal may still arrive: it is declined until the next ``round_start``.
+        Without a seat list, it is declined until the dealer, dealt last, has had its cards."""
         self._deal_voided = rnd.seats_fixed_by_list and not rnd.dealing_complete
+        unlisted_rest = (not rnd.seats_fixed_by_list and rnd.dealing_started
+                         and not rnd.dealing_complete)
+        self._dealer_rest = (max(0, CARDS_PER_POSITION - rnd.dealer_cards_dealt)
+                             if unlisted_rest else 0)
         every_bet = BetResult("void", article)
         bets = {
             str(seat): (
@@ -447,6 +469,8 @@ class QPokerTable:
         """Art. 7: a dealing event (real, or a withheld placeholder) to ``seat``."""
         rnd = self._open_round()
         rnd.dealing_started = True
+        if seat == DEALER:
+            rnd.dealer_cards_dealt += len(cards)
         if seat != DEALER and not 1 <= seat <= self._options.positions:
             return self._void(rnd, ART2, f"{what}: the table has positions "
                                          f"1-{self._options.positions}")

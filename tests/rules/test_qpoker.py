@@ -640,3 +640,20 @@ def test_a_reveal_with_identities_never_published_is_void() -> None:
     run = Run([RoundStart(seats=(1,)), Withheld(seat=1, count=3),
                Withheld(seat=DEALER, count=3), Reveal()])
     assert run.record["void_reason"] == "reveal while withheld cards were never identified"
+
+
+def test_the_rest_of_an_unlisted_deal_voided_midway_is_that_round_s_until_the_dealer_s_cards(
+) -> None:
+    """Found looking for issue 16's class: a round without a seat list, voided after its first
+    card while the deal went on, used to hand the rest of its deal to a new round, which could
+    complete: seat 3's K K K settled as three of a kind in a round the table had voided. The
+    rest is the void round's until the dealer, dealt last (Art. 7), has had its three cards."""
+    rotation = [(1, "AS"), (3, "KS"), ("dealer", "2H"), (1, "AH"), (3, "KH"), ("dealer", "3C"),
+                (1, "AD"), (3, "KD"), ("dealer", "9S")]
+    dealt = [CardDealt(card=card, seat=seat) for seat, card in rotation]  # type: ignore[arg-type]
+    run = Run([dealt[0], Void(reason="dealer_call"), *dealt[1:], Decision(seat=3, play=True),
+               Reveal(), *standard_round(hands(STANDARD))])
+    assert [(r["round"], r["status"]) for r in run.records] == [(1, "void"), (2, "complete")]
+    assert run.codes == ["dealt_after_void"] * 8 + ["decision_without_round",
+                                                     "nothing_to_reveal"]
+    assert run.records[1] == {**STANDARD_COMPLETE, "round": 2}
