@@ -305,6 +305,9 @@ class BaccaratTable:
     #: Why every hand of this shoe is void from its first card (the daemon could not apply a
     #: shoe_start or a cut_card, or lost count of hands after the cut card), or None.
     _doubt_shoe: str | None
+    #: The number the shoe's next card out will carry, for a shoe that numbers its cards
+    #: (``card_no``, docs/protocols/shoe.md); None until one does.
+    _next_card_no: int | None
 
     def __init__(self, options: BaccaratOptions = DEFAULT_OPTIONS) -> None:
         self._options = options
@@ -354,7 +357,12 @@ class BaccaratTable:
     def _card(self, event: CardDealt) -> list[Output]:
         # seat and face_up do not steer the deal: the shoe's order does, and an exposed card
         # stands (Art. 4).
-        card = event.card
+        gap = self._numbered(event)
+        return [*gap, *self._place(event.card)] if gap else self._place(event.card)
+
+    def _place(self, card: str) -> list[Output]:
+        """The next card out of the shoe takes its place: in the void hand still being dealt,
+        nowhere while adrift, else in the hand being dealt (one begins with it)."""
         if self._trailing is not None:
             return self._follow(self._trailing, card)
         if self._adrift is not None:
@@ -385,6 +393,44 @@ class BaccaratTable:
         ))
         return out
 
+    def _numbered(self, event: Event) -> list[Output]:
+        """A card out of a shoe that numbers its cards: if the numbers skip, cards left the shoe
+        that the daemon never saw (a shoe that lost what it read, e.g. in a reboot), so where
+        the hands begin is no longer known: what they may have changed is void (Art. 10), and
+        cards are declined until the dealer marks a boundary."""
+        number = event.extra.get("card_no")
+        if not isinstance(number, int) or isinstance(number, bool):
+            return []
+        expected, self._next_card_no = self._next_card_no, number + 1
+        if expected is None or number == expected:
+            return []
+        if number > expected:
+            why = (f"cards {expected} to {number - 1} of the shoe never reached the daemon (the "
+                   f"next was numbered {number})")
+        else:
+            why = f"the shoe numbered a card {number} again, after card {expected - 1}"
+        return self._cards_unseen(why, max(number - expected, 0))
+
+    def _cards_unseen(self, why: str, count: int) -> list[Output]:
+        """``count`` cards left the shoe that the daemon knows nothing of: they count (Art. 1);
+        the hand they went to cannot be followed, so it is void (Art. 10), and the daemon is
+        adrift (it cannot count the rest of that hand)."""
+        hand = self._hand
+        out: list[Output] = []
+        if count and hand is None and self._trailing is None and self._adrift is None:
+            hand = self._hand = self._begin_hand()  # the first was the Player's (Art. 7)
+        for _ in range(count):
+            if hand is None:
+                out += self._count_outside_hands(None, "never seen")
+            else:
+                self._count_in(hand, None)
+        self._drift(why)
+        if hand is None:
+            return out
+        hand.condemn(ART10, f"{why}, after {hand.dealt} card(s) of the hand; the deal cannot "
+                            "be shown to be right")
+        return [*out, self._close(hand)]
+
     def _end_trailing(self) -> None:
         """The dealer marked a boundary: the next card begins a new hand."""
         self._trailing = None
@@ -404,7 +450,7 @@ class BaccaratTable:
         return out
 
     def _burn(self, event: Burn) -> list[Output]:
-        out: list[Output] = []
+        out: list[Output] = self._numbered(event)
         hand = self._hand or self._trailing
         if hand is not None:
             out.append(Notice(
@@ -470,7 +516,7 @@ class BaccaratTable:
             return self._not_applied(lost, event.detail)
         if event.code != UNREADABLE_CARD:
             return []  # a device's trouble voids nothing by itself; its card events will tell
-        return self._unreadable()
+        return [*self._numbered(event), *self._unreadable()]
 
     def _unreadable(self) -> list[Output]:
         """A card left the shoe but could not be read. It counts toward the shoe (Art. 1); the
@@ -501,19 +547,11 @@ class BaccaratTable:
         where the daemon can no longer tell where a hand begins it declines cards until the
         dealer marks a boundary, rather than guess."""
         why = f"the daemon could not apply a {lost} event" + (f" ({detail})" if detail else "")
+        if lost == "card":
+            return self._cards_unseen(why, 1)
         hand = self._hand
         out: list[Output] = []
-        if lost == "card":
-            # A card left the shoe: it counts, and the hand it went to can no longer be
-            # followed, nor can the rest of that hand be counted.
-            if hand is None and self._trailing is None and self._adrift is None:
-                hand = self._hand = self._begin_hand()  # it was the Player's first (Art. 7)
-            if hand is None:
-                out += self._count_outside_hands(None, "not applied")
-            else:
-                self._count_in(hand, None)
-            self._drift(why)
-        elif lost in ("void", "round_start"):
+        if lost in ("void", "round_start"):
             # The dealer may have ended the hand being dealt, or not: the daemon cannot tell.
             if hand is not None or self._trailing is not None:
                 self._drift(why)
@@ -528,7 +566,7 @@ class BaccaratTable:
             return out  # a burn is no part of any hand
         if hand is None:
             return out
-        hand.condemn(ART10, f"{why} after {hand.dealt} card(s) of the hand; the deal cannot "
+        hand.condemn(ART10, f"{why}, after {hand.dealt} card(s) of the hand; the deal cannot "
                             "be shown to be right")
         return [*out, self._close(hand)]
 
@@ -559,6 +597,7 @@ class BaccaratTable:
         self._real_hand_dealt = False
         self._hands_left = None
         self._doubt_shoe = None
+        self._next_card_no = None  # the new shoe numbers its cards from 1, if it numbers them
 
     def _count(self, card: str | None) -> str | None:
         """Count one card out of the shoe (``None``: unknown); say how it overflows the shoe."""

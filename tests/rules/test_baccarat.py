@@ -814,3 +814,39 @@ def test_options_are_the_table_s_and_fixed() -> None:
     options = BaccaratOptions(method=2, commission="half_on_four", last_hand="one_more", decks=6)
     assert BaccaratTable(options).options is options
     assert BaccaratTable().options == BaccaratOptions()
+
+
+# -- a shoe that numbers its cards: a gap is cards the daemon never saw ----------------------------
+
+
+def numbered(start: int, *codes: str) -> list[Event]:
+    return [CardDealt(card=code, extra={"card_no": start + i}) for i, code in enumerate(codes)]
+
+
+def test_a_gap_in_the_shoe_s_card_numbers_voids_the_hand_and_waits_for_a_boundary() -> None:
+    """Cards 3 and 4 left the shoe and never reached the daemon (a shoe that lost what it read):
+    the hand they went to is void (Art. 10), they count toward the shoe (Art. 1), and the daemon
+    cannot tell where the next hand begins, so it declines cards until the dealer marks one."""
+    table = BaccaratTable(BaccaratOptions(decks=6))
+    feed_all(table, [ShoeStart(decks=6), *numbered(1, "2S", "3D")])
+    out = feed_all(table, numbered(5, "4H"))
+    (void1,) = [o for o in out if isinstance(o, Outcome)]
+    assert (void1.status, void1.article) == ("void", "baccarat.art10")
+    assert "cards 3 to 4 of the shoe never reached the daemon" in (void1.void_reason or "")
+    assert [o.code for o in out if isinstance(o, Notice)] == ["card_not_followed"]
+    assert table._out_of_shoe == 5
+    table.feed(Void(reason="dealer_button"))
+    (hand,) = feed_all(table, numbered(6, *NATURAL_TIE))
+    assert isinstance(hand, Outcome) and (hand.round, hand.status) == (2, "complete")
+
+
+def test_numbered_cards_burns_and_unread_cards_in_order_change_nothing() -> None:
+    table = BaccaratTable()
+    feed_all(table, [ShoeStart(decks=8), Burn(card="KS", extra={"card_no": 1}),
+                     Burn(card=None, extra={"card_no": 2, "unreadable": True})])
+    (hand,) = feed_all(table, numbered(3, *NATURAL_TIE))
+    assert isinstance(hand, Outcome) and hand.status == "complete"
+    (unread,) = table.feed(Fault(code="unreadable_card", extra={"card_no": 7}))
+    assert isinstance(unread, Outcome) and unread.article == "baccarat.art10"
+    (next_hand,) = feed_all(table, [ShoeStart(decks=8), *numbered(1, *NATURAL_TIE)])
+    assert isinstance(next_hand, Outcome) and next_hand.status == "complete"
