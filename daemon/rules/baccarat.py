@@ -357,12 +357,22 @@ class BaccaratTable:
     def _card(self, event: CardDealt) -> list[Output]:
         # seat and face_up do not steer the deal: the shoe's order does, and an exposed card
         # stands (Art. 4).
-        gap = self._numbered(event)
-        return [*gap, *self._place(event.card)] if gap else self._place(event.card)
+        card = event.card
+        gap = self._numbered(event) if event.extra else None  # (the hot path skips the call)
+        if gap or self._trailing is not None or self._adrift is not None:
+            return [*(gap or ()), *self._off_the_deal(card)]
+        hand = self._hand
+        if hand is None:
+            hand = self._hand = self._begin_hand()
+        self._count_in(hand, card)
+        if hand.take(card, self._method):
+            return [self._close(hand)]
+        return []
 
-    def _place(self, card: str) -> list[Output]:
-        """The next card out of the shoe takes its place: in the void hand still being dealt,
-        nowhere while adrift, else in the hand being dealt (one begins with it)."""
+    def _off_the_deal(self, card: str) -> list[Output]:
+        """A card out of the shoe when the deal is not the daemon's to follow as usual: it goes
+        to the void hand still being dealt, or nowhere while adrift (or, after a gap in the
+        shoe's numbers that left no doubt, to the hand being dealt)."""
         if self._trailing is not None:
             return self._follow(self._trailing, card)
         if self._adrift is not None:
@@ -373,9 +383,7 @@ class BaccaratTable:
         if hand is None:
             hand = self._hand = self._begin_hand()
         self._count_in(hand, card)
-        if hand.take(card, self._method):
-            return [self._close(hand)]
-        return []
+        return [self._close(hand)] if hand.take(card, self._method) else []
 
     def _follow(self, hand: _Hand, card: str) -> list[Output]:
         """A card of the void hand still being dealt: it takes its place in that hand, by the
