@@ -255,7 +255,7 @@ def baccarat_events(rng: random.Random, count: int) -> Iterator[Event]:
             yield rng.choice([Roll(dice=(3, 4)), Decision(seat=1, play=True), Reveal()])
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), failures=st.sets(st.integers(0, 59), max_size=6))
 def test_after_every_event_and_every_failure_live_state_equals_the_journal_s(
