@@ -16,7 +16,16 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from tabled.contract import faults
-from tabled.contract.events import CardDealt, Event, Fault, HandDealt, RoundStart, Seat, ShoeStart
+from tabled.contract.events import (
+    EXPOSED,
+    CardDealt,
+    Event,
+    Fault,
+    HandDealt,
+    RoundStart,
+    Seat,
+    ShoeStart,
+)
 from tabled.drivers.errors import DeviceError, ProtocolError
 from tabled.drivers.serial_device import SerialDevice
 from tabled.drivers.shuffler import protocol as p
@@ -62,9 +71,13 @@ def normalize(msg: p.Message) -> list[Event]:
             exposed = msg.exposed_cards
             if not exposed:
                 return [HandDealt(seat=msg.seat, cards=msg.cards, face_up=False)]
+            # The exposure is per card (the machine's mask): the hand is face up only if every
+            # card of it is; otherwise it stays face down and ``exposed`` names the cards that
+            # were seen (qpoker.art11.2 makes those, and only those, public).
             return [
-                HandDealt(seat=msg.seat, cards=msg.cards, face_up=True,
-                          extra={"exposed": list(exposed)}),
+                HandDealt(seat=msg.seat, cards=msg.cards,
+                          face_up=len(exposed) == len(msg.cards),
+                          extra={EXPOSED: list(exposed)}),
                 fault_event(p.DeviceFault.CARD_EXPOSED,
                             f"round {msg.round}, {_seat_name(msg.seat)}",
                             round=msg.round, seat=msg.seat),

@@ -204,7 +204,7 @@ async def test_every_machine_fault_arrives_as_its_fault_event(spec: str, code: s
         assert drivers[-1].status is not None and drivers[-1].status.fault == 0
     if fault.kind == "exposed":
         hand = events[events.index(fault_event) - 1]
-        assert isinstance(hand, HandDealt) and hand.face_up is True
+        assert isinstance(hand, HandDealt) and hand.face_up is False  # one card, not the hand
         assert len(hand.extra["exposed"]) == 1 and hand.extra["exposed"][0] in hand.cards
         assert hand.seat == ("dealer" if fault.dealer else 5)
 
