@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="Serve a simulated tabled device.")
     sub = parser.add_subparsers(dest="family", required=True, metavar="FAMILY")
     for family, text in FAMILIES.items():
-        module = importlib.import_module(f"simulators.{family}")
+        module = importlib.import_module(f"tabled.simulators.{family}")
         child = sub.add_parser(family, help=text, description=module.__doc__)
         module.add_arguments(child)
         child.set_defaults(serve=module.serve)
