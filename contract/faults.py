@@ -13,6 +13,9 @@ from typing import Final
 DEVICE_LOST: Final = "device_lost"  # the link to a device is gone (unplugged, port closed)
 LINK_ERRORS: Final = "link_errors"  # a burst of framing/link errors on a device
 JOURNAL_FAILURE: Final = "journal_failure"  # the journal could not make a record durable
+#: The device at a configured port is not the configured one (another family, another serial
+#: number, or frames its driver cannot take as its family's): refused, nothing acknowledged.
+WRONG_DEVICE: Final = "wrong_device"
 
 # Shuffler-dealer.
 SHUFFLER_JAM: Final = "shuffler_jam"
@@ -34,6 +37,9 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     DEVICE_LOST: "the device's link is gone (unplugged, port closed, USB error)",
     LINK_ERRORS: "framing or link errors from the device (bad checksum, NAK, timeout, resync)",
     JOURNAL_FAILURE: "the journal could not make a record durable (disk full or unwritable)",
+    WRONG_DEVICE: "the device at the configured port is not the configured device (another "
+                  "family or serial number, or frames its driver cannot decode): refused, none "
+                  "of its messages acknowledged, so its own host still gets them",
     SHUFFLER_JAM: "the shuffler-dealer jammed",
     SHUFFLER_FAILURE: "the shuffler-dealer reported a failure",
     SHUFFLER_DOOR_OPEN: "the shuffler-dealer's door was opened",

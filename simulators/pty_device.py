@@ -19,7 +19,7 @@ import random
 import tty
 from collections.abc import Callable
 
-from tabled.drivers.link import Link, LinkDown, LinkEvent, LinkUp, MessageReceived
+from tabled.drivers.link import Identity, Link, LinkDown, LinkEvent, LinkUp, MessageReceived
 from tabled.drivers.link_runner import LinkRunner
 from tabled.simulators.faults import ByteFault, Damage, FaultPlan, split_frames
 
@@ -37,8 +37,11 @@ class PtyDevice:
         link_path: str | None = None,
         faults: list[ByteFault] | None = None,
         seed: int = 0,
+        identity: Identity | None = None,
     ) -> None:
         self.link_path = link_path
+        #: What the device's RESET_ACK says it is: its family's identity message.
+        self.identity = identity
         #: Random at each "power-on" of the simulated device (RESET_ACK carries it).
         self.boot_id = random.SystemRandom().getrandbits(32)
         self.plan = FaultPlan(list(faults or []), random.Random(seed))
@@ -123,7 +126,7 @@ class PtyDevice:
     def _new_runner(self, backlog: list[tuple[int, bytes, int]], next_number: int) -> LinkRunner:
         loop_time = asyncio.get_running_loop().time
         link = Link(initiator=False, now=loop_time(), t_silence=DEVICE_T_SILENCE,
-                    boot_id=self.boot_id)
+                    boot_id=self.boot_id, identity=self.identity)
         link.carry_over(backlog, next_number)  # queued until a host resets the link
         runner = LinkRunner(link, self._enqueue, self._link_event, clock=loop_time)
         runner.start()

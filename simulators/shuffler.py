@@ -261,10 +261,11 @@ def baccarat_script(
     return machine.messages
 
 
-def reply(request: p.Message, status: p.Status) -> p.Message | None:
+def reply(request: p.Message, status: p.Status,
+          info: p.Info = p.Info(FIRMWARE, SERIAL_NUMBER)) -> p.Message | None:  # noqa: B008
     """The machine's answer to a host message: INFO, STATUS, or nothing."""
     if isinstance(request, p.InfoRequest):
-        return p.Info(FIRMWARE, SERIAL_NUMBER)
+        return info
     if isinstance(request, p.StatusRequest):
         return status
     return None
@@ -274,13 +275,18 @@ class ShufflerSimulator(PtyDevice):
     """The machine on a pseudo-terminal: plays a script, answers INFO and STATUS requests."""
 
     def __init__(self, mode: p.Mode, *, link_path: str | None = None,
-                 faults: list[ByteFault] | None = None, seed: int = 0) -> None:
-        super().__init__(link_path=link_path, faults=faults, seed=seed)
+                 faults: list[ByteFault] | None = None, seed: int = 0,
+                 serial: str = SERIAL_NUMBER) -> None:
+        self.info = p.Info(FIRMWARE, serial)
+        # The link handshake says who the machine is (its INFO): a host of another family, or
+        # one configured for another serial number, refuses it before taking any message.
+        super().__init__(link_path=link_path, faults=faults, seed=seed,
+                         identity=p.encode(self.info))
         self.status = p.Status(p.MachineState.IDLE, mode)
 
     def message_received(self, kind: int, payload: bytes) -> None:
         try:
-            answer = reply(p.decode(kind, payload), self.status)
+            answer = reply(p.decode(kind, payload), self.status, self.info)
         except ProtocolError:
             return  # a garbled request goes unanswered, as on the real machine
         if answer is not None:
@@ -346,6 +352,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "stall@N[:S], disconnect@N[:S] (N counts data frames)")
     parser.add_argument("--link", default=None,
                         help="a stable symlink to the pty that follows replugs")
+    parser.add_argument("--serial", default=SERIAL_NUMBER,
+                        help=f"the serial number the machine reports (default {SERIAL_NUMBER})")
     parser.add_argument("--forever", action="store_true",
                         help="keep serving requests after the script ends")
     parser.add_argument("--step", action="store_true",
@@ -382,7 +390,7 @@ async def serve(args: argparse.Namespace) -> int:
     mode = p.Mode.BACCARAT if args.game == "baccarat" else p.Mode.QPOKER
     device = ShufflerSimulator(
         mode, link_path=args.link, seed=seed,
-        faults=[f for f in args.fault if isinstance(f, ByteFault)],
+        faults=[f for f in args.fault if isinstance(f, ByteFault)], serial=args.serial,
     )
     path = await device.start()
     print(f"path: {path}", flush=True)
