@@ -106,9 +106,7 @@ class PtyDevice:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._writer_task
         self._unplug()
-        if self.link_path:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.link_path)
+        self._remove_link()
 
     async def replug(self, down_for: float) -> None:
         """Unplug (the host sees its port close), wait, and plug in again on a new pty."""
@@ -168,13 +166,19 @@ class PtyDevice:
             os.replace(tmp, self.link_path)
         asyncio.get_running_loop().add_reader(master, self._readable)
 
+    def _remove_link(self) -> None:
+        """Remove ``link_path`` if it is still ours: like udev removing a by-id link, so that
+        nobody opens the old /dev/pts/N by our name (the kernel gives that number to the next
+        pty: another simulator's). A link another device has made since is left alone."""
+        if not self.link_path or not self._slave_path:
+            return
+        with contextlib.suppress(OSError):
+            if os.readlink(self.link_path) == self._slave_path:
+                os.unlink(self.link_path)
+
     def _unplug(self) -> None:
         self.host_connected.clear()
-        if self.link_path:
-            # like udev removing a by-id link: nobody may open the old /dev/pts/N by our name
-            # (another process may get that number while we are unplugged)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.link_path)
+        self._remove_link()
         if self._master is not None:
             asyncio.get_running_loop().remove_reader(self._master)
             os.close(self._master)

@@ -372,9 +372,31 @@ def build_script(args: argparse.Namespace, rng: random.Random) -> list[p.Message
                          cards=args.cards, faults=faults)
 
 
-async def _stdin_line() -> bool:
-    """The dealer pressed "deal": a line on standard input (end of input: no more rounds)."""
-    return bool(await asyncio.to_thread(sys.stdin.readline))
+class DealButton:
+    """The dealer's "deal" button: a line on standard input (end of input: no more rounds).
+
+    A pipe or a terminal is read by the event loop, not by a worker thread: a simulator stopped
+    while it waits for the dealer must not wait for a line that never comes (asyncio.run joins
+    its threads) before it exits. A file or /dev/null, which the loop cannot watch, never
+    blocks: it is read directly."""
+
+    def __init__(self) -> None:
+        self._reader: asyncio.StreamReader | None = None
+        self._direct = False
+
+    async def pressed(self) -> bool:
+        if self._reader is None and not self._direct:
+            reader = asyncio.StreamReader()
+            try:
+                await asyncio.get_running_loop().connect_read_pipe(
+                    lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+            except (ValueError, OSError):
+                self._direct = True
+            else:
+                self._reader = reader
+        if self._reader is None:
+            return bool(sys.stdin.readline())
+        return bool(await self._reader.readline())
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -396,7 +418,8 @@ async def serve(args: argparse.Namespace) -> int:
     print(f"path: {path}", flush=True)
     try:
         await device.host_connected.wait()
-        await device.play(script, args.pace, next_round=_stdin_line if args.step else None)
+        await device.play(script, args.pace,
+                          next_round=DealButton().pressed if args.step else None)
         await device.drain()
         if args.forever:
             await asyncio.Event().wait()
