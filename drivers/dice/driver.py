@@ -77,7 +77,9 @@ def normalize(report: EventReport) -> list[Event]:
         cocked = dice_in_mask(report.cocked)
         extra: dict[str, object] = {"confidence": report.confidence / 100}
         if cocked:
+            # which dice: a roll with one die cocked is not a cocked roll
             extra["cocked"] = True
+            extra["cocked_dice"] = list(cocked)
         events: list[Event] = [Roll(dice=(report.die_1, report.die_2), extra=extra)]
         if cocked:
             which = " and ".join(f"die {n}" for n in cocked)

@@ -49,8 +49,9 @@ def normalize(report: Report) -> Event | None:
         case CardOut(burn=True):
             return Burn(card=report.card, extra={"card_no": report.card_no})
         case CardOut():
-            # A reading shoe sees each card's face as it passes.
-            return CardDealt(card=report.card, face_up=True, extra={"card_no": report.card_no})
+            # The reader sees each card's face as it passes; whether the card came out face up
+            # on the table (exposed, baccarat.art4) it cannot tell, so the event does not say.
+            return CardDealt(card=report.card, extra={"card_no": report.card_no})
         case CutCardOut(card_no=card_no):
             return CutCard(extra={"card_no": card_no})
         case ButtonPressed(button=Button.DEMO):

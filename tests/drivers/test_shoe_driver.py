@@ -156,7 +156,9 @@ async def test_a_seeded_shoe_arrives_intact_and_deals_real_baccarat(tmp_path,
     # the same cards, in the same order, as the simulator's shuffled shoe
     out_of_shoe = [e.card for e in events if isinstance(e, Burn | CardDealt)]
     assert out_of_shoe == shuffled_shoe(random.Random(11), 8)[:len(out_of_shoe)]
-    assert all(e.face_up for e in events if isinstance(e, CardDealt))
+    # the reader cannot see whether a card came out exposed: it claims no face_up (issue 16,
+    # the class of item 4: a flag must not say more than the device knows)
+    assert all(e.face_up is None for e in events if isinstance(e, CardDealt))
     for event in events:
         assert not list(event_validator.iter_errors(event_to_dict(event)))
     # the rules core settles every hand the dealer dealt: no misdeal, two demonstrations
