@@ -60,13 +60,18 @@ def start(family: str, args: list[str], path: Path, *, boom: bool = False
     proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
-    first = proc.stdout.readline()
-    if boom and family == "dice":
-        return proc, ""
-    assert first.startswith(("path: ", "socket: ")), (first, proc.stderr and proc.stderr.read())
-    url = first.split(": ", 1)[1].strip()
-    if family == "dice":
-        url = proc.stdout.readline().split(": ", 1)[1].strip()
+    try:
+        first = proc.stdout.readline()
+        if boom and family == "dice":
+            return proc, ""
+        assert first.startswith(("path: ", "socket: ")), first
+        url = first.split(": ", 1)[1].strip()
+        if family == "dice":
+            url = proc.stdout.readline().split(": ", 1)[1].strip()
+    except BaseException:
+        proc.kill()
+        ended(proc)
+        raise
     return proc, url
 
 
@@ -81,8 +86,14 @@ async def connect(family: str, url: str) -> tuple[object, list[Event]]:
 
 
 def ended(proc: subprocess.Popen[str], within: float = 5.0) -> int:
+    """Its exit status, once it ended within ``within`` seconds (else it is killed, and
+    TimeoutExpired raised); its pipes closed either way."""
     try:
-        return proc.wait(timeout=within)
+        return proc.wait(timeout=within) if within else proc.wait(timeout=0.001)
+    except subprocess.TimeoutExpired:
+        if within:
+            raise
+        return -1
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -99,44 +110,51 @@ async def test_a_stop_signal_removes_the_path(family: str, signum: signal.Signal
                                               tmp_path: Path) -> None:
     path = tmp_path / "dev"
     proc, url = start(family, FOREVER[family], path)
-    driver, _ = await connect(family, url)
-    assert os.path.lexists(path)
-    began = time.monotonic()
-    proc.send_signal(signum)
-    status = await asyncio.to_thread(ended, proc)
-    assert time.monotonic() - began < 3.0
-    assert status in (0, 128 + signum)  # (the dice sensor ends SIGTERM and SIGINT with 0)
-    assert not os.path.lexists(path)
-    driver.close()  # type: ignore[attr-defined]
-    await driver.wait_closed()  # type: ignore[attr-defined]
+    try:
+        driver, _ = await connect(family, url)
+        assert os.path.lexists(path)
+        began = time.monotonic()
+        proc.send_signal(signum)
+        status = await asyncio.to_thread(ended, proc)
+        assert time.monotonic() - began < 3.0
+        assert status in (0, 128 + signum)  # (the dice sensor ends SIGTERM and SIGINT with 0)
+        assert not os.path.lexists(path)
+        driver.close()  # type: ignore[attr-defined]
+        await driver.wait_closed()  # type: ignore[attr-defined]
+    finally:
+        ended(proc, 0)
 
 
 @pytest.mark.parametrize("family", list(ONCE))
 async def test_the_end_of_the_script_removes_the_path(family: str, tmp_path: Path) -> None:
     path = tmp_path / "dev"
     proc, url = start(family, ONCE[family], path)
-    driver, _ = await connect(family, url)
-    assert await asyncio.to_thread(ended, proc, 10.0) == 0
-    assert not os.path.lexists(path)
-    driver.close()  # type: ignore[attr-defined]
-    await driver.wait_closed()  # type: ignore[attr-defined]
+    try:
+        driver, _ = await connect(family, url)
+        assert await asyncio.to_thread(ended, proc, 10.0) == 0
+        assert not os.path.lexists(path)
+        driver.close()  # type: ignore[attr-defined]
+        await driver.wait_closed()  # type: ignore[attr-defined]
+    finally:
+        ended(proc, 0)
 
 
 @pytest.mark.parametrize("family", list(BOOM))
 async def test_an_exception_removes_the_path(family: str, tmp_path: Path) -> None:
     path = tmp_path / "dev"
     proc, _ = start(family, FOREVER[family], path, boom=True)
-    if family == "shuffler":  # it plays once a host is there
-        proc_url = str(path)
-        driver = await open_device(family, proc_url, device_id="dev", emit=lambda e: None)
-    else:
-        driver = None
-    status = await asyncio.to_thread(ended, proc, 10.0)
-    assert status != 0
-    assert not os.path.lexists(path)
-    if driver is not None:
-        driver.close()
-        await driver.wait_closed()
+    driver = None
+    try:
+        if family == "shuffler":  # it plays once a host is there
+            driver = await open_device(family, str(path), device_id="dev", emit=lambda e: None)
+        status = await asyncio.to_thread(ended, proc, 10.0)
+        assert status != 0
+        assert not os.path.lexists(path)
+    finally:
+        ended(proc, 0)
+        if driver is not None:
+            driver.close()
+            await driver.wait_closed()
 
 
 async def test_only_its_own_link_is_removed(tmp_path: Path) -> None:
@@ -145,10 +163,14 @@ async def test_only_its_own_link_is_removed(tmp_path: Path) -> None:
     path = tmp_path / "dev"
     first, _ = start("shoe", FOREVER["shoe"], path)
     second, _ = start("shoe", FOREVER["shoe"], path)  # takes the link over
-    target = os.readlink(path)
-    first.send_signal(signal.SIGTERM)
-    await asyncio.to_thread(ended, first)
-    assert os.readlink(path) == target
-    second.send_signal(signal.SIGTERM)
-    await asyncio.to_thread(ended, second)
-    assert not os.path.lexists(path)
+    try:
+        target = os.readlink(path)
+        first.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(ended, first)
+        assert os.readlink(path) == target
+        second.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(ended, second)
+        assert not os.path.lexists(path)
+    finally:
+        ended(first, 0)
+        ended(second, 0)
