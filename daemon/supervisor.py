@@ -129,7 +129,8 @@ class DeviceSupervisor:
                 self._keep_counters(driver)  # (a refused attempt counts its refusal)
                 self.driver = None
                 if not self._was_refused(driver, url):
-                    self._status("unavailable", url=url, error="link did not come up")
+                    self._status("unavailable", url=url,
+                                 error=driver.close_reason or "link did not come up")
                 await asyncio.sleep(backoff.next())
                 continue
             backoff.reset()
@@ -309,4 +310,4 @@ async def _comes_up(driver: Device, within: float) -> bool:
         for waiter in (up, closed):
             waiter.cancel()
         await asyncio.gather(up, closed, return_exceptions=True)
-    return up in done and not up.cancelled()
+    return up in done
