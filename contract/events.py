@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import json.scanner
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeAlias
 
@@ -517,6 +517,33 @@ def parse_line(line: str | bytes) -> Event:
     # decoded text; a plain ASCII line (nearly every real one) needs no walk through it.
     plain = isinstance(line, str) and line.isascii() and "\\u" not in line
     return _parse_event(obj, check_unicode=not plain)
+
+
+def read_events(lines: Iterable[str]) -> Iterator[tuple[int, Event]]:
+    """Each event of a JSON Lines stream with its line number (from 1), in order.
+
+    Blank lines (a trailing newline, a separator) carry no event and are skipped, but counted.
+    The first malformed line raises :class:`LineError`: what the stream gave before it has been
+    yielded, nothing after it is read. ``tabled replay`` and ``tabled roads`` read through here,
+    so both number and refuse lines alike.
+    """
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            event = parse_line(line)
+        except EventError as exc:
+            raise LineError(lineno, exc) from None
+        yield lineno, event
+
+
+class LineError(EventError):
+    """A malformed line of a JSON Lines event stream; ``str()`` is ``"line N: reason"``."""
+
+    def __init__(self, lineno: int, error: EventError) -> None:
+        super().__init__(f"line {lineno}: {error}")
+        self.lineno = lineno
+        self.reason = str(error)
 
 
 # -- encoding ----------------------------------------------------------------------------------
