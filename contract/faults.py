@@ -16,6 +16,9 @@ JOURNAL_FAILURE: Final = "journal_failure"  # the journal could not make a recor
 #: The daemon could not apply an event (an exception on the event path): journaled as an input,
 #: so that the rules core voids what it can no longer follow and a replay does the same.
 EVENT_NOT_APPLIED: Final = "event_not_applied"
+#: The device at a configured port is not the configured one (another family, another serial
+#: number, or frames its driver cannot take as its family's): refused, nothing acknowledged.
+WRONG_DEVICE: Final = "wrong_device"
 
 # Shuffler-dealer.
 SHUFFLER_JAM: Final = "shuffler_jam"
@@ -38,6 +41,9 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     LINK_ERRORS: "framing or link errors from the device (bad checksum, NAK, timeout, resync)",
     JOURNAL_FAILURE: "the journal could not make a record durable (disk full or unwritable)",
     EVENT_NOT_APPLIED: "the daemon could not apply an event; the round it belonged to is void",
+    WRONG_DEVICE: "the device at the configured port is not the configured device (another "
+                  "family or serial number, or frames its driver cannot decode): refused, none "
+                  "of its messages acknowledged, so its own host still gets them",
     SHUFFLER_JAM: "the shuffler-dealer jammed",
     SHUFFLER_FAILURE: "the shuffler-dealer reported a failure",
     SHUFFLER_DOOR_OPEN: "the shuffler-dealer's door was opened",

@@ -15,7 +15,7 @@ from typing import TextIO
 
 import orjson
 
-from tabled.contract.events import EventError, parse_line
+from tabled.contract.events import LineError, read_events
 from tabled.contract.outcome import Outcome
 from tabled.daemon.rules import make_table
 from tabled.daemon.rules.options import GameOptions
@@ -51,21 +51,19 @@ def replay(
     """
     table = make_table(game, options)
     write = out.write
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue  # a blank line (a trailing newline, a separator) carries no event
-        try:
-            event = parse_line(line)
-        except EventError as exc:
-            out.flush()
-            err.write(f"line {lineno}: {exc}\n")
-            return EXIT_BAD_INPUT
-        for output in table.feed(event):
-            if isinstance(output, Outcome):
-                write(encode_record(output.to_record()))
-                write("\n")
-            else:
-                article = f" ({output.article})" if output.article else ""
-                err.write(f"line {lineno}: notice {output.code}: {output.message}{article}\n")
+    try:
+        for lineno, event in read_events(lines):
+            for output in table.feed(event):
+                if isinstance(output, Outcome):
+                    write(encode_record(output.to_record()))
+                    write("\n")
+                else:
+                    article = f" ({output.article})" if output.article else ""
+                    err.write(f"line {lineno}: notice {output.code}: {output.message}"
+                              f"{article}\n")
+    except LineError as exc:
+        out.flush()
+        err.write(f"{exc}\n")
+        return EXIT_BAD_INPUT
     out.flush()
     return EXIT_OK

@@ -446,24 +446,32 @@ async def serve(args: argparse.Namespace) -> int:
     sensor = DiceSensor(script, pace=args.pace, serial=args.serial, seed=args.seed,
                         ledger=ledger)
     server = UsbSimServer(sensor, path)
-    await server.start()
-    print(f"socket: {path}")
-    print(f"url: {device_url(path, args.serial)}", flush=True)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    player = asyncio.create_task(sensor.run_script(), name="dice-script")
-    waiters = {asyncio.create_task(stop.wait())}
-    if not args.forever:
-        waiters.add(asyncio.create_task(sensor.delivered.wait()))
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    tasks: list[asyncio.Task[Any]] = []
+    try:  # from the socket's creation on: whatever happens, the socket goes with the sensor
+        await server.start()
+        print(f"socket: {path}")
+        print(f"url: {device_url(path, args.serial)}", flush=True)
+        player = asyncio.create_task(sensor.run_script(), name="dice-script")
+        waiters = {asyncio.create_task(stop.wait())}
+        if not args.forever:
+            waiters.add(asyncio.create_task(sensor.delivered.wait()))
+        tasks = [player, *waiters]
+        pending: set[asyncio.Task[Any]] = {player, *waiters}
+        while True:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            if player in done:
+                player.result()  # a script that failed ends the sensor (and raises)
+            if done - {player}:
+                break
     finally:
-        for task in (player, *waiters):
+        for task in tasks:
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.gather(player, *waiters, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
         await server.close()

@@ -383,8 +383,12 @@ class ShoeDevice(PtyDevice):
         faults: list[ByteFault] | None = None,
         seed: int = 0,
     ) -> None:
-        super().__init__(link_path=link_path, faults=faults, seed=seed)
-        self.reader = reader or ShoeReader()
+        reader = reader or ShoeReader()
+        # The link handshake says who the shoe is (its DEVICE_INFO): a host of another family
+        # refuses it before taking any of its reports.
+        super().__init__(link_path=link_path, faults=faults, seed=seed,
+                         identity=encode(reader.info))
+        self.reader = reader
         self.ignored = 0
 
     def report(self, report: Report) -> None:

@@ -339,10 +339,11 @@ def _baccarat_records(index: int, outputs: Sequence[object], shoe: int, cards: l
     return records
 
 
-def reply(request: p.Message, status: p.Status) -> p.Message | None:
+def reply(request: p.Message, status: p.Status,
+          info: p.Info = p.Info(FIRMWARE, SERIAL_NUMBER)) -> p.Message | None:  # noqa: B008
     """The machine's answer to a host message: INFO, STATUS, or nothing."""
     if isinstance(request, p.InfoRequest):
-        return p.Info(FIRMWARE, SERIAL_NUMBER)
+        return info
     if isinstance(request, p.StatusRequest):
         return status
     return None
@@ -352,13 +353,18 @@ class ShufflerSimulator(PtyDevice):
     """The machine on a pseudo-terminal: plays a script, answers INFO and STATUS requests."""
 
     def __init__(self, mode: p.Mode, *, link_path: str | None = None,
-                 faults: list[ByteFault] | None = None, seed: int = 0) -> None:
-        super().__init__(link_path=link_path, faults=faults, seed=seed)
+                 faults: list[ByteFault] | None = None, seed: int = 0,
+                 serial: str = SERIAL_NUMBER) -> None:
+        self.info = p.Info(FIRMWARE, serial)
+        # The link handshake says who the machine is (its INFO): a host of another family, or
+        # one configured for another serial number, refuses it before taking any message.
+        super().__init__(link_path=link_path, faults=faults, seed=seed,
+                         identity=p.encode(self.info))
         self.status = p.Status(p.MachineState.IDLE, mode)
 
     def message_received(self, kind: int, payload: bytes) -> None:
         try:
-            answer = reply(p.decode(kind, payload), self.status)
+            answer = reply(p.decode(kind, payload), self.status, self.info)
         except ProtocolError:
             return  # a garbled request goes unanswered, as on the real machine
         if answer is not None:
@@ -431,6 +437,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "stall@N[:S], disconnect@N[:S] (N counts data frames)")
     parser.add_argument("--link", default=None,
                         help="a stable symlink to the pty that follows replugs")
+    parser.add_argument("--serial", default=SERIAL_NUMBER,
+                        help=f"the serial number the machine reports (default {SERIAL_NUMBER})")
     parser.add_argument("--forever", action="store_true",
                         help="keep serving requests after the script ends")
     parser.add_argument("--ledger", metavar="FILE",
@@ -451,9 +459,31 @@ def build_script(args: argparse.Namespace, rng: random.Random) -> list[p.Message
                          cards=args.cards, faults=faults)
 
 
-async def _stdin_line() -> bool:
-    """The dealer pressed "deal": a line on standard input (end of input: no more rounds)."""
-    return bool(await asyncio.to_thread(sys.stdin.readline))
+class DealButton:
+    """The dealer's "deal" button: a line on standard input (end of input: no more rounds).
+
+    A pipe or a terminal is read by the event loop, not by a worker thread: a simulator stopped
+    while it waits for the dealer must not wait for a line that never comes (asyncio.run joins
+    its threads) before it exits. A file or /dev/null, which the loop cannot watch, never
+    blocks: it is read directly."""
+
+    def __init__(self) -> None:
+        self._reader: asyncio.StreamReader | None = None
+        self._direct = False
+
+    async def pressed(self) -> bool:
+        if self._reader is None and not self._direct:
+            reader = asyncio.StreamReader()
+            try:
+                await asyncio.get_running_loop().connect_read_pipe(
+                    lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+            except (ValueError, OSError):
+                self._direct = True
+            else:
+                self._reader = reader
+        if self._reader is None:
+            return bool(sys.stdin.readline())
+        return bool(await self._reader.readline())
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -469,15 +499,16 @@ async def serve(args: argparse.Namespace) -> int:
     mode = p.Mode.BACCARAT if args.game == "baccarat" else p.Mode.QPOKER
     device = ShufflerSimulator(
         mode, link_path=args.link, seed=seed,
-        faults=[f for f in args.fault if isinstance(f, ByteFault)],
+        faults=[f for f in args.fault if isinstance(f, ByteFault)], serial=args.serial,
     )
     path = await device.start()
     print(f"path: {path}", flush=True)
     ledger = None if args.ledger is None else Ledger(args.ledger, device="shuffler",
-                                                      serial=SERIAL_NUMBER)
+                                                      serial=args.serial)
     try:
         await device.host_connected.wait()
-        await device.play(script, args.pace, next_round=_stdin_line if args.step else None,
+        await device.play(script, args.pace,
+                          next_round=DealButton().pressed if args.step else None,
                           ledger=ledger)
         await device.drain()
         if args.forever:

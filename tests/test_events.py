@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 from typing import Any
 
@@ -16,6 +17,7 @@ from tabled.contract.events import (
     Decision,
     EventError,
     HandDealt,
+    LineError,
     Meta,
     Roll,
     RoundStart,
@@ -23,6 +25,7 @@ from tabled.contract.events import (
     event_to_dict,
     parse_event,
     parse_line,
+    read_events,
 )
 
 cards = st.sampled_from(sorted(CARD_CODES))
@@ -148,3 +151,17 @@ def test_malformed_events_name_the_problem(line: str, reason: str) -> None:
 def test_arbitrary_input_gives_an_event_or_an_event_error(data: str | bytes) -> None:
     with contextlib.suppress(EventError):
         parse_line(data)
+
+
+def test_read_events_numbers_lines_skips_blank_ones_and_stops_at_the_first_bad_one() -> None:
+    """The reader ``tabled replay`` and ``tabled roads`` share: blank lines count but carry no
+    event; the first malformed line raises with its number, after the events before it."""
+    lines = ['{"v":1,"type":"demo"}\n', "\n", '  \n', '{"v":1,"type":"cut_card"}\n',
+             '{"v":1,"type":"card","card":"1S"}\n', '{"v":1,"type":"demo"}\n']
+    reader = read_events(lines)
+    assert [(n, e.type) for n, e in itertools.islice(reader, 2)] == [(1, "demo"), (4, "cut_card")]
+    with pytest.raises(LineError) as caught:
+        next(reader)
+    assert (caught.value.lineno, str(caught.value)) == (5, f"line 5: {caught.value.reason}")
+    assert caught.value.reason.startswith("card '1S' is not a card code")
+    assert isinstance(caught.value, EventError)

@@ -107,6 +107,14 @@ def dobo_bet(cards: Sequence[str]) -> dict[str, str]:
     return {"result": "win", "pays": pays} if pays else {"result": "lose"}
 
 
+
+def _exposed(event: Mapping[str, Any], cards: list[str]) -> bool:
+    """Whether any card of a dealing event was seen face up: ``face_up``, or a card of the
+    event named in its ``exposed`` list (one card of a hand turned over, Art. 11.2 / 11.3)."""
+    listed = event.get("exposed")
+    return bool(event.get("face_up")) or (
+        isinstance(listed, list) and any(card in listed for card in cards))
+
 class QPokerOracle:
     """One Q Poker table, fed event dicts one by one; ``outcomes`` collects the records."""
 
@@ -254,9 +262,10 @@ class QPokerOracle:
                 self.dealer_rest = max(0, self.dealer_rest - len(event.get("cards") or [1]))
             return  # the rest of an unlisted deal voided midway, until the dealer's cards
         if kind == "card":
-            self._dealt("card", event["seat"], [event["card"]], bool(event.get("face_up")))
+            self._dealt("card", event["seat"], [event["card"]], _exposed(event, [event["card"]]))
         elif kind == "hand":
-            self._dealt("hand", event["seat"], list(event["cards"]), bool(event.get("face_up")))
+            cards = list(event["cards"])
+            self._dealt("hand", event["seat"], cards, _exposed(event, cards))
         elif kind == "round_start":
             if self.open:  # Art. 11.1: a new round before this one has its cards; never dropped
                 self._void("qpoker.art11.1")

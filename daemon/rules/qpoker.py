@@ -21,6 +21,7 @@ from typing import Any, Final, Literal, TypeAlias, TypeGuard
 
 from tabled.contract.events import (
     DEALER,
+    EXPOSED,
     CardDealt,
     Decision,
     Event,
@@ -31,6 +32,7 @@ from tabled.contract.events import (
     Seat,
     Void,
     Withheld,
+    exposed_cards,
 )
 from tabled.contract.faults import (
     DEVICE_LOST,
@@ -384,14 +386,15 @@ class QPokerTable:
                                   f"card {event.card} dealt to no position")
             case CardDealt(seat=seat) if seat is not None:
                 what = f"card {event.card} to {_name(seat)}"
-                return self._deal(seat, (event.card,), event.face_up is True, "card", what)
+                return self._deal(seat, (event.card,), exposed_cards(event), "card", what)
             case HandDealt():
                 what = f"hand {' '.join(event.cards)} to {_name(event.seat)}"
-                return self._deal(event.seat, event.cards, event.face_up is True, "hand", what)
+                return self._deal(event.seat, event.cards, exposed_cards(event), "hand", what)
             case Withheld():
                 mode: DealingMode = "card" if event.count == 1 else "hand"
                 what = f"{event.count} withheld card(s) to {_name(event.seat)}"
-                return self._deal(event.seat, (None,) * event.count, False, mode, what)
+                return self._deal(event.seat, (None,) * event.count, exposed_cards(event), mode,
+                                  what)
             case RoundStart():
                 return self._start(event.seats)
             case Decision():
@@ -464,7 +467,7 @@ class QPokerTable:
 
     # -- dealing -------------------------------------------------------------------------------
 
-    def _deal(self, seat: Seat, cards: tuple[str | None, ...], face_up: bool,
+    def _deal(self, seat: Seat, cards: tuple[str | None, ...], exposed: tuple[str, ...],
               mode: DealingMode, what: str) -> list[Output]:
         """Art. 7: a dealing event (real, or a withheld placeholder) to ``seat``."""
         rnd = self._open_round()
@@ -481,7 +484,7 @@ class QPokerTable:
         if seat != DEALER and rnd.seats_fixed and seat not in rnd.bet_seats:
             # Art. 11.4: that position alone is void; it takes no place in the dealing order.
             position = rnd.positions.setdefault(seat, _Position(bet=False))
-            return self._receive(rnd, seat, position, cards, face_up)
+            return self._receive(rnd, seat, position, cards, exposed)
         if seat == DEALER and not rnd.seats_fixed and not rnd.bet_seats:
             return self._void(rnd, ART2, f"{what} before any position with a bet")
         misdeal = rnd.misdeal(seat, mode)
@@ -489,20 +492,20 @@ class QPokerTable:
             # The card takes no place in the round, so the record names it in the reason.
             return self._void(rnd, ART11_1, f"{what}: {misdeal}")
         position = rnd.take_place(seat, mode)
-        return self._receive(rnd, seat, position, cards, face_up)
+        return self._receive(rnd, seat, position, cards, exposed)
 
     def _receive(self, rnd: _Round, seat: Seat, position: _Position,
-                 cards: tuple[str | None, ...], face_up: bool) -> list[Output]:
-        """Cards arrive at a position: Art. 1 (one deck), Art. 11.2 and 11.3 (exposed cards)."""
+                 cards: tuple[str | None, ...], exposed: tuple[str, ...]) -> list[Output]:
+        """Cards arrive at a position: Art. 1 (one deck), Art. 11.2 and 11.3 (exposed cards:
+        ``exposed`` are the ones seen face up, not necessarily all that arrived)."""
         position.cards.extend(cards)
+        position.exposed.extend(exposed)
         known = [card for card in cards if card is not None]
-        if face_up:
-            position.exposed.extend(known)
         repeated = self._see(rnd, known)
         if repeated:
             return self._void(rnd, ART1, f"{', '.join(repeated)} dealt twice from one deck")
-        if face_up and seat == DEALER:
-            return self._void(rnd, ART11_3, f"the dealer's {', '.join(known)} exposed")
+        if exposed and seat == DEALER:
+            return self._void(rnd, ART11_3, f"the dealer's {', '.join(exposed)} exposed")
         return []  # an exposed player card stands (Art. 11.2)
 
     @staticmethod
@@ -637,12 +640,14 @@ def _seats(rnd: _Round) -> dict[int, _Position]:
 
 
 def _face_down_dealing(event: Event) -> TypeGuard[CardDealt | HandDealt]:
-    return (
-        isinstance(event, CardDealt | HandDealt)
-        and event.face_up is not True
-        and event.seat is not None  # a seatless card voids its round, so it is never held
-        and not _is_withheld_identity(event)
-    )
+    """A dealing event with a card that was not seen face up: it must be held (a hand with one
+    card exposed is still face down: only that card is public, Art. 11.2)."""
+    if (not isinstance(event, CardDealt | HandDealt)
+            or event.seat is None  # a seatless card voids its round, so it is never held
+            or _is_withheld_identity(event)):
+        return False
+    count = 1 if isinstance(event, CardDealt) else len(event.cards)
+    return len(exposed_cards(event)) < count
 
 
 def _identified(event: CardDealt | HandDealt) -> CardDealt | HandDealt:
@@ -654,8 +659,9 @@ class Publication:
     rules open them (CONTRACT.md: the dealer's cards never appear in any message before reveal).
 
     Call :meth:`admit` with each event after ``table.feed(event)``. A face-down card or hand is
-    published as a ``withheld`` placeholder at its place in the deal; the players' cards follow,
-    marked ``"withheld": true``, as soon as the deal is complete (Art. 9.1: the players open
+    published as a ``withheld`` placeholder at its place in the deal (carrying, in ``exposed``,
+    the hand's cards that were seen face up, if any: those alone are public); the players' cards
+    follow, marked ``"withheld": true``, as soon as the deal is complete (Art. 9.1: the players open
     their cards); the dealer's come just before the event that ends the round (the reveal, or
     whatever voided it). A fresh :class:`QPokerTable` fed the published stream gives the same
     outcomes as ``table``: the placeholders hold the dealing order, and every card is known
@@ -679,7 +685,10 @@ class Publication:
             assert event.seat is not None  # for mypy: the guard checked it
             count = 1 if isinstance(event, CardDealt) else len(event.cards)
             self._held.append(event)
-            published = [Withheld(seat=event.seat, count=count, meta=event.meta)]
+            # A card seen face up is public at its place in the deal; the rest are withheld.
+            exposed = exposed_cards(event)
+            published = [Withheld(seat=event.seat, count=count, meta=event.meta,
+                                  extra={EXPOSED: list(exposed)} if exposed else {})]
         else:
             published = [event]
         if self._table.dealing_complete:
