@@ -200,6 +200,38 @@ class Declare(Event):
     round: int | None = None
 
 
+#: The extra field of a ``hand`` (or ``card``) event that lists which of its cards were seen face
+#: up when not all of them were: the event stays face down (``face_up`` false) and only the listed
+#: cards are public (Q Poker Art. 11.2). A ``withheld`` placeholder carries it too, so that the
+#: exposed card is public at its place in the deal while the others are withheld.
+EXPOSED = "exposed"
+
+
+def exposed_cards(event: Event) -> tuple[str, ...]:
+    """The cards of a dealing event (``card``, ``hand``, ``withheld``) that were seen face up,
+    in dealing order.
+
+    ``face_up: true`` exposes every card of the event, unless an ``exposed`` list names some of
+    them: then exactly those (one card of a hand turned over is that card, not the hand). Only
+    cards of the event itself count; a placeholder's, whose cards are not shown, as listed.
+    """
+    listed = event.extra.get(EXPOSED)
+    names = ([c for c in listed if isinstance(c, str) and c in CARD_CODES]
+             if isinstance(listed, list | tuple) else [])
+    if isinstance(event, Withheld):
+        return tuple(dict.fromkeys(names))[: event.count]
+    if isinstance(event, CardDealt):
+        cards: tuple[str, ...] = (event.card,)
+    elif isinstance(event, HandDealt):
+        cards = event.cards
+    else:
+        return ()
+    chosen = tuple(card for card in cards if card in names)
+    if chosen:
+        return chosen
+    return cards if event.face_up is True else ()
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls
     for cls in (

@@ -8,8 +8,6 @@ the list would be missing from the wheel and the Debian package while every test
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -40,29 +38,3 @@ def test_listed_packages_import_from_their_folders() -> None:
 def test_no_generic_top_level_name_is_installed() -> None:
     assert all(name.startswith("tabled.") for name in SETUPTOOLS["packages"])
 
-
-def test_the_folders_import_nothing_by_their_folder_name(tmp_path: Path) -> None:
-    """From outside the repository, where a folder name is not importable by accident, every
-    family's simulator and driver loads (a module imported by its folder name works only from
-    the repository's root, and there it is a second copy of the module)."""
-    code = (
-        "import asyncio, sys\n"
-        "from tabled.simulators import cli\n"
-        "from tabled.drivers.registry import FAMILIES, open_device\n"
-        "for family in FAMILIES:\n"
-        "    try:\n"
-        "        asyncio.run(open_device(family, '/nonexistent/port', device_id='x',"
-        " emit=lambda e: None))\n"
-        "    except Exception as exc:\n"
-        "        assert type(exc).__module__.startswith('tabled.'), repr(exc)\n"
-        "    try:\n"
-        "        cli.main([family, '--help'])\n"
-        "    except SystemExit:\n"
-        "        pass\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in FOLDERS)\n"
-        "assert not bad, bad\n"
-    )
-    folders = repr(tuple(SETUPTOOLS["package-dir"].values()))
-    done = subprocess.run([sys.executable, "-c", f"FOLDERS = {folders}\n{code}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
