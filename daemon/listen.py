@@ -33,7 +33,7 @@ async def listen(family: str, url: str, *, device_id: str = "listen", count: int
             done.set()
 
     try:
-        device = await open_device(family, url, device_id=device_id, emit=emit)
+        device = await open_device(family, url, device_id=device_id, sink=emit)
     except DeviceError as exc:
         print(f"tabled listen: {exc}", file=sys.stderr)
         return 1

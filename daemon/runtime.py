@@ -1,10 +1,9 @@
 """The table runtime: events in, rules core, journal, messages ready to publish.
 
 Owns the synchronous path from an accepted event to durable records. For each event it runs the
-rules core, works out what may be published (for Q Poker the rules core's
-:class:`~tabled.daemon.rules.qpoker.Publication` withholds face-down cards), and stages the event
-and
-everything it caused; :meth:`TableRuntime.commit` writes the staged records in one journal
+rules core, works out what may be published (the game's own
+:meth:`~tabled.daemon.rules.Table.publication`: Q Poker withholds face-down cards), and stages
+the event and everything it caused; :meth:`TableRuntime.commit` writes the staged records in one journal
 transaction. Only after that commit does anything reach MQTT (the publisher reads the journal),
 and only after it do the drivers acknowledge the device's frames: a crash before the commit
 leaves the event with the device, which sends it again.
@@ -48,9 +47,8 @@ from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.config import Config
 from tabled.daemon.journal import Entry, InputEntry, Journal, JournalError, OutputEntry, StartEntry
 from tabled.daemon.logs import event_fields
-from tabled.daemon.rules import Table, make_table
+from tabled.daemon.rules import Publication, Table, make_table
 from tabled.daemon.rules.options import declare
-from tabled.daemon.rules.qpoker import Publication, QPokerTable
 
 log = structlog.get_logger("tabled.runtime")
 
@@ -123,17 +121,16 @@ class TableRuntime:
         self._staged_at: float | None = None
         self.devices: dict[str, DeviceProgress] = {}
         self.table: Table
-        self.publication: Publication | None
+        self.publication: Publication
         self.table, self.publication = self._rebuild()
 
     # -- state ---------------------------------------------------------------------------------
 
-    def _fresh(self) -> tuple[Table, Publication | None]:
+    def _fresh(self) -> tuple[Table, Publication]:
         table = make_table(self.game, self.options)
-        publication = Publication(table) if isinstance(table, QPokerTable) else None
-        return table, publication
+        return table, table.publication()
 
-    def _rebuild(self) -> tuple[Table, Publication | None]:
+    def _rebuild(self) -> tuple[Table, Publication]:
         """The rules state after every input the journal holds (outputs are already there)."""
         table, publication = self._fresh()
         count = 0
@@ -142,8 +139,7 @@ class TableRuntime:
             event = parse_event(stored.body)
             self._saw(event)
             outputs = table.feed(event)
-            if publication is not None:
-                publication.admit(event, outputs)
+            publication.admit(event, outputs)
             count += 1
         self.counters["rebuilt_inputs"] = count
         return table, publication
@@ -167,10 +163,7 @@ class TableRuntime:
             raise Degraded(self.degraded)
         try:
             outputs = self.table.feed(event)
-            published = (
-                self.publication.admit(event, outputs) if self.publication is not None
-                else [event]
-            )
+            published = self.publication.admit(event, outputs)
             entries = self._entries(event, source, outputs, published)
         except Exception as exc:  # a bug must neither take the table down nor split its state
             return self._not_applied(event, exc)
@@ -188,9 +181,10 @@ class TableRuntime:
                  published: list[Event]) -> list[Entry]:
         """The journal records of one applied event: the input, what may be published of it,
         a device fault, the outcomes and the notices."""
-        body = event_to_dict(event)
+        body = event_to_dict(event)  # once: the input and, most often, what is published of it
         entries: list[Entry] = [InputEntry(source, body)]
-        entries.extend(OutputEntry("event", event_to_dict(item)) for item in published)
+        entries.extend(OutputEntry("event", body if item is event else event_to_dict(item))
+                       for item in published)
         if isinstance(event, Fault):
             entries.append(OutputEntry("fault", {**body, "source": source}))
         for output in outputs:

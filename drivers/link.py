@@ -43,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from tabled.drivers.errors import DriverError
 from tabled.drivers.framing import MAX_PAYLOAD, CorruptFrame, Frame, FrameDecoder, encode_frame
 
 # Link message kinds (family kinds start at FIRST_FAMILY_KIND).
@@ -81,7 +82,7 @@ class LinkState(enum.Enum):
     DOWN = "down"
 
 
-class LinkError(RuntimeError):
+class LinkError(DriverError, RuntimeError):
     """We misused the link: sent on a link that is down, or a kind reserved for the link."""
 
 

@@ -1,19 +1,30 @@
-"""One way to open any device family: ``open_device(family, url, ...)``.
+"""Device families as plugins: one declaration per family, found through entry points.
 
-Owns the mapping from a family name to its driver package (``drivers/<family>/``). Each package
-exports ``open_device(url, *, device_id, emit, first_seq=0, **options)``; this module only picks
-the package, so adding a family is adding a folder, not an ``if`` in shared code.
+A *family* is the driver of one make of device. Each registers a :class:`DeviceFamily` in the
+``tabled.drivers`` entry-point group — the three built-in families exactly as a vendor's would
+(pyproject.toml) — and everything that needs to know the families asks here: the config (which
+families exist, which URLs each can open), the supervisor (how to open one, what kind of device
+it is), discovery (which udev subsystem to watch), ``tabled listen`` and the conformance kit
+(``tabled.tools.conformance``). No shared code lists the families or branches on one; adding a
+family is installing a package (docs/drivers.md).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from typing import Any, Protocol
+import functools
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from types import MappingProxyType
+from typing import Any, Literal, Protocol
 
-from tabled.contract.events import Event, Fault
+from tabled.contract.devices import DEVICE_KINDS, DeviceKind
+from tabled.contract.events import Fault
+from tabled.drivers.errors import DriverError
+from tabled.drivers.sink import EventSink
 
-FAMILIES = ("shoe", "shuffler", "dice")
+#: The entry-point group of device families.
+ENTRY_POINTS = "tabled.drivers"
 
 
 class Device(Protocol):
@@ -37,12 +48,79 @@ class Device(Protocol):
     def link_counters(self) -> dict[str, int]: ...
 
 
-async def open_device(family: str, url: str, *, device_id: str, emit: Callable[[Event], None],
-                      first_seq: int = 0, **options: Any) -> Device:
-    """Open ``url`` with the ``family``'s driver; raises ``tabled.drivers.errors.DeviceError``."""
-    if family not in FAMILIES:
-        raise ValueError(f"unknown device family {family!r} (known: {', '.join(FAMILIES)})")
-    module = importlib.import_module(f"tabled.drivers.{family}")
-    device: Device = await module.open_device(url, device_id=device_id, emit=emit,
-                                              first_seq=first_seq, **options)
-    return device
+#: A family's way to open a device: ``open(url, *, device_id, sink, first_seq=0, **options)``
+#: returns the driver, connected to ``sink`` (:mod:`tabled.drivers.sink`), its events numbered
+#: from ``first_seq``; it raises :class:`~tabled.drivers.errors.DeviceError` if it cannot open.
+OpenDevice = Callable[..., Awaitable[Device]]
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceFamily:
+    """One family's declaration.
+
+    ``kind``: what its devices do at a table (:data:`~tabled.contract.devices.DEVICE_KINDS`;
+    the games' policies are written in kinds). ``transport``: ``serial`` (a tty: a device path,
+    a ``/dev/serial/by-id`` name, a pty, ``socket://``) or ``usb`` (``usb://VVVV:PPPP``); it
+    decides the udev subsystem discovery watches. ``check_url`` says why a URL cannot be one of
+    this family's devices (None: it can), so that ``check-config`` refuses what ``run`` would.
+    """
+
+    name: str
+    kind: DeviceKind
+    transport: Literal["serial", "usb"]
+    summary: str
+    open: OpenDevice
+    check_url: Callable[[str], str | None]
+
+    @property
+    def udev_subsystem(self) -> str:
+        """The udev subsystem its devices appear in (docs/udev.md)."""
+        return "usb" if self.transport == "usb" else "tty"
+
+
+class UnknownFamily(DriverError, LookupError):
+    """No installed family has that name."""
+
+
+class BadFamily(DriverError):
+    """An installed entry point of ``tabled.drivers`` is not a usable family declaration."""
+
+
+@functools.cache
+def families() -> Mapping[str, DeviceFamily]:
+    """Every installed family by name, loaded once from the ``tabled.drivers`` entry points."""
+    found: dict[str, DeviceFamily] = {}
+    for entry in entry_points(group=ENTRY_POINTS):
+        try:
+            declared = entry.load()
+        except Exception as exc:  # a broken plugin names itself, and stops nothing else
+            raise BadFamily(f"device family {entry.name!r} ({entry.value}) does not load: "
+                            f"{type(exc).__name__}: {exc}") from exc
+        if not isinstance(declared, DeviceFamily):
+            raise BadFamily(f"device family {entry.name!r} ({entry.value}) is a "
+                            f"{type(declared).__name__}, not a DeviceFamily")
+        if declared.name != entry.name or declared.kind not in DEVICE_KINDS:
+            raise BadFamily(f"device family {entry.name!r} ({entry.value}) declares name "
+                            f"{declared.name!r} and kind {declared.kind!r}")
+        found[entry.name] = declared
+    return MappingProxyType(dict(sorted(found.items())))
+
+
+def family(name: str) -> DeviceFamily:
+    """The family called ``name``; :class:`UnknownFamily` names the installed ones."""
+    try:
+        return families()[name]
+    except KeyError:
+        known = ", ".join(families()) or "none"
+        raise UnknownFamily(f"unknown device family {name!r} (installed: {known})") from None
+
+
+async def open_device(family_name: str, url: str, *, device_id: str,
+                      sink: EventSink | Callable[..., None], first_seq: int = 0,
+                      **options: Any) -> Device:
+    """Open ``url`` with the family's driver; raises
+    :class:`~tabled.drivers.errors.DeviceError` (or :class:`UnknownFamily`)."""
+    from tabled.drivers.sink import as_sink
+
+    return await family(family_name).open(url, device_id=device_id, sink=as_sink(sink),
+                                           first_seq=first_seq, **options)

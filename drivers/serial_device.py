@@ -40,30 +40,17 @@ from tabled.drivers.link import (
     Resume,
 )
 from tabled.drivers.link_runner import LinkRunner
+from tabled.drivers.sink import EventSink, as_sink
 
 #: Serial line speed of every tabled serial family (docs/protocols/framing.md).
 BAUDRATE = 115_200
 #: How long opening a port may take before it counts as failed.
 T_OPEN = 5.0
 
-EventSink = Callable[[Event], None]
-
-
-def sink_barrier(emit: EventSink) -> Callable[[], bool] | None:
-    """The durability barrier of an event sink: its ``commit()`` method, if it has one.
-
-    The daemon's sink stages events and commits them to the journal in ``commit()``; a driver
-    calls it after each batch of frames and acknowledges the frames only if it returned True.
-    A plain callable (``tabled listen``, tests) has no barrier.
-    """
-    commit = getattr(emit, "commit", None)
-    return commit if callable(commit) else None
-
-
 class SerialDevice(asyncio.Protocol):
     """Base of a serial family's driver: one device, one connection, events out.
 
-    ``emit`` receives every normalized event, stamped with the device id, this driver's own
+    ``sink`` (:mod:`tabled.drivers.sink`) receives every normalized event, stamped with the device id, this driver's own
     increasing sequence number (starting at ``first_seq``, so a supervisor can continue a
     device's numbering across reconnects) and a timestamp.
     """
@@ -75,7 +62,7 @@ class SerialDevice(asyncio.Protocol):
     def __init__(
         self,
         device_id: str,
-        emit: EventSink,
+        sink: EventSink | Callable[[Event], object],
         *,
         first_seq: int = 0,
         clock: Callable[[], float] = time.monotonic,
@@ -96,7 +83,7 @@ class SerialDevice(asyncio.Protocol):
         #: ``firmware`` and ``serial`` from the device's identity, once the link is up.
         self.info: dict[str, str] = {}
         self._message: tuple[int, int] | None = None  # (boot id, number) being handled
-        self._sink = emit
+        self._sink = as_sink(sink)
         self.next_seq = first_seq
         self._clock = clock
         self._link_options = dict(link_options or {})
@@ -137,7 +124,7 @@ class SerialDevice(asyncio.Protocol):
             boot_id, number = self._message
             event = replace(event, extra={**event.extra, "device_boot": boot_id,
                                           "device_msg": number})
-        self._sink(replace(event, meta=meta))
+        self._sink.emit(replace(event, meta=meta))
 
     def send(self, kind: int, payload: bytes = b"") -> None:
         """Send a family message to the device (reliably, in order)."""
@@ -171,7 +158,7 @@ class SerialDevice(asyncio.Protocol):
                     check_identity=self._identity_refusal, check_message=self._message_refusal,
                     refused=self.refused_before, **self._link_options)
         self.runner = LinkRunner(link, self._write, self._link_event, clock=self._clock,
-                                 barrier=sink_barrier(self._sink))
+                                 barrier=self._sink.commit)
         self.runner.start()
 
     def data_received(self, data: bytes) -> None:
@@ -283,3 +270,22 @@ async def open_serial(
         raise DeviceError(f"cannot open {url}: {exc}", url=url, reason="open_failed") from exc
     assert isinstance(protocol, SerialDevice)
     return protocol
+
+
+#: The URL schemes pyserial opens that a table's serial device can sit behind (``loop://`` is
+#: for tests, ``rfc2217://`` for a serial server).
+SERIAL_SCHEMES = ("socket://", "rfc2217://", "loop://")
+
+
+def check_serial_url(url: str) -> str | None:
+    """Why ``url`` cannot be a serial device (None: it can): a path, or a pyserial URL of the
+    schemes above. Says nothing about whether the device is there (that is run time's)."""
+    if "://" in url:
+        if url.startswith(SERIAL_SCHEMES):
+            return None
+        scheme = url.partition("://")[0]
+        return (f"{scheme}:// is not a serial port (a device path such as /dev/ttyUSB0, a "
+                f"/dev/serial/by-id/... name, or {', '.join(SERIAL_SCHEMES)})")
+    if not url.startswith("/"):
+        return "a serial port is an absolute path such as /dev/ttyUSB0"
+    return None

@@ -1,7 +1,7 @@
 """``tabled-sim shoe|shuffler|dice``: serve one simulated device.
 
-Owns only the command line: each family's module (``simulators/<family>.py``) adds its own
-arguments and serves. The serial devices appear on a pseudo-terminal (the path to open is
+Owns only the command line: each family's simulator (a plugin of the ``tabled.simulators``
+entry-point group, :mod:`tabled.simulators.registry`) adds its own arguments and serves. The serial devices appear on a pseudo-terminal (the path to open is
 printed first), the dice sensor behind a pyusb backend reached over a local socket.
 
 However a simulator ends (its script done, SIGTERM, SIGINT, SIGHUP, an exception), its device is
@@ -15,27 +15,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import signal
 import sys
 from collections.abc import Sequence
 
-FAMILIES = {
-    "shoe": "a baccarat card-reading shoe (serial)",
-    "shuffler": "an automatic shuffler-dealer, Q Poker or baccarat mode (serial)",
-    "dice": "an electronic dice sensor (USB, through the simulated pyusb backend)",
-}
+from tabled.simulators.registry import simulators
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tabled-sim",
-                                     description="Serve a simulated tabled device.")
+    parser = argparse.ArgumentParser(
+        prog="tabled-sim", description="Serve one simulated device of a table, for tabled run, "
+        "tabled listen, tests and demos.")
     sub = parser.add_subparsers(dest="family", required=True, metavar="FAMILY")
-    for family, text in FAMILIES.items():
-        module = importlib.import_module(f"tabled.simulators.{family}")
-        child = sub.add_parser(family, help=text, description=module.__doc__)
-        module.add_arguments(child)
-        child.set_defaults(serve=module.serve)
+    for family, plugin in simulators().items():
+        child = sub.add_parser(family, help=plugin.summary, description=plugin.description,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+        plugin.add_arguments(child)
+        child.set_defaults(serve=plugin.serve)
     return parser
 
 

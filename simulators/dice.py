@@ -74,6 +74,7 @@ from tabled.drivers.dice.protocol import (
 )
 from tabled.simulators.faults import FaultSpecError, parse_spec
 from tabled.simulators.ledger import Ledger
+from tabled.simulators.registry import SimulatorPlugin
 from tabled.simulators.usb_backend import SimulatedUsbDevice, UsbSimError, UsbSimServer
 
 TABLE_FAULTS: Final = ("off_table", "cocked", "sensor")
@@ -551,3 +552,15 @@ async def serve(args: argparse.Namespace) -> int:
         if ledger is not None:
             ledger.close()
     return 0
+
+
+SIMULATOR = SimulatorPlugin(
+    family="dice",
+    summary="an electronic dice sensor (USB, through the simulated pyusb backend)",
+    description="""A simulated electronic dice sensor behind a pyusb backend reached over a local socket: each
+throw's two faces, no-rolls (a die off the table), cocked dice and sensor faults, seeded or from
+--rolls, optionally loaded (--bias). It prints the usb:// URL to open first (tabled run, tabled
+listen --driver dice URL). Any way it ends removes its socket.""",
+    add_arguments=add_arguments,
+    serve=serve,
+)

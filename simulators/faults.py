@@ -18,11 +18,12 @@ from typing import Final
 
 from tabled.drivers.framing import STX, FrameDecoder
 from tabled.drivers.link import FIRST_FAMILY_KIND
+from tabled.simulators.errors import SimulatorError
 
 BYTE_FAULTS: Final = ("corrupt", "truncate", "drop", "garbage", "stall", "disconnect")
 
 
-class FaultSpecError(ValueError):
+class FaultSpecError(SimulatorError, ValueError):
     """A fault specification that does not parse."""
 
 

@@ -47,6 +47,7 @@ from tabled.drivers.shoe.protocol import (
 from tabled.simulators.faults import BYTE_FAULTS, ByteFault, FaultSpecError
 from tabled.simulators.ledger import Ledger
 from tabled.simulators.pty_device import PtyDevice
+from tabled.simulators.registry import SimulatorPlugin
 
 FIRMWARE: Final = "shoe-sim 1.0"
 SERIAL: Final = "SHOE-SIM-0001"
@@ -632,3 +633,17 @@ async def serve(args: argparse.Namespace) -> int:
             ledger.close()
     print(f"served {device.messages_sent} messages", file=sys.stderr)
     return 0
+
+
+SIMULATOR = SimulatorPlugin(
+    family="shoe",
+    summary="a baccarat card-reading shoe (serial)",
+    description="""A dealer plays baccarat through a simulated card-reading shoe on a pseudo-terminal: new shoe,
+burns, demonstration hands, real hands dealt by the drawing rules, the cut card, and the dealer's
+buttons. It prints "path: /dev/pts/N" (or the --link path) first: open that with the shoe
+family's driver (tabled run, tabled listen --driver shoe PATH). Faults at the N-th card pulled
+(--fault KIND@N): unreadable, dirty, empty, burn, void, and byte faults on the wire. It ends
+when its hands are dealt (or never, with --forever); any way it ends removes its --link.""",
+    add_arguments=add_arguments,
+    serve=serve,
+)

@@ -27,9 +27,11 @@ from tabled.daemon.rules import Table, make_table
 from tabled.daemon.rules.options import BaccaratOptions, OptionError
 from tabled.drivers.errors import ProtocolError
 from tabled.drivers.shuffler import protocol as p
+from tabled.simulators.errors import SimulatorError
 from tabled.simulators.faults import BYTE_FAULTS, ByteFault, FaultSpecError
 from tabled.simulators.ledger import Ledger
 from tabled.simulators.pty_device import PtyDevice
+from tabled.simulators.registry import SimulatorPlugin
 
 FIRMWARE: Final = "QSD-3.2.0"
 SERIAL_NUMBER: Final = "SD7-004217"
@@ -54,7 +56,7 @@ MACHINE_FAULTS: Final = (*HALTS, "exposed", *MISCOUNTS)
 T = TypeVar("T")
 
 
-class ScriptError(ValueError):
+class ScriptError(SimulatorError, ValueError):
     """A session that cannot be played: bad cards, seats, counts or fault specifications."""
 
 
@@ -518,3 +520,16 @@ async def serve(args: argparse.Namespace) -> int:
         if ledger is not None:
             ledger.close()
     return 0
+
+
+SIMULATOR = SimulatorPlugin(
+    family="shuffler",
+    summary="an automatic shuffler-dealer, Q Poker or baccarat mode (serial)",
+    description="""A simulated automatic shuffler-dealer on a pseudo-terminal: in Q Poker mode it shuffles a deck
+per round and deals each seat with a bet three cards at a time, the dealer last; in baccarat
+mode it deals one card at a time face up from an 8-deck set. It prints "path: /dev/pts/N" (or
+the --link path) first. Faults (--fault KIND@N): jam, failure, door, exposed, short and long
+decks, and byte faults on the wire. Any way it ends removes its --link.""",
+    add_arguments=add_arguments,
+    serve=serve,
+)

@@ -33,6 +33,8 @@ from typing import Any, Final
 import usb.backend
 import usb.core
 
+from tabled.simulators.errors import SimulatorError
+
 #: How much longer than a transfer's own timeout the backend waits for the simulator's reply.
 SOCKET_MARGIN: Final = 2.0
 #: The longest a request without a transfer timeout (enumerate, open, claim) may take.
@@ -56,7 +58,7 @@ _TYPE_MASK: Final = 0x60
 _DIRECTION_IN: Final = 0x80
 
 
-class UsbSimError(Exception):
+class UsbSimError(SimulatorError):
     """A request the simulated bus refuses; ``code`` is a key of :data:`ERRORS`."""
 
     def __init__(self, code: str, message: str = "") -> None:

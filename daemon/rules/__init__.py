@@ -8,7 +8,7 @@ outcomes. Every void and payout names the article that decides it (``qpoker.art1
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from tabled.contract.events import Event
 from tabled.contract.outcome import GAMES, Game, Notice, Outcome, Output
@@ -19,12 +19,15 @@ from tabled.daemon.rules.options import (
     QPokerOptions,
     parse_options,
 )
+from tabled.daemon.rules.policy import GamePolicy, Loss, Publication, PublishAll
 
 
 class Table(Protocol):
-    """One table's game state. ``feed`` takes events in order and returns what they decided."""
+    """One table's game state. ``feed`` takes events in order and returns what they decided;
+    ``policy`` and :meth:`publication` are the game's demands on the table service."""
 
     game: Game
+    policy: ClassVar[GamePolicy]
 
     @property
     def options(self) -> GameOptions:
@@ -44,6 +47,15 @@ class Table(Protocol):
     def next_round(self) -> int:
         """The number the next outcome will carry."""
         ...
+
+    def publication(self) -> Publication:
+        """A new publication of this table's stream, following its state from here on."""
+        ...
+
+
+def game_policy(game: str) -> GamePolicy:
+    """The demands of ``game`` on the table service (which devices, what a loss means)."""
+    return make_table(game).policy
 
 
 def make_table(game: str, options: GameOptions | Mapping[str, str] | None = None) -> Table:
@@ -68,4 +80,7 @@ def make_table(game: str, options: GameOptions | Mapping[str, str] | None = None
     return QPokerTable(options)
 
 
-__all__ = ["GAMES", "Game", "Notice", "Outcome", "Output", "Table", "make_table"]
+__all__ = [
+    "GAMES", "Game", "GamePolicy", "Loss", "Notice", "Outcome", "Output", "Publication",
+    "PublishAll", "Table", "game_policy", "make_table",
+]

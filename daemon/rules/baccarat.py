@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from tabled.contract.events import (
     RANKS,
@@ -40,6 +40,7 @@ from tabled.contract.faults import (
 )
 from tabled.contract.outcome import BetResult, Game, Notice, Outcome, Output
 from tabled.daemon.rules.options import BaccaratMethod, BaccaratOptions, Commission
+from tabled.daemon.rules.policy import GamePolicy, Loss, PublishAll
 
 Winner: TypeAlias = Literal["player", "banker", "tie"]
 
@@ -294,6 +295,13 @@ class BaccaratTable:
     """
 
     game: Game = "baccarat"
+    #: A hand is dealt from a card-reading shoe or by an automatic shuffler-dealer (Art. 1, 7);
+    #: either one lost mid-hand and not back in time leaves a deal that cannot be corrected, so
+    #: the hand is void (Art. 10).
+    policy: ClassVar[GamePolicy] = GamePolicy(
+        needs=(frozenset({"shoe", "shuffler"}),),
+        on_loss=MappingProxyType({"shoe": Loss.VOID, "shuffler": Loss.VOID}),
+    )
     # The shoe's state, set by _new_shoe at construction and at every shoe_start.
     _decks: int
     _capacity: int
@@ -352,6 +360,10 @@ class BaccaratTable:
     def feed(self, event: Event) -> list[Output]:
         """Apply one event; return the outcomes it completed and notices for what it declined."""
         return _HANDLERS.get(type(event), BaccaratTable._not_for_game)(self, event)
+
+    def publication(self) -> PublishAll:
+        """Baccarat deals face up (Art. 7): every event is published as it comes."""
+        return PublishAll()
 
     # -- events
 

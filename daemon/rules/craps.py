@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 from types import MappingProxyType
-from typing import Any, Final, TypeAlias
+from typing import Any, ClassVar, Final, TypeAlias
 
 from tabled.contract.events import Declare, Event, Fault, NoRoll, Roll, Void
 from tabled.contract.faults import EVENT_NOT_APPLIED, NOT_APPLIED_TYPE
 from tabled.contract.outcome import BetResult, Game, Notice, Outcome, Output
 from tabled.daemon.rules.options import CrapsOptions
+from tabled.daemon.rules.policy import GamePolicy, PublishAll
 
 #: The numbers that become a point (Art. 2.1), and the ones a Come wager can travel to (Art. 2.3).
 POINTS: Final = (4, 5, 6, 8, 9, 10)
@@ -309,6 +310,9 @@ class CrapsTable:
     """
 
     game: Game = "craps"
+    #: The throws come from a dice sensor; one away means no roll until it is back (Art. 1),
+    #: nothing for a round (each throw is one).
+    policy: ClassVar[GamePolicy] = GamePolicy(needs=(frozenset({"dice"}),))
 
     def __init__(self, options: CrapsOptions = _DEFAULT_OPTIONS) -> None:
         self.options = options
@@ -331,6 +335,10 @@ class CrapsTable:
     @property
     def next_round(self) -> int:
         return self._round
+
+    def publication(self) -> PublishAll:
+        """Dice are in plain sight: every event is published as it comes."""
+        return PublishAll()
 
     def feed(self, event: Event) -> list[Output]:
         """Apply one event; return the outcome of the throw, or a notice, or nothing."""

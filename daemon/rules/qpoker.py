@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Final, Literal, TypeAlias, TypeGuard
+from types import MappingProxyType
+from typing import Any, ClassVar, Final, Literal, TypeAlias, TypeGuard
 
 from tabled.contract.events import (
     DEALER,
@@ -44,6 +45,7 @@ from tabled.contract.faults import (
 )
 from tabled.contract.outcome import BetResult, Game, Notice, Outcome, Output
 from tabled.daemon.rules.options import QPokerOptions
+from tabled.daemon.rules.policy import GamePolicy, Loss
 from tabled.daemon.rules.qpoker_hands import HandClass, RankedHand, qualifies, rank_hand
 
 #: The notice for dealing that arrives after its round was voided midway (see QPokerTable).
@@ -325,6 +327,13 @@ class QPokerTable:
     """
 
     game: Game = "qpoker"
+    #: The rounds are dealt by a shuffler-dealer, three cards at a time (Art. 7(2)); what its
+    #: loss means is the rules' own decision from its device_lost fault: void while dealing
+    #: (Art. 11.5), nothing once the deal is complete.
+    policy: ClassVar[GamePolicy] = GamePolicy(
+        needs=(frozenset({"shuffler"}),),
+        on_loss=MappingProxyType({"shuffler": Loss.FAULT}),
+    )
 
     def __init__(self, options: QPokerOptions = QPokerOptions()) -> None:  # noqa: B008 (frozen)
         self._options = options
@@ -357,6 +366,10 @@ class QPokerTable:
     def dealing_complete(self) -> bool:
         """The open round's positions with a bet and the dealer all have their three cards."""
         return self._round is not None and self._round.dealing_complete
+
+    def publication(self) -> Publication:
+        """Face-down cards are withheld until the rules open them (:class:`Publication`)."""
+        return Publication(self)
 
     def feed(self, event: Event) -> list[Output]:
         """Apply one event; return the outcome it completed and notices for what it declined."""

@@ -59,7 +59,7 @@ from tabled.drivers.dice.protocol import (
 from tabled.drivers.dice.usb_transport import InterfaceShape, UsbTransport, parse_usb_url
 from tabled.drivers.errors import DeviceError, ProtocolError
 from tabled.drivers.link import Resume
-from tabled.drivers.serial_device import EventSink, sink_barrier
+from tabled.drivers.sink import EventSink, as_sink
 
 #: The interrupt read's timeout: how often the reader wakes to fire timers and notice a
 #: close, so shutdown never waits longer than this on a quiet device.
@@ -105,7 +105,7 @@ class DiceDriver:
         self,
         transport: UsbTransport,
         device_id: str,
-        emit: EventSink,
+        sink: EventSink | Callable[[Event], object],
         *,
         first_seq: int = 0,
         clock: Callable[[], float] = time.monotonic,
@@ -129,7 +129,7 @@ class DiceDriver:
         self.close_reason: str | None = None
         self.counters: Counter[str] = Counter()
         self._transport = transport
-        self._sink = emit
+        self._sink = as_sink(sink)
         self._clock = clock
         self._read_timeout = read_timeout
         self._sequencer = ReportSequencer(now=clock(), t_silence=t_silence, t_resend=t_resend,
@@ -138,7 +138,6 @@ class DiceDriver:
         self._closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._task: asyncio.Task[None] | None = None
         self._resets: list[asyncio.Future[None]] = []
-        self._barrier = sink_barrier(emit)
         self._boot_id: int | None = None
         self._report: int | None = None  # the number of the report being emitted
 
@@ -228,7 +227,7 @@ class DiceDriver:
         if self._report is not None:
             event = replace(event, extra={**event.extra, "device_boot": self._boot_id,
                                           "device_msg": self._report})
-        self._sink(replace(event, meta=meta))
+        self._sink.emit(replace(event, meta=meta))
 
     # -- the reader task --------------------------------------------------------------------
 
@@ -293,7 +292,7 @@ class DiceDriver:
 
     def _made_durable(self) -> bool:
         """Run the sink's durability barrier, if it has one; close the link if it failed."""
-        if self._barrier is None or self._barrier():
+        if self._sink.commit():
             return True
         self.close("link_down: not_durable")
         return False
@@ -320,7 +319,7 @@ async def open_device(
     url: str,
     *,
     device_id: str,
-    emit: EventSink,
+    sink: EventSink | Callable[[Event], object],
     first_seq: int = 0,
     backend: object | None = None,
     read_timeout: float = READ_TIMEOUT,
@@ -350,7 +349,7 @@ async def open_device(
     except DeviceError as exc:
         exc.device, exc.url = device_id, url
         raise
-    driver = DiceDriver(transport, device_id, emit, first_seq=first_seq,
+    driver = DiceDriver(transport, device_id, sink, first_seq=first_seq,
                         read_timeout=read_timeout, t_silence=t_silence, t_resend=t_resend,
                         max_resends=max_resends, resume=resume, serial=serial)
     await driver.start()

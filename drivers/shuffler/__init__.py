@@ -1,25 +1,26 @@
 """The automatic shuffler-dealer family (Q Poker hands of three, baccarat one card face up).
 
-Owns nothing but the entry point the supervisor and ``tabled listen`` call: :func:`open_device`.
-The wire protocol is in :mod:`tabled.drivers.shuffler.protocol` (docs/protocols/shuffler.md), the
-normalization in :mod:`tabled.drivers.shuffler.driver`.
+Owns the family declaration (:data:`FAMILY`, found through the ``tabled.drivers`` entry point)
+and the way to open a machine, :func:`open_device`. The wire protocol is in
+:mod:`tabled.drivers.shuffler.protocol` (docs/protocols/shuffler.md), the normalization in
+:mod:`tabled.drivers.shuffler.driver`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from tabled.contract.events import Event
-from tabled.drivers.serial_device import open_serial
+from tabled.drivers.registry import DeviceFamily
+from tabled.drivers.serial_device import check_serial_url, open_serial
 from tabled.drivers.shuffler.driver import ShufflerDriver
+from tabled.drivers.sink import EventSink
 
 
 async def open_device(
     url: str,
     *,
     device_id: str,
-    emit: Callable[[Event], None],
+    sink: EventSink,
     first_seq: int = 0,
     **options: Any,
 ) -> ShufflerDriver:
@@ -27,10 +28,16 @@ async def open_device(
     and return its driver; the link comes up on its own (await ``connected``). ``options`` go
     to :class:`ShufflerDriver` (``link_options``, ``clock``). Raises DeviceError."""
     driver = await open_serial(
-        url, lambda: ShufflerDriver(device_id, emit, first_seq=first_seq, **options)
+        url, lambda: ShufflerDriver(device_id, sink, first_seq=first_seq, **options)
     )
     assert isinstance(driver, ShufflerDriver)  # open_serial returns what the factory built
     return driver
 
 
-__all__ = ["ShufflerDriver", "open_device"]
+FAMILY = DeviceFamily(
+    name="shuffler", kind="shuffler", transport="serial",
+    summary="an automatic shuffler-dealer, Q Poker or baccarat mode (serial)",
+    open=open_device, check_url=check_serial_url,
+)
+
+__all__ = ["FAMILY", "ShufflerDriver", "open_device"]
