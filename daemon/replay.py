@@ -2,7 +2,8 @@
 
 Reads normalized events (JSON Lines), writes one outcome record per line, exactly as the daemon
 publishes them (the daemon adds only its envelope fields, ``seq`` and ``ts``). A malformed line
-stops the replay with its line number and exit status 2, after the outcomes completed before it;
+(blank lines and fields the game requires included) stops the replay with its line number and
+exit status 2, after the outcomes completed before it;
 a well-formed event the game cannot accept is the rules core's business (it voids the round or
 returns a notice), never a crash and never a silent skip: notices go to standard error.
 """
@@ -52,10 +53,11 @@ def replay(
     table = make_table(game, options)
     write = out.write
     for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue  # a blank line (a trailing newline, a separator) carries no event
         try:
-            event = parse_line(line)
+            # A blank line is malformed too (one event object per line), and so is an event
+            # without a field this game requires (a Q Poker card without its seat): the same
+            # check the daemon makes before its rules see an event.
+            event = parse_line(line, game)
         except EventError as exc:
             out.flush()
             err.write(f"line {lineno}: {exc}\n")
