@@ -27,7 +27,14 @@ from typing import Any
 
 import structlog
 
-from tabled.contract.events import Event, Fault, event_to_dict, parse_event
+from tabled.contract.events import (
+    Event,
+    EventError,
+    Fault,
+    check_for_game,
+    event_to_dict,
+    parse_event,
+)
 from tabled.contract.faults import JOURNAL_FAILURE
 from tabled.contract.outcome import Notice, Outcome, Output
 from tabled.contract.timeutil import rfc3339_now
@@ -39,6 +46,9 @@ from tabled.daemon.rules.options import declare
 from tabled.daemon.rules.qpoker import Publication, QPokerTable
 
 log = structlog.get_logger("tabled.runtime")
+
+#: The notice of an event refused before the rules: it lacks a field the game requires.
+MALFORMED_EVENT = "malformed_event"
 
 
 class Degraded(Exception):
@@ -144,6 +154,10 @@ class TableRuntime:
             self.counters["refused_degraded"] += 1
             raise Degraded(self.degraded)
         try:
+            check_for_game(event, self.game)
+        except EventError as exc:
+            return self._refuse(event, str(exc))
+        try:
             outputs = self.table.feed(event)
         except Exception:  # a bug in the rules core must not take the table down
             log.exception("rules_error", **event_fields(event))
@@ -185,6 +199,18 @@ class TableRuntime:
             self._staged_at = self._clock()
         self.counters["events"] += 1
         return outputs
+
+    def _refuse(self, event: Event, reason: str) -> list[Output]:
+        """An event ``tabled replay`` would call malformed (a Q Poker card without its seat):
+        replay stops there; the daemon cannot, so the rules never see it, it is not an input
+        of the journal (a rebuild would feed it), and the refusal is staged on ``…/fault``."""
+        notice = Notice(MALFORMED_EVENT, f"event refused: {reason}")
+        self._staged.append(OutputEntry("fault", self._notice_body(notice, event)))
+        if self._staged_at is None:
+            self._staged_at = self._clock()
+        self.counters["refused_malformed"] += 1
+        log.warning("event_refused", reason=reason, **event_fields(event))
+        return [notice]
 
     def commit(self) -> bool:
         """Write everything staged in one transaction. False (and degraded) if it failed."""
