@@ -57,14 +57,16 @@ def _percentiles(samples: Sequence[float]) -> dict[str, float | None]:
 class Service:
     """One table's daemon. ``await run()`` until :meth:`request_stop`."""
 
-    def __init__(self, config: Config, *, notifier: Notifier | None = None) -> None:
+    def __init__(self, config: Config, *, notifier: Notifier | None = None,
+                 journal: Journal | None = None) -> None:
         self.config = config
         self.notifier = notifier or Notifier()
         self.started_at = rfc3339_now()
         self.started = time.monotonic()
         self._stop = asyncio.Event()
         self.broker: Mosquitto | None = None
-        self.journal = Journal(config.journal.path)
+        # Open for writing: the lock on it is this daemon's for as long as the journal is open.
+        self.journal = journal if journal is not None else Journal(config.journal.path)
         self.journal.start_checkpointer()
         self.runtime = TableRuntime(config, self.journal)
         self.topics = Topics(config.mqtt.topic_prefix, config.table.site, config.table.id)
@@ -329,6 +331,6 @@ async def _guarded(name: str, body: Callable[[], Awaitable[None]]) -> None:
             await asyncio.sleep(1.0)
 
 
-async def run_service(config: Config) -> int:
-    service = Service(config)
+async def run_service(config: Config, journal: Journal | None = None) -> int:
+    service = Service(config, journal=journal)
     return await service.run()
