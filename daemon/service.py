@@ -205,9 +205,7 @@ class Service:
                 if self.runtime.probe():
                     self._degraded_reported = False
                     if self.mqtt is not None:
-                        await self.mqtt.publish_volatile(
-                            self.topics.status, {**self._birth(), "state": "online"},
-                            kind="status", retain=True)
+                        self.mqtt.set_state("online")
             status = self._status_line()
             if status != last_status:
                 self.notifier.status(status)
@@ -221,9 +219,8 @@ class Service:
         body = self.runtime.fault_body(JOURNAL_FAILURE, reason)
         body["durable"] = False
         sent = await self.mqtt.publish_volatile(self.topics.fault, body, kind=None)
-        await self.mqtt.publish_volatile(
-            self.topics.status, {**self._birth(), "state": "degraded", "reason": reason},
-            kind="status", retain=True)
+        # …/status says it with the next connection's birth (docs/mqtt.md: its numbers)
+        self.mqtt.set_state("degraded", reason)
         self._degraded_reported = sent
 
     # -- what the broker sees -------------------------------------------------------------------

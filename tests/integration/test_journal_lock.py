@@ -139,7 +139,10 @@ async def test_a_journal_written_behind_the_daemons_back_heals_by_itself(
     assert len(failures) == 1 and "written behind" in failures[0]["reason"]
     assert len([r for r in records if r["event"] == "journal_recovered"]) == 1
     status = list({s["table_seq"]: s for s in sub.on("/t1/status")}.values())
+    # the journal failed and recovered within one probe: still both said, each the birth of
+    # its own connection, numbered one after the other (docs/mqtt.md)
     assert [s["state"] for s in status] == ["online", "degraded", "online"]
+    assert [s["table_seq"] for s in status] == [0, 1, 2]
     assert "written behind" in status[1]["reason"]
     assert sub.distinct("/outcome") == hands
     check_everything_published(sub, journal)
