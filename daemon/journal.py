@@ -372,6 +372,14 @@ class Journal:
         except sqlite3.Error as exc:
             raise JournalError(f"{self.path}: read failed: {exc}") from exc
 
+    def has_input(self, after_id: int, key: str, value: str) -> bool:
+        """Whether an input after ``after_id`` has ``key`` set to the string ``value`` (did a
+        write that reported failure reach the file all the same?)."""
+        needle = _dumps({key: value})[1:-1]  # "key":"value", as the bodies are written
+        rows = self._read("SELECT 1 FROM journal WHERE kind = 'input' AND id > ? AND "
+                          "instr(body, ?) > 0 LIMIT 1", (after_id, needle))
+        return bool(rows)
+
     def outputs_after(self, after_id: int, limit: int = 500) -> list[StoredOutput]:
         """Outputs with id > ``after_id``, oldest first (store-and-forward reads these)."""
         rows = self._read(

@@ -292,9 +292,11 @@ class Service:
             self._journal_rejection(name, exc)
             return {"ok": False, "command": name, "error": exc.reason, "detail": exc.detail}
         source = f"console:{command.console}"
+        before = self.journal.last_id
         try:
             outputs = self.runtime.accept(command.event, source)
         except Degraded as exc:
+            self._unspend(command.nonce, before)
             return {"ok": False, "command": name, "nonce": command.nonce,
                     "error": "degraded", "detail": str(exc)}
         log.info("command_accepted", command=name, console=command.console)
@@ -303,6 +305,19 @@ class Service:
             "rounds": [o.round for o in outputs if isinstance(o, Outcome)],
             "notices": [o.to_dict() for o in outputs if isinstance(o, Notice)],
         }
+
+    def _unspend(self, nonce: str, before: int) -> None:
+        """A command refused because the journal failed did not take effect, so its nonce is
+        not spent and the console may send it again (as for any refusal) — unless the write
+        that reported failure reached the file after all (then it did take effect, and a
+        retry would be a replay); if the journal cannot even say, it stays spent."""
+        assert self.commands is not None
+        try:
+            recorded = self.journal.has_input(before, "nonce", nonce)
+        except JournalError:
+            return
+        if not recorded:
+            self.commands.forget(nonce)
 
     def _journal_rejection(self, name: str, exc: CommandRejected) -> None:
         body = {"v": 1, "type": "command_rejected", "command": name, "reason": exc.reason,
