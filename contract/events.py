@@ -3,10 +3,13 @@
 This module owns the public event vocabulary that drivers emit and the rules core consumes. It is
 pure: no I/O, no clock, no logging. Parsing is strict about what the contract requires (types,
 card codes, die faces, required fields) and lenient about what it allows (extra fields are kept in
-``extra`` so that a stream survives a round trip unchanged).
+``extra`` so that a stream survives a round trip unchanged). Strict means JSON's own types: an
+integer is not ``true`` or ``1.0``, a boolean is not ``1``, a field is present with a value or
+absent, never ``null``, ``NaN`` is not JSON, and a required field is never given a default.
 
 It must never accept an event it cannot represent faithfully: anything malformed raises
-:class:`EventError` with a reason a person can act on.
+:class:`EventError` with a reason a person can act on. What one game requires beyond the event
+type (:data:`GAME_REQUIRED`) is checked where the game is known (:func:`check_for_game`).
 """
 
 from __future__ import annotations
