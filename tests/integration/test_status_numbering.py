@@ -88,9 +88,11 @@ async def test_status_and_device_numbers_go_up_by_one_per_message_through_outage
             await sub.wait_for("/device/shoe-1/status", sub.distinct("/device/shoe-1/status") + 1)
             await asyncio.sleep(1.5)
     finally:
-        sim.stop()
-        daemon.stop()
-        broker.cleanup()
+        try:
+            sim.stop()
+            daemon.stop()
+        finally:
+            broker.cleanup()
     assert daemon_exit == 0 and daemon.stop() == 0
     records = [json.loads(line[3:]) for line in daemon.log_lines() if line.startswith("<")]
     attempts = sum(1 for r in records if r["event"] == "broker_unreachable")
@@ -169,14 +171,16 @@ async def test_a_message_whose_publish_failed_keeps_its_number_and_goes_out_agai
             await sub.wait_for("/t1/status", 2, timeout=30)
             await asyncio.sleep(0.5)
     finally:
-        await service.stop(drain_timeout=1)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        journal.close()
-        broker.cleanup()
-        if second is not None:
-            second.cleanup()
+        try:  # the brokers go whatever became of the publisher
+            await service.stop(drain_timeout=1)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        finally:
+            journal.close()
+            broker.cleanup()
+            if second is not None:
+                second.cleanup()
     device = {m["table_seq"]: m for m in sub.on("/device/dice-1/status")}
     # 0 connected; 1 lost (published when frozen, sent again after the restart); 2 the status
     # re-published on the new connection; retained copies may come again, never a new number
