@@ -20,12 +20,22 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # Mosquitto is the broker the tests start on a free port (and the demo's when none is given);
-# systemd-analyze checks the unit. Installed only when missing.
+# systemd-analyze checks the units; PostgreSQL's initdb/pg_ctl start the server the pit's store
+# tests run against; Debian's Chromium is the browser the pit's page tests drive through Playwright
+# (never `playwright install`: it downloads a browser of its own). Installed only when missing.
 system-deps:
 	@missing=""; \
 	command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || missing="$$missing mosquitto"; \
 	command -v mosquitto_passwd >/dev/null 2>&1 || [ -x /usr/bin/mosquitto_passwd ] || missing="$$missing mosquitto"; \
+	command -v dpkg-buildpackage >/dev/null 2>&1 || missing="$$missing dpkg-dev"; \
+	command -v dh >/dev/null 2>&1 || missing="$$missing debhelper"; \
+	command -v dh_virtualenv >/dev/null 2>&1 || missing="$$missing dh-virtualenv"; \
+	/usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
+	command -v lintian >/dev/null 2>&1 || missing="$$missing lintian"; \
+	command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || missing="$$missing debootstrap"; \
 	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
@@ -40,7 +50,7 @@ lint: venv
 
 # mypy and import-linter read the installed layout (tabled.<folder>), which setuptools' package-dir
 # mapping gives the interpreter but not static tools: link the folders into it for them.
-PACKAGES := contract daemon drivers simulators tools
+PACKAGES := contract daemon drivers simulators pit tools
 LAYOUT   := build/typecheck/tabled
 
 layout:
@@ -69,5 +79,24 @@ campaigns: venv system-deps
 fuzz: venv
 	$(BIN)/python -m bench.fuzz $(FUZZ_ARGS)
 
+# The Debian package, build/deb/tabled_<version>_<arch>.deb (docs/install.md; debian/rules says
+# what goes in it). The build runs in a copy of the tree as git sees it (committed, changed and
+# new files; nothing ignored), so that dpkg-buildpackage's output and dh-virtualenv's work stay
+# under build/deb, and pip's cache under build/. tests/packaging/ builds it, runs lintian and
+# installs it into a fresh root. The Debian tooling (debhelper, dh-virtualenv with Debian's
+# python3 and its venv module, lintian, debootstrap) comes from system-deps, when missing.
+DEB_DIR := build/deb
+.PHONY: deb
+deb: system-deps
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_DIR)/src
+	git ls-files -z --cached --others --exclude-standard \
+	  | xargs -0 -r sh -c 'for f; do [ -e "$$f" ] && printf "%s\0" "$$f"; done; true' sh \
+	  | tar --null --files-from=- -cf - | tar -xf - -C $(DEB_DIR)/src
+	cd $(DEB_DIR)/src && env -u VIRTUAL_ENV -u PYTHONPATH -u PYTHONHOME \
+	  PIP_CACHE_DIR=$(CURDIR)/build/pip-cache dpkg-buildpackage --build=binary --no-sign
+	rm -rf $(DEB_DIR)/src
+	@ls -l $(DEB_DIR)/*.deb
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(DEB_DIR) build/pip-cache

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import json.scanner
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeAlias
 
@@ -191,6 +191,38 @@ class Withheld(Event):
     TYPE: ClassVar[str] = "withheld"
     seat: Seat
     count: int
+
+
+#: The extra field of a ``hand`` (or ``card``) event that lists which of its cards were seen face
+#: up when not all of them were: the event stays face down (``face_up`` false) and only the listed
+#: cards are public (Q Poker Art. 11.2). A ``withheld`` placeholder carries it too, so that the
+#: exposed card is public at its place in the deal while the others are withheld.
+EXPOSED = "exposed"
+
+
+def exposed_cards(event: Event) -> tuple[str, ...]:
+    """The cards of a dealing event (``card``, ``hand``, ``withheld``) that were seen face up,
+    in dealing order.
+
+    ``face_up: true`` exposes every card of the event, unless an ``exposed`` list names some of
+    them: then exactly those (one card of a hand turned over is that card, not the hand). Only
+    cards of the event itself count; a placeholder's, whose cards are not shown, as listed.
+    """
+    listed = event.extra.get(EXPOSED)
+    names = ([c for c in listed if isinstance(c, str) and c in CARD_CODES]
+             if isinstance(listed, list | tuple) else [])
+    if isinstance(event, Withheld):
+        return tuple(dict.fromkeys(names))[: event.count]
+    if isinstance(event, CardDealt):
+        cards: tuple[str, ...] = (event.card,)
+    elif isinstance(event, HandDealt):
+        cards = event.cards
+    else:
+        return ()
+    chosen = tuple(card for card in cards if card in names)
+    if chosen:
+        return chosen
+    return cards if event.face_up is True else ()
 
 
 EVENT_TYPES: dict[str, type[Event]] = {
@@ -570,6 +602,32 @@ def parse_line(line: str | bytes, game: str | None = None) -> Event:
     if game is not None:
         check_for_game(event, game)
     return event
+
+
+def read_events(lines: Iterable[str], game: str | None = None) -> Iterator[tuple[int, Event]]:
+    """Each event of a JSON Lines stream with its line number (from 1), in order.
+
+    Every line is one event object (CONTRACT.md): a blank line is malformed like any other
+    line that is not one, and so, given ``game``, is an event without a field that game
+    requires (:func:`check_for_game`). The first malformed line raises :class:`LineError`:
+    what the stream gave before it has been yielded, nothing after it is read. ``tabled
+    replay`` and ``tabled roads`` read through here, so both number and refuse lines alike.
+    """
+    for lineno, line in enumerate(lines, 1):
+        try:
+            event = parse_line(line, game)
+        except EventError as exc:
+            raise LineError(lineno, exc) from None
+        yield lineno, event
+
+
+class LineError(EventError):
+    """A malformed line of a JSON Lines event stream; ``str()`` is ``"line N: reason"``."""
+
+    def __init__(self, lineno: int, error: EventError) -> None:
+        super().__init__(f"line {lineno}: {error}")
+        self.lineno = lineno
+        self.reason = str(error)
 
 
 # -- encoding ----------------------------------------------------------------------------------

@@ -13,6 +13,12 @@ from typing import Final
 DEVICE_LOST: Final = "device_lost"  # the link to a device is gone (unplugged, port closed)
 LINK_ERRORS: Final = "link_errors"  # a burst of framing/link errors on a device
 JOURNAL_FAILURE: Final = "journal_failure"  # the journal could not make a record durable
+#: The daemon could not apply an event (an exception on the event path): journaled as an input,
+#: so that the rules core voids what it can no longer follow and a replay does the same.
+EVENT_NOT_APPLIED: Final = "event_not_applied"
+#: The device at a configured port is not the configured one (another family, another serial
+#: number, or frames its driver cannot take as its family's): refused, nothing acknowledged.
+WRONG_DEVICE: Final = "wrong_device"
 
 # Shuffler-dealer.
 SHUFFLER_JAM: Final = "shuffler_jam"
@@ -34,6 +40,10 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     DEVICE_LOST: "the device's link is gone (unplugged, port closed, USB error)",
     LINK_ERRORS: "framing or link errors from the device (bad checksum, NAK, timeout, resync)",
     JOURNAL_FAILURE: "the journal could not make a record durable (disk full or unwritable)",
+    EVENT_NOT_APPLIED: "the daemon could not apply an event; the round it belonged to is void",
+    WRONG_DEVICE: "the device at the configured port is not the configured device (another "
+                  "family or serial number, or frames its driver cannot decode): refused, none "
+                  "of its messages acknowledged, so its own host still gets them",
     SHUFFLER_JAM: "the shuffler-dealer jammed",
     SHUFFLER_FAILURE: "the shuffler-dealer reported a failure",
     SHUFFLER_DOOR_OPEN: "the shuffler-dealer's door was opened",
@@ -49,3 +59,12 @@ DESCRIPTIONS: Final[dict[str, str]] = {
 #: Faults that mean the shuffling machine failed: while dealing, they void a Q Poker round
 #: (qpoker.art11.5). ``device_lost`` counts when the lost device is the shuffler.
 SHUFFLER_FAILURES: Final = frozenset({SHUFFLER_JAM, SHUFFLER_FAILURE, SHUFFLER_DOOR_OPEN})
+
+#: The field, true, of a ``void`` the daemon raises because the device dealing a round stayed
+#: lost longer than ``lost_void_after``. Nobody at the table pressed anything: the dealer may
+#: still be dealing that round, so the cards that come back belong to it, not to the next.
+VOID_DEVICE_LOST: Final = "device_lost"
+#: The fields of an ``event_not_applied`` fault that name the type of the event not applied and,
+#: for a ``fault``, its code (never a card: the event may have been a face-down one).
+NOT_APPLIED_TYPE: Final = "event_type"
+NOT_APPLIED_CODE: Final = "event_code"

@@ -9,16 +9,29 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TextIO
 
 from tabled.contract.outcome import GAMES
 
 
-def _parse_option(text: str) -> tuple[str, str]:
+def parse_option(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
     return key.strip(), value.strip()
+
+
+def read_input(command: str, file: str, run: Callable[[TextIO], int]) -> int:
+    """``run`` over FILE, or standard input for ``-``; a file that cannot be read is exit 2."""
+    if file == "-":
+        return run(sys.stdin)
+    try:
+        with open(file, encoding="utf-8", errors="surrogateescape") as stream:
+            return run(stream)
+    except OSError as exc:
+        print(f"tabled {command}: cannot read {file}: {exc.strerror}", file=sys.stderr)
+        return 2
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -30,14 +43,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     except OptionError as exc:
         print(f"tabled replay: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if args.file == "-":
-        return replay(args.game, options, sys.stdin, sys.stdout, sys.stderr)
-    try:
-        with open(args.file, encoding="utf-8", errors="surrogateescape") as stream:
-            return replay(args.game, options, stream, sys.stdout, sys.stderr)
-    except OSError as exc:
-        print(f"tabled replay: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    return read_input("replay", args.file,
+                       lambda lines: replay(args.game, options, lines, sys.stdout, sys.stderr))
 
 
 def _cmd_check_config(args: argparse.Namespace) -> int:
@@ -159,6 +166,37 @@ def _cmd_listen(args: argparse.Namespace) -> int:
                               count=args.count, duration=args.duration))
 
 
+def _cmd_odds(args: argparse.Namespace) -> int:
+    import json
+
+    from tabled.daemon.rules.odds import odds
+    from tabled.daemon.rules.odds.render import markdown, text
+    from tabled.daemon.rules.options import OptionError, parse_options
+
+    def refuse(reason: str) -> int:
+        print(f"tabled odds: {reason}", file=sys.stderr)
+        return 2
+
+    raw = dict(args.option)
+    if args.markdown:
+        if raw or args.decks is not None or args.json:
+            return refuse("--markdown shows every option combination: no --option, --decks "
+                          "or --json with it")
+        print(markdown(args.game))
+        return 0
+    if args.decks is not None and args.game != "baccarat":
+        return refuse(f"--decks is for baccarat only ({args.game} has no shoe)")
+    try:
+        options = parse_options(args.game, raw)
+        if "decks" in raw and args.decks not in (None, getattr(options, "decks", None)):
+            return refuse(f"--decks {args.decks} disagrees with --option decks={raw['decks']}")
+        result = odds(args.game, options, args.decks)  # --decks overrides the default
+    except OptionError as exc:
+        return refuse(str(exc))
+    print(json.dumps(result.to_json()) if args.json else text(result))
+    return 0
+
+
 def register(sub: Any) -> None:
     """Add the table service's subcommands to the ``tabled`` command line."""
 
@@ -170,13 +208,32 @@ def register(sub: Any) -> None:
     )
     rp.add_argument("--game", required=True, choices=GAMES)
     rp.add_argument(
-        "--option", action="append", default=[], type=_parse_option, metavar="KEY=VALUE",
+        "--option", action="append", default=[], type=parse_option, metavar="KEY=VALUE",
         help="a regulated option: baccarat method=1|2, commission=five_percent|half_on_four, "
         "last_hand=this|one_more, decks=6..12; craps big_bets_on_come_out=true|false; "
         "qpoker positions=7..20",
     )
     rp.add_argument("file", nargs="?", default="-", metavar="FILE|-")
     rp.set_defaults(func=_cmd_replay)
+
+    op = sub.add_parser(
+        "odds",
+        help="exact house edges of every bet under the configured rules",
+        description="Compute, in exact fractions from the rules core's own code, the "
+        "probabilities of a round and the house edge of every bet: the house's expected gain "
+        "per unit staked, a push counting as a zero-return decision (per hand). Baccarat: the "
+        "first hand of a full shoe; Q Poker Play: under the best fold strategy.",
+    )
+    op.add_argument("--game", required=True, choices=GAMES)
+    op.add_argument("--option", action="append", default=[], type=parse_option,
+                    metavar="KEY=VALUE", help="a regulated option, as for replay")
+    op.add_argument("--decks", type=int, metavar="N",
+                    help="baccarat: the shoe size, 6..12 (the decks option, default 8; "
+                    "given both, they must agree)")
+    op.add_argument("--json", action="store_true", help="one JSON object")
+    op.add_argument("--markdown", action="store_true",
+                    help="the docs/rules/ tables of every option combination")
+    op.set_defaults(func=_cmd_odds)
 
     run = sub.add_parser("run", help="run the daemon for one table (the systemd service)")
     run.add_argument("--config", "-c", required=True, metavar="FILE")

@@ -13,7 +13,7 @@ import stat
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import (
     BaseModel,
@@ -31,6 +31,10 @@ Family = Literal["shoe", "shuffler", "dice"]
 GameName = Literal["baccarat", "craps", "qpoker"]
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # safe inside an MQTT topic level
+#: The longest serial number a device's identity carries (docs/protocols: the serial families'
+#: INFO), and a dice sensor's GET_INFO.
+SERIAL_MAX = 32
+DICE_SERIAL_MAX = 16
 
 
 class _Strict(BaseModel):
@@ -68,6 +72,10 @@ class DeviceSettings(_Strict):
     family: Family
     url: str | None = None
     match: DeviceMatchSettings | None = None
+    #: The device's own serial number, as its identity gives it (the INFO of its protocol): a
+    #: device with another is refused as ``wrong_device``. Not ``match.serial``, which is
+    #: udev's (for a serial family, the USB-serial adapter's).
+    serial: str | None = None
     #: Bounded exponential backoff between reconnect attempts, seconds.
     reconnect_min: Annotated[float, Field(gt=0, le=60)] = 0.5
     reconnect_max: Annotated[float, Field(gt=0, le=600)] = 30.0
@@ -77,12 +85,33 @@ class DeviceSettings(_Strict):
     #: corrected and is voided (baccarat.art10).
     lost_void_after: Annotated[float, Field(ge=0, le=3600)] = 10.0
 
+    @field_validator("serial")
+    @classmethod
+    def _serial(cls, value: str | None) -> str | None:
+        if value is not None and not (
+                1 <= len(value) <= SERIAL_MAX and value == value.strip()
+                and all(" " <= ch <= "~" for ch in value)):
+            raise ValueError(f"a serial number is 1 to {SERIAL_MAX} printable ASCII characters, "
+                             "without leading or trailing spaces")
+        return value
+
     @model_validator(mode="after")
     def _url_or_match(self) -> DeviceSettings:
         if (self.url is None) == (self.match is None):
             raise ValueError("give exactly one of url or match")
         if self.reconnect_min > self.reconnect_max:
             raise ValueError("reconnect_min is greater than reconnect_max")
+        if self.serial is not None and self.family == "dice":
+            if len(self.serial) > DICE_SERIAL_MAX or " " in self.serial:
+                raise ValueError(f"serial: a dice sensor's serial number has at most "
+                                 f"{DICE_SERIAL_MAX} characters, and no space")
+            # A dice sensor's USB serial number is its own: url and match may name it too.
+            named = set(parse_qs(urlsplit(self.url or "").query).get("serial", []))
+            if self.match is not None and self.match.serial is not None:
+                named.add(self.match.serial)
+            if named - {self.serial}:
+                raise ValueError(f"serial {self.serial!r} contradicts the serial number the "
+                                 f"url or match names ({', '.join(sorted(named))})")
         return self
 
 

@@ -13,6 +13,7 @@ import sys
 from typing import Any, Literal
 
 import structlog
+import structlog.tracebacks
 
 from tabled.contract.events import Event
 
@@ -64,7 +65,9 @@ def configure(level: str = "info", fmt: Literal["auto", "json", "console"] = "au
     ]
     renderer: Any
     if fmt == "json":
-        shared += [structlog.processors.dict_tracebacks, _syslog_prefix]
+        # Tracebacks without the frames' local variables: a local may hold a face-down card.
+        shared += [structlog.processors.ExceptionRenderer(
+            structlog.tracebacks.ExceptionDictTransformer(show_locals=False)), _syslog_prefix]
         renderer = _PrefixedJSON()
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=stream.isatty())

@@ -16,7 +16,7 @@ from typing import TextIO
 
 import orjson
 
-from tabled.contract.events import EventError, parse_line
+from tabled.contract.events import LineError, read_events
 from tabled.contract.outcome import Outcome
 from tabled.daemon.rules import make_table
 from tabled.daemon.rules.options import GameOptions
@@ -52,22 +52,22 @@ def replay(
     """
     table = make_table(game, options)
     write = out.write
-    for lineno, line in enumerate(lines, 1):
-        try:
-            # A blank line is malformed too (one event object per line), and so is an event
-            # without a field this game requires (a Q Poker card without its seat): the same
-            # check the daemon makes before its rules see an event.
-            event = parse_line(line, game)
-        except EventError as exc:
-            out.flush()
-            err.write(f"line {lineno}: {exc}\n")
-            return EXIT_BAD_INPUT
-        for output in table.feed(event):
-            if isinstance(output, Outcome):
-                write(encode_record(output.to_record()))
-                write("\n")
-            else:
-                article = f" ({output.article})" if output.article else ""
-                err.write(f"line {lineno}: notice {output.code}: {output.message}{article}\n")
+    try:
+        # A blank line is malformed too (one event object per line), and so is an event
+        # without a field this game requires (a Q Poker card without its seat): the check
+        # the daemon makes before its rules see an event.
+        for lineno, event in read_events(lines, game):
+            for output in table.feed(event):
+                if isinstance(output, Outcome):
+                    write(encode_record(output.to_record()))
+                    write("\n")
+                else:
+                    article = f" ({output.article})" if output.article else ""
+                    err.write(f"line {lineno}: notice {output.code}: {output.message}"
+                              f"{article}\n")
+    except LineError as exc:
+        out.flush()
+        err.write(f"{exc}\n")
+        return EXIT_BAD_INPUT
     out.flush()
     return EXIT_OK

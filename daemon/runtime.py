@@ -9,6 +9,13 @@ transaction. Only after that commit does anything reach MQTT (the publisher read
 and only after it do the drivers acknowledge the device's frames: a crash before the commit
 leaves the event with the device, which sends it again.
 
+The path is transactional: if anything on it raises once the rules core has been fed (the rules
+core itself, the redaction, building the records), the event is *not applied*. The rules state is
+rebuilt from the journal, as it was before the event, and the failure is journaled as an input
+``fault`` ``event_not_applied`` (naming the event's type, never its card) which the rules core
+answers like any event: it voids the round the lost event belonged to and declines what it can
+no longer follow. So the live state is always what a replay of the journal gives.
+
 If the journal cannot make records durable (disk full, unwritable), the runtime becomes
 *degraded*: it rebuilds the rules state from the journal (forgetting what it could not write),
 refuses every new event (the devices keep them), and reports the fault; it probes the journal
@@ -19,7 +26,9 @@ It never awaits, never publishes, and never logs a card.
 
 from __future__ import annotations
 
+import contextlib
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,7 +44,12 @@ from tabled.contract.events import (
     event_to_dict,
     parse_event,
 )
-from tabled.contract.faults import JOURNAL_FAILURE
+from tabled.contract.faults import (
+    EVENT_NOT_APPLIED,
+    JOURNAL_FAILURE,
+    NOT_APPLIED_CODE,
+    NOT_APPLIED_TYPE,
+)
 from tabled.contract.outcome import Notice, Outcome, Output
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.config import Config
@@ -47,8 +61,9 @@ from tabled.daemon.rules.qpoker import Publication, QPokerTable
 
 log = structlog.get_logger("tabled.runtime")
 
-#: The notice of an event refused before the rules: it lacks a field the game requires.
-MALFORMED_EVENT = "malformed_event"
+#: The link's stamps that say which device message an event was (tabled.drivers.link): the
+#: fault that stands for an event not applied keeps them, so the message counts as handled.
+_LINK_STAMPS = ("device_boot", "device_msg")
 
 
 class Degraded(Exception):
@@ -110,6 +125,7 @@ class TableRuntime:
         self.commit_latency = Latencies()
         self.degraded: str | None = None
         self._stale = False  # the rules state is ahead of the journal: rebuild before use
+        self._recovering = False  # staging the fault that stands for an event not applied
         self._staged: list[Entry] = []
         self._staged_at: float | None = None
         self.devices: dict[str, DeviceProgress] = {}
@@ -149,33 +165,45 @@ class TableRuntime:
     # -- the path of an event ------------------------------------------------------------------
 
     def stage(self, event: Event, source: str) -> list[Output]:
-        """Run ``event`` through the rules and stage it with what it caused. Raises Degraded."""
+        """Run ``event`` through the rules and stage it with what it caused. Raises Degraded.
+
+        If anything on the way raises, the event is not applied (see the module's docstring):
+        the outputs returned are those of the ``event_not_applied`` fault that stands for it."""
         if self.degraded is not None:
             self.counters["refused_degraded"] += 1
             raise Degraded(self.degraded)
         try:
             check_for_game(event, self.game)
         except EventError as exc:
-            return self._refuse(event, str(exc))
+            # What tabled replay calls malformed (a Q Poker card without its seat): replay
+            # stops there; the daemon cannot, and does not apply it either.
+            return self._not_applied(event, exc, reason=str(exc))
         try:
             outputs = self.table.feed(event)
-        except Exception:  # a bug in the rules core must not take the table down
-            log.exception("rules_error", **event_fields(event))
-            self.counters["rules_errors"] += 1
-            # The table may be half-changed: keep what is staged, then rebuild from the journal.
-            self.commit()
-            self.table, self.publication = self._rebuild()
-            self._staged.append(OutputEntry("fault", self.fault_body(
-                "rules_error", f"the rules core failed on a {event.TYPE} event; not applied")))
-            return []
+            published = (
+                self.publication.admit(event, outputs) if self.publication is not None
+                else [event]
+            )
+            entries = self._entries(event, source, outputs, published)
+        except Exception as exc:  # a bug must neither take the table down nor split its state
+            return self._not_applied(event, exc)
         self._saw(event)
+        self._staged.extend(entries)
+        if self._staged_at is None:
+            self._staged_at = self._clock()
+        self.counters["events"] += 1
+        self.counters["outcomes"] += sum(isinstance(o, Outcome) for o in outputs)
+        self.counters["notices"] += sum(isinstance(o, Notice) for o in outputs)
+        self._log_outputs(event, outputs)
+        return outputs
+
+    def _entries(self, event: Event, source: str, outputs: list[Output],
+                 published: list[Event]) -> list[Entry]:
+        """The journal records of one applied event: the input, what may be published of it,
+        a device fault, the outcomes and the notices."""
         body = event_to_dict(event)
         entries: list[Entry] = [InputEntry(source, body)]
-        published = (
-            self.publication.admit(event, outputs) if self.publication is not None else [event]
-        )
-        for item in published:
-            entries.append(OutputEntry("event", event_to_dict(item)))
+        entries.extend(OutputEntry("event", event_to_dict(item)) for item in published)
         if isinstance(event, Fault):
             entries.append(OutputEntry("fault", {**body, "source": source}))
         for output in outputs:
@@ -183,34 +211,68 @@ class TableRuntime:
                 record = output.to_record()
                 record["ts"] = rfc3339_now()
                 entries.append(OutputEntry("outcome", record, round=output.round))
-                self.counters["outcomes"] += 1
-                if output.status == "void":
-                    log.warning("round_void", round=output.round, article=output.article,
-                                reason=output.void_reason)
-                else:
-                    log.info("outcome", round=output.round)
             else:
                 entries.append(OutputEntry("fault", self._notice_body(output, event)))
-                self.counters["notices"] += 1
-                log.warning("notice", code=output.code, notice=output.message,
-                            article=output.article, **event_fields(event))
-        self._staged.extend(entries)
-        if self._staged_at is None:
-            self._staged_at = self._clock()
-        self.counters["events"] += 1
-        return outputs
+        return entries
 
-    def _refuse(self, event: Event, reason: str) -> list[Output]:
-        """An event ``tabled replay`` would call malformed (a Q Poker card without its seat):
-        replay stops there; the daemon cannot, so the rules never see it, it is not an input
-        of the journal (a rebuild would feed it), and the refusal is staged on ``…/fault``."""
-        notice = Notice(MALFORMED_EVENT, f"event refused: {reason}")
-        self._staged.append(OutputEntry("fault", self._notice_body(notice, event)))
-        if self._staged_at is None:
-            self._staged_at = self._clock()
-        self.counters["refused_malformed"] += 1
-        log.warning("event_refused", reason=reason, **event_fields(event))
-        return [notice]
+    def _log_outputs(self, event: Event, outputs: list[Output]) -> None:
+        """Log what an applied event caused. Logging is no part of the transaction: a failure
+        here is counted and changes nothing that was staged."""
+        try:
+            for output in outputs:
+                if isinstance(output, Outcome):
+                    if output.status == "void":
+                        log.warning("round_void", round=output.round, article=output.article,
+                                    reason=output.void_reason)
+                    else:
+                        log.info("outcome", round=output.round)
+                else:
+                    # One mapping, so that an event field can never collide with the notice's
+                    # own (a fault event carries a ``code`` too): a collision raised TypeError.
+                    log.warning("notice", **{**event_fields(event), "notice_code": output.code,
+                                             "notice": output.message,
+                                             "article": output.article})
+        except Exception as exc:
+            self.counters["log_errors"] += 1
+            with contextlib.suppress(Exception):
+                log.error("log_failed", error=type(exc).__name__, where=_where(exc))
+
+    def _not_applied(self, event: Event, exc: Exception, reason: str | None = None
+                     ) -> list[Output]:
+        """``event`` could not be applied: rebuild the rules state from the journal (as it was
+        before the event) and journal, as an input the rules core answers, the fault that
+        stands for it. Its text names the event's type and the failure, never a card
+        (``reason``, when given, is a text known to hold none)."""
+        self.counters["events_not_applied"] += 1
+        where = _where(exc)
+        with contextlib.suppress(Exception):
+            log.error("event_not_applied", error=type(exc).__name__, where=where,
+                      **event_fields(event))
+        # What was staged before is the journal's due: write it, then forget what the failed
+        # event did to the rules state by replaying the journal.
+        if not self.commit():
+            raise Degraded(self.degraded or "journal failure")
+        if not self._try_rebuild():
+            self._degrade("the journal could not be read to rebuild the rules state")
+            raise Degraded(self.degraded or "journal failure")
+        seq = "" if event.meta.seq is None else f" (device seq {event.meta.seq})"
+        cause = reason or f"{type(exc).__name__} in {where}"
+        detail = (f"the daemon could not apply a {event.TYPE} event{seq}: {cause}; "
+                  "the rules state was rebuilt from the journal")
+        extra: dict[str, Any] = {"source": "daemon", NOT_APPLIED_TYPE: event.TYPE}
+        if isinstance(event, Fault):
+            extra[NOT_APPLIED_CODE] = event.code
+        extra.update((key, event.extra[key]) for key in _LINK_STAMPS if key in event.extra)
+        fault = Fault(code=EVENT_NOT_APPLIED, detail=detail, meta=event.meta, extra=extra)
+        if self._recovering:
+            # The rules failed on the fault too: keep the state the journal gives, say so.
+            self._staged.append(OutputEntry("fault", self.fault_body(EVENT_NOT_APPLIED, detail)))
+            return []
+        self._recovering = True
+        try:
+            return self.stage(fault, "daemon")
+        finally:
+            self._recovering = False
 
     def commit(self) -> bool:
         """Write everything staged in one transaction. False (and degraded) if it failed."""
@@ -297,3 +359,14 @@ class TableRuntime:
         body: dict[str, Any] = {"v": 1, "type": "notice", **notice.to_dict(),
                                 "event": event_fields(event), "ts": rfc3339_now()}
         return body
+
+
+def _where(exc: BaseException) -> str:
+    """Where ``exc`` was raised, as ``module:function:line`` of its innermost frame: no message
+    and no locals, which could hold a face-down card."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "unknown"
+    frame = frames[-1]
+    module = frame.filename.rsplit("/", 1)[-1].removesuffix(".py")
+    return f"{module}:{frame.name}:{frame.lineno}"

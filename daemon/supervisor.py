@@ -14,6 +14,11 @@ a loss means; this module decides *when* to tell them):
 
 Reconnection uses bounded exponential backoff that resets once a link is up. A device with a
 ``match`` instead of a URL waits for discovery (pyudev, or injected records) to report it.
+
+A device that is not the configured one (another family, another serial number, frames its
+driver cannot decode: the driver refuses it, ``wrong_device``) is ``unavailable`` with that
+reason, raises one ``wrong_device`` fault per change of situation (not one per attempt), and
+is tried again with the backoff, which keeps growing: it never came up.
 """
 
 from __future__ import annotations
@@ -25,8 +30,8 @@ from typing import Any
 
 import structlog
 
-from tabled.contract.events import Event, Fault, Void
-from tabled.contract.faults import DEVICE_LOST
+from tabled.contract.events import Event, Fault, Meta, Void
+from tabled.contract.faults import DEVICE_LOST, VOID_DEVICE_LOST, WRONG_DEVICE
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.backoff import Backoff
 from tabled.daemon.config import DeviceSettings
@@ -89,6 +94,10 @@ class DeviceSupervisor:
         self._lost_timer: asyncio.TimerHandle | None = None
         self._counters_before: dict[str, int] = {}
         self.state = "starting"
+        #: The wrong_device refusal last reported (its detail), until the right device connects.
+        self._refusal: str | None = None
+        #: What the last connection refused (tabled.drivers.link.Refused), for the next one.
+        self._refused_message: Any = None
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -101,27 +110,36 @@ class DeviceSupervisor:
         while True:
             url = await self._url()
             self._status("connecting", url=url)
+            # The options first: they move next_seq past what the journal holds from this
+            # device, and first_seq must see that (as an argument after them it did not, so a
+            # restarted daemon numbered the device's events from 0 again).
+            options = self._driver_options()
             try:
                 driver = await open_device(s.family, url, device_id=s.id,
                                            emit=DeviceSink(self.runtime, s.id),
-                                           first_seq=self.next_seq, **self._driver_options())
+                                           first_seq=self.next_seq, **options)
             except DeviceError as exc:
-                self._status("unavailable", url=url, error=str(exc))
+                if exc.reason == WRONG_DEVICE:
+                    self._refused(url, str(exc))
+                else:
+                    self._status("unavailable", url=url, error=str(exc))
                 await asyncio.sleep(backoff.next())
                 continue
             self.driver = driver
-            try:
-                async with asyncio.timeout(s.connect_timeout):
-                    await driver.connected.wait()
-            except TimeoutError:
+            if not await _comes_up(driver, s.connect_timeout):
                 driver.close("link did not come up")
                 await driver.wait_closed()
                 self.next_seq = driver.next_seq
-                self._status("unavailable", url=url, error="link did not come up")
+                self._keep_counters(driver)  # (a refused attempt counts its refusal)
+                self.driver = None
+                if not self._was_refused(driver, url):
+                    self._status("unavailable", url=url,
+                                 error=driver.close_reason or "link did not come up")
                 await asyncio.sleep(backoff.next())
                 continue
             backoff.reset()
             self.connected.set()
+            self._refusal = None  # the configured device is here: a wrong one later is news
             self._disarm_lost_timer()
             self._status("connected", url=url, info=dict(driver.info))
             watcher = asyncio.create_task(self._watch_removal(driver), name=f"removal-{s.id}")
@@ -136,6 +154,7 @@ class DeviceSupervisor:
                 self._keep_counters(driver)
                 self.driver = None
             self._lost(driver)
+            self._was_refused(driver, url)
             self.reconnects += 1
             await asyncio.sleep(backoff.next())
 
@@ -151,12 +170,42 @@ class DeviceSupervisor:
         *now* (tabled.drivers.link, "exactly once across resets"): a message made durable whose ACK
         was lost with the last connection is dropped, not delivered twice."""
         options = dict(self.options)
+        if self.settings.serial is not None:
+            options["serial"] = self.settings.serial
+        if self._refused_message is not None:
+            options["refused"] = self._refused_message
         progress = self.runtime.devices.get(self.settings.id)
         if progress is not None and progress.boot_id is not None \
                 and progress.last_message is not None:
             options["resume"] = Resume(progress.boot_id, progress.last_message)
         self.next_seq = max(self.next_seq, progress.next_seq if progress else 0)
         return options
+
+    # -- a wrong device ----------------------------------------------------------------------
+
+    def _was_refused(self, driver: Device, url: str) -> bool:
+        """After a connection ended: whether its driver refused the device as not the
+        configured one (then reported as such)."""
+        self._refused_message = getattr(driver, "refused", None)
+        code, _, detail = (driver.close_reason or "").partition(": ")
+        if code != WRONG_DEVICE:
+            return False
+        self._refused(url, detail)
+        return True
+
+    def _refused(self, url: str, detail: str) -> None:
+        """The device at ``url`` is not the configured one: ``unavailable`` with the reason,
+        and a ``wrong_device`` fault when this is news (not at every reconnect attempt)."""
+        s = self.settings
+        self._status("unavailable", url=url, reason=WRONG_DEVICE, error=detail)
+        if detail == self._refusal:
+            return
+        self._refusal = detail
+        log.error("wrong_device", device=s.id, family=s.family, url=url, detail=detail)
+        self._accept(Fault(code=WRONG_DEVICE, detail=f"{s.family} {s.id} at {url}: {detail}",
+                           meta=Meta(device=s.id, ts=rfc3339_now()),
+                           extra={"family": s.family, "source": "daemon"}),
+                     "wrong device")
 
     # -- loss and its consequence ------------------------------------------------------------
 
@@ -190,8 +239,11 @@ class DeviceSupervisor:
         detail = f"{self.settings.family} {self.settings.id} not back within " \
                  f"{self.settings.lost_void_after:g} s ({reason})"
         if self.settings.family == "shoe":
-            # baccarat.art10: a dealing error that cannot be corrected voids the hand
-            self._accept(Void(reason=f"device_lost: {detail}", extra={"source": "daemon"}),
+            # baccarat.art10: a dealing error that cannot be corrected voids the hand. Nobody at
+            # the table pressed anything, so the void says the dealer may still be dealing it:
+            # the cards the shoe sends when it is back are that hand's, not the next one's.
+            self._accept(Void(reason=f"device_lost: {detail}",
+                              extra={"source": "daemon", VOID_DEVICE_LOST: True}),
                          "hand cannot be corrected")
         else:
             self._accept(Fault(code=DEVICE_LOST, detail=detail,
@@ -251,3 +303,18 @@ class DeviceSupervisor:
         out["reconnects"] = self.reconnects
         out["losses"] = self.losses
         return out
+
+
+async def _comes_up(driver: Device, within: float) -> bool:
+    """Whether the driver's link came up (even if it closed right after) before it closed (a
+    refused device, a port that went away) or ``within`` seconds passed."""
+    up = asyncio.ensure_future(driver.connected.wait())
+    closed = asyncio.ensure_future(driver.wait_closed())
+    try:
+        done, _ = await asyncio.wait({up, closed}, timeout=within,
+                                     return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in (up, closed):
+            waiter.cancel()
+        await asyncio.gather(up, closed, return_exceptions=True)
+    return up in done

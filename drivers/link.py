@@ -20,21 +20,30 @@ Protocol (docs/protocols/framing.md):
 - A side that has sent nothing for :data:`T_HEARTBEAT` sends a ``HEARTBEAT``; a side that has
   heard nothing for :data:`T_SILENCE` declares the link down.
 - Exactly once across resets: the device numbers its messages with a 32-bit *message number*
-  that a reset does not restart, and answers RESET with ``RESET_ACK(boot_id, first)``: its boot
-  id (random at power-on) and the number of the first message it will send. A host that knows
-  the last message it made durable from that boot (``resume``) drops re-sent messages up to it
-  (acknowledging them), so a host crash between its journal commit and its ACK duplicates
-  nothing.
+  that a reset does not restart, and answers RESET with ``RESET_ACK(boot_id, first, identity)``:
+  its boot id (random at power-on), the number of the first message it will send, and its
+  identity. A host that knows the last message it made durable from that boot (``resume``)
+  drops re-sent messages up to it (acknowledging them), so a host crash between its journal
+  commit and its ACK duplicates nothing.
+- Identity before data: the RESET_ACK carries the device's identity, its family's identity
+  message (kind and payload). A host checks it (``check_identity``) before anything else of
+  the link: a device that is not the one it expects is refused before any of its frames is
+  acknowledged. Every data frame is checked too (``check_message``) *before* it is
+  acknowledged: a frame the host cannot take as its own family's is never acknowledged, so the
+  device keeps it for the host it was meant for. A refusal takes the link down
+  (:class:`PeerRefused`). A host told which message its previous link refused (``refused``)
+  refuses at the handshake a device that would send that message first again.
 """
 
 from __future__ import annotations
 
 import enum
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from tabled.drivers.framing import CorruptFrame, Frame, FrameDecoder, encode_frame
+from tabled.drivers.framing import MAX_PAYLOAD, CorruptFrame, Frame, FrameDecoder, encode_frame
 
 # Link message kinds (family kinds start at FIRST_FAMILY_KIND).
 ACK: Final = 0x01
@@ -52,6 +61,18 @@ T_RESET: Final = 0.5
 T_HEARTBEAT: Final = 2.0
 T_SILENCE: Final = 5.0
 T_ACK_MAX: Final = 2.0
+
+
+#: A device's identity as its RESET_ACK carries it: its family's identity message, ``(kind,
+#: payload)`` (for the serial families, the same bytes as their INFO reply).
+Identity = tuple[int, bytes]
+#: The host's verdict on a device's identity (None if the RESET_ACK carried none): None to
+#: accept it, or why it is refused.
+IdentityCheck = Callable[[Identity | None], str | None]
+#: The host's verdict on a data frame before it is acknowledged: None to take it, or why not.
+MessageCheck = Callable[[int, bytes], str | None]
+#: RESET_ACK: boot id and first message number (4 bytes each), then the identity, if any.
+RESET_ACK_HEAD: Final = 8
 
 
 class LinkState(enum.Enum):
@@ -86,7 +107,25 @@ class LinkDown:
     reason: str
 
 
-LinkEvent = MessageReceived | LinkUp | LinkDown
+@dataclass(frozen=True, slots=True)
+class PeerRefused:
+    """The host refused the device, by its identity or by a data frame it could not take: the
+    link is down and nothing refused was acknowledged. ``reason`` says why."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """The message a host's link refused: number ``number`` of boot ``boot_id`` (None when
+    the device did not number its messages), and why."""
+
+    boot_id: int | None
+    number: int | None
+    reason: str
+
+
+LinkEvent = MessageReceived | LinkUp | LinkDown | PeerRefused
 
 
 @dataclass(slots=True)
@@ -127,8 +166,25 @@ class Link:
         boot_id: int = 0,
         first_number: int = 0,
         resume: Resume | None = None,
+        identity: Identity | None = None,
+        check_identity: IdentityCheck | None = None,
+        check_message: MessageCheck | None = None,
+        refused: Refused | None = None,
     ) -> None:
+        if identity is not None and not (
+                FIRST_FAMILY_KIND <= identity[0] <= 0xFF
+                and RESET_ACK_HEAD + 1 + len(identity[1]) <= MAX_PAYLOAD):
+            raise LinkError(f"identity of kind {identity[0]} and {len(identity[1])} bytes does "
+                            "not fit a RESET_ACK")
         self.initiator = initiator
+        #: Device side: the identity its RESET_ACK carries.
+        self.identity = identity
+        #: Host side: the checks of the device's identity and of each frame before its ACK.
+        self.check_identity = check_identity
+        self.check_message = check_message
+        #: Host side: a message the previous link refused (given), then this link's refusal.
+        self.refused = refused
+        self.refusal: Refused | None = None
         #: Device side: this boot's id and the next message number. Host side: the device's
         #: boot id once the handshake told it.
         self.boot_id = boot_id
@@ -222,6 +278,8 @@ class Link:
         if self.state is LinkState.DOWN:
             return events
         for item in self.decoder.feed(data):
+            if self._refused_now():
+                break  # refused: nothing after it is taken, nor acknowledged
             self._last_rx = now
             if isinstance(item, CorruptFrame):
                 self._nak(now)
@@ -259,20 +317,36 @@ class Link:
 
     def _frame_received(self, frame: Frame, now: float, events: list[LinkEvent]) -> None:
         kind = frame.kind
-        if kind == RESET:
+        if kind == RESET and self.initiator:
+            # The device restarted its link (a reboot, or another device at the port): the host
+            # answers with a RESET of its own, so that every link-up carries the identity of
+            # whatever is now at the other end. While resetting, its own timer repeats RESET.
+            self.counters["resets"] += 1
+            if self.state is LinkState.CONNECTED:
+                self.state = LinkState.RESETTING
+                self._reset_sent_at = now
+                self._write(Frame(0, RESET), now)
+        elif kind == RESET:
             self.counters["resets"] += 1
             self._restart(now)
             first = self._queue[0].number if self._queue else self._next_number
+            identity = (b"" if self.identity is None
+                        else bytes((self.identity[0],)) + self.identity[1])
             self._write(Frame(0, RESET_ACK, self.boot_id.to_bytes(4, "big")
-                              + first.to_bytes(4, "big")), now)
+                              + first.to_bytes(4, "big") + identity), now)
             events.append(LinkUp())
             self._fill_window(now)
         elif kind == RESET_ACK:
             if self.state is LinkState.RESETTING and self.initiator:
+                payload = frame.payload
+                if len(payload) >= RESET_ACK_HEAD:
+                    self.peer_boot_id = int.from_bytes(payload[:4], "big")
+                    self._rx_number = int.from_bytes(payload[4:8], "big")
+                refusal = self._handshake_refusal(payload)
+                if refusal is not None:
+                    events.append(self._refuse(refusal))
+                    return
                 self._restart(now)
-                if len(frame.payload) >= 8:
-                    self.peer_boot_id = int.from_bytes(frame.payload[:4], "big")
-                    self._rx_number = int.from_bytes(frame.payload[4:8], "big")
                 events.append(LinkUp())
                 self._fill_window(now)
         elif self.state is not LinkState.CONNECTED:
@@ -294,8 +368,53 @@ class Link:
         else:
             self.counters["unknown_link_kind"] += 1
 
+    def _handshake_refusal(self, payload: bytes) -> str | None:
+        """Why the device that answered with this RESET_ACK is refused, or None."""
+        if self.check_identity is not None:
+            identity = ((payload[RESET_ACK_HEAD], payload[RESET_ACK_HEAD + 1:])
+                        if len(payload) > RESET_ACK_HEAD else None)
+            refusal = self.check_identity(identity)
+            if refusal is not None:
+                return refusal
+        refused = self.refused
+        if (refused is not None and refused.number is not None
+                and refused.boot_id == self.peer_boot_id and self._rx_number is not None
+                and self._resent_first(refused.number)):
+            # The device kept the refused message and would send it first again.
+            self.refusal = refused
+            return refused.reason
+        return None
+
+    def _resent_first(self, number: int) -> bool:
+        """Whether ``number`` is the first message of the new link this host would take: the
+        first the device sends, or the first after those ``resume`` says are durable."""
+        first = self._rx_number
+        assert first is not None
+        if number == first:
+            return True
+        resume = self.resume
+        ahead = (number - first) & 0xFFFFFFFF
+        return (resume is not None and resume.boot_id == self.peer_boot_id
+                and ahead < 1 << 31 and ((number - 1 - resume.last) & 0xFFFFFFFF) == 0)
+
+    def _refused_now(self) -> bool:
+        # (a method, so that the type checker does not hold the state it saw before the loop)
+        return self.state is LinkState.DOWN
+
+    def _refuse(self, reason: str) -> PeerRefused:
+        self.state = LinkState.DOWN
+        self.counters["refused"] += 1
+        return PeerRefused(reason)
+
     def _data_received(self, frame: Frame, now: float, events: list[LinkEvent]) -> None:
         if frame.seq == self._rx_expected:
+            if self.check_message is not None:
+                refusal = self.check_message(frame.kind, frame.payload)
+                if refusal is not None:
+                    # Not acknowledged: the device keeps it (for the host it was meant for).
+                    self.refusal = Refused(self.peer_boot_id, self._rx_number, refusal)
+                    events.append(self._refuse(refusal))
+                    return
             self._rx_expected = (self._rx_expected + 1) & 0xFF
             self._nak_pending = False
             self._write(Frame(0, ACK, bytes((frame.seq,))), now)

@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from tabled.drivers.link import Link, LinkDown, LinkEvent, MessageReceived
+from tabled.drivers.link import Link, LinkDown, LinkEvent, MessageReceived, PeerRefused
 
 
 class LinkRunner:
@@ -52,12 +52,19 @@ class LinkRunner:
         self.flush()
 
     def data_received(self, data: bytes) -> None:
-        delivered = False
+        delivered = refused = False
         self._holding = True
         try:
             for item in self.link.receive_data(data, self._clock()):
                 delivered |= isinstance(item, MessageReceived)
-                self._dispatch(item)
+                if isinstance(item, PeerRefused):
+                    # The link is down, but the frames delivered before the refused one are
+                    # made durable and acknowledged below, so that the device's next link
+                    # starts at the refused frame (which the link never acknowledged).
+                    refused = True
+                    self._on_event(item)
+                else:
+                    self._dispatch(item)
         finally:
             self._holding = False
         if delivered and self._barrier is not None and not self._barrier():
@@ -69,6 +76,8 @@ class LinkRunner:
             self._on_event(LinkDown("not_durable"))
             return
         self.flush()
+        if refused:
+            self.stop()
 
     def send(self, kind: int, payload: bytes) -> None:
         self.link.send(kind, payload, self._clock())

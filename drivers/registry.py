@@ -42,7 +42,7 @@ async def open_device(family: str, url: str, *, device_id: str, emit: Callable[[
     """Open ``url`` with the ``family``'s driver; raises ``tabled.drivers.errors.DeviceError``."""
     if family not in FAMILIES:
         raise ValueError(f"unknown device family {family!r} (known: {', '.join(FAMILIES)})")
-    module = importlib.import_module(f"drivers.{family}")
+    module = importlib.import_module(f"tabled.drivers.{family}")
     device: Device = await module.open_device(url, device_id=device_id, emit=emit,
                                               first_seq=first_seq, **options)
     return device

@@ -3,10 +3,13 @@
 Owns the meeting point of a transport (pyserial-asyncio-fast, opened from a URL), the host side
 of a :class:`~tabled.drivers.link.Link`, and a family's message handling. It does no framing and
 knows
-no rules: families subclass :class:`SerialDevice` and implement :meth:`message_received`
-(decode, then :meth:`emit` normalized events). Reconnection is the supervisor's job, not this
-class's: when the link or the port fails, the transport is closed and :meth:`wait_closed`
-returns.
+no rules: families subclass :class:`SerialDevice` and implement :meth:`identify` (the device's
+identity, from the link handshake), :meth:`validate` (may a frame be acknowledged?) and
+:meth:`message_received` (decode, then :meth:`emit` normalized events). A device whose identity
+is not the family's (or not the configured serial number), or that sends a frame the family
+cannot decode, is refused: nothing of it is acknowledged, the connection closes with
+``close_reason`` ``wrong_device: ...``. Reconnection is the supervisor's job, not this class's:
+when the link or the port fails, the transport is closed and :meth:`wait_closed` returns.
 """
 
 from __future__ import annotations
@@ -22,10 +25,20 @@ import serial
 import serial_asyncio_fast
 
 from tabled.contract.events import Event, Fault, Meta
-from tabled.contract.faults import DEVICE_LOST
+from tabled.contract.faults import DEVICE_LOST, WRONG_DEVICE
 from tabled.contract.timeutil import rfc3339_now
 from tabled.drivers.errors import DeviceError, ProtocolError
-from tabled.drivers.link import Link, LinkError, LinkEvent, LinkUp, MessageReceived, Resume
+from tabled.drivers.link import (
+    Identity,
+    Link,
+    LinkError,
+    LinkEvent,
+    LinkUp,
+    MessageReceived,
+    PeerRefused,
+    Refused,
+    Resume,
+)
 from tabled.drivers.link_runner import LinkRunner
 
 #: Serial line speed of every tabled serial family (docs/protocols/framing.md).
@@ -56,6 +69,8 @@ class SerialDevice(asyncio.Protocol):
     """
 
     family: ClassVar[str] = ""
+    #: What the family's devices are called in a refusal ("shuffler-dealer").
+    device_name: ClassVar[str] = "device"
 
     def __init__(
         self,
@@ -66,11 +81,20 @@ class SerialDevice(asyncio.Protocol):
         clock: Callable[[], float] = time.monotonic,
         link_options: Mapping[str, Any] | None = None,
         resume: Resume | None = None,
+        serial: str | None = None,
+        refused: Refused | None = None,
     ) -> None:
         self.device_id = device_id
         #: What the daemon already made durable from this device (see tabled.drivers.link, "Exactly
         #: once across resets"); messages re-sent up to it are dropped by the link.
         self.resume = resume
+        #: The serial number the configuration pins, if any: a device with another is refused.
+        self.serial = serial
+        #: The message a previous connection refused (its link refuses a device that would send
+        #: it first again at the handshake, so a refused device never comes up).
+        self.refused_before = refused
+        #: ``firmware`` and ``serial`` from the device's identity, once the link is up.
+        self.info: dict[str, str] = {}
         self._message: tuple[int, int] | None = None  # (boot id, number) being handled
         self._sink = emit
         self.next_seq = first_seq
@@ -85,9 +109,20 @@ class SerialDevice(asyncio.Protocol):
 
     # -- for families ------------------------------------------------------------------------
 
+    def identify(self, kind: int, payload: bytes) -> dict[str, str] | None:
+        """The device's identity from its RESET_ACK (its family's identity message) as ``info``
+        (``firmware``, ``serial``); ProtocolError if it is not this family's. None: this family
+        does not identify its devices (the default; then any device is taken)."""
+        return None
+
+    def validate(self, kind: int, payload: bytes) -> None:
+        """Raise ProtocolError if a frame is not a message this family's device may send: it is
+        then never acknowledged and the device is refused. Called before the link acknowledges
+        the frame, then :meth:`message_received` handles it."""
+
     def message_received(self, kind: int, payload: bytes) -> None:
-        """Decode one family message and :meth:`emit` what it means. Raise ProtocolError on
-        invalid content: it is counted and skipped."""
+        """Decode one family message (that :meth:`validate` accepted) and :meth:`emit` what it
+        means."""
         raise NotImplementedError
 
     def link_established(self) -> None:
@@ -125,9 +160,16 @@ class SerialDevice(asyncio.Protocol):
 
     # -- asyncio.Protocol --------------------------------------------------------------------
 
+    @property
+    def refused(self) -> Refused | None:
+        """The message this connection refused, if it refused one (for the next connection)."""
+        return None if self.runner is None else self.runner.link.refusal
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
-        link = Link(initiator=True, now=self._clock(), resume=self.resume, **self._link_options)
+        link = Link(initiator=True, now=self._clock(), resume=self.resume,
+                    check_identity=self._identity_refusal, check_message=self._message_refusal,
+                    refused=self.refused_before, **self._link_options)
         self.runner = LinkRunner(link, self._write, self._link_event, clock=self._clock,
                                  barrier=sink_barrier(self._sink))
         self.runner.start()
@@ -166,6 +208,34 @@ class SerialDevice(asyncio.Protocol):
 
     # -- internals --------------------------------------------------------------------------
 
+    def _identity_refusal(self, identity: Identity | None) -> str | None:
+        """The link's identity check: why the device is refused, or None to take it."""
+        if identity is None:
+            if type(self).identify is SerialDevice.identify:
+                return None  # a family that does not identify its devices
+            return f"it gave no identity in its link handshake: not a {self.device_name}"
+        kind, payload = identity
+        try:
+            info = self.identify(kind, payload)
+        except ProtocolError as exc:
+            return f"its identity is not a {self.device_name}'s (kind 0x{kind:02x}: {exc})"
+        if info is None:
+            return None
+        if self.serial is not None and info.get("serial") != self.serial:
+            return (f"a {self.device_name} with serial number {info.get('serial')!r}, not the "
+                    f"configured {self.serial!r}")
+        self.info = info
+        return None
+
+    def _message_refusal(self, kind: int, payload: bytes) -> str | None:
+        """The link's check of a frame before its ACK: why it is refused, or None."""
+        try:
+            self.validate(kind, payload)
+        except ProtocolError as exc:
+            return (f"it sent a frame that is not a {self.device_name} message "
+                    f"(kind 0x{kind:02x}: {exc})")
+        return None
+
     def _link_event(self, item: LinkEvent) -> None:
         if isinstance(item, MessageReceived):
             link = self.runner.link if self.runner is not None else None
@@ -180,6 +250,12 @@ class SerialDevice(asyncio.Protocol):
         elif isinstance(item, LinkUp):
             self.connected.set()
             self.link_established()
+        elif isinstance(item, PeerRefused):
+            reason = f"{WRONG_DEVICE}: {item.reason}"
+            if self.close_reason is None:
+                self.close_reason = reason
+            # After the runner has acknowledged what came before the refused frame.
+            asyncio.get_running_loop().call_soon(self.close, reason)
         else:
             self.close(f"link_down: {item.reason}")
 

@@ -65,6 +65,7 @@ from tabled.drivers.dice.protocol import (
     number_is_ahead,
 )
 from tabled.simulators.faults import FaultSpecError, parse_spec
+from tabled.simulators.ledger import Ledger
 from tabled.simulators.usb_backend import SimulatedUsbDevice, UsbSimError, UsbSimServer
 
 TABLE_FAULTS: Final = ("off_table", "cocked", "sensor")
@@ -193,6 +194,22 @@ class ReportMemory:
         return ResendReply(first, len(reports)), reports
 
 
+def ledger_record(report: EventReport, step: ScriptStep) -> dict[str, Any]:
+    """What the sensor saw at the table for one report (docs/protocols/ledger.md): ``kind``
+    (``roll``, ``no_roll`` or ``sensor_fault``), the report's ``number``, ``dice`` and
+    ``cocked`` for a roll, ``off_table`` for a no-roll, ``code`` for a sensor fault, and
+    ``faults``: what happens to the report on its way (``KIND@N``)."""
+    record: dict[str, Any] = {"game": "craps", "number": report.number,
+                              "faults": [f"{f.kind}@{f.at}" for f in step.faults]}
+    if isinstance(report, RollReport):
+        record.update(kind="roll", dice=[report.die_1, report.die_2], cocked=report.cocked)
+    elif isinstance(report, NoRollReport):
+        record.update(kind="no_roll", off_table=report.off_table)
+    else:
+        record.update(kind="sensor_fault", code=int(report.code))
+    return record
+
+
 class DiceSensor(SimulatedUsbDevice):
     """The simulated sensor: plays its script, keeps its reports, answers the host."""
 
@@ -206,9 +223,11 @@ class DiceSensor(SimulatedUsbDevice):
         t_status: float = T_STATUS,
         retained: int = RETAINED_REPORTS,
         seed: int = 0,
+        ledger: Ledger | None = None,
     ) -> None:
         super().__init__()
         self.script = script
+        self.ledger = ledger
         self.pace = pace
         # A new boot id at every start, as at a power-on: report numbers restart at 0.
         self.info = DeviceInfo(PROTOCOL_VERSION, firmware,
@@ -238,6 +257,8 @@ class DiceSensor(SimulatedUsbDevice):
 
     async def _produce(self, step: ScriptStep) -> None:
         report = self.memory.keep(step.report)
+        if self.ledger is not None:
+            self.ledger.write(ledger_record(report, step))
         if isinstance(report, SensorFaultReport):
             self._fault = report.code  # latched in STATUS until a RESET request
         packets = [encode_report(report)]
@@ -399,6 +420,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--serial", default=SERIAL, help="the sensor's serial number")
     parser.add_argument("--forever", action="store_true",
                         help="keep serving after the script has been delivered")
+    parser.add_argument("--ledger", metavar="FILE",
+                        help="write one JSON line per report as thrown (docs/protocols/ledger.md)")
 
 
 def device_url(socket_path: str, serial: str = SERIAL) -> str:
@@ -418,27 +441,40 @@ async def serve(args: argparse.Namespace) -> int:
         print(f"tabled-sim dice: {exc}", file=sys.stderr)
         return 2
     path = args.socket or os.path.join(tempfile.gettempdir(), f"tabled-dice-{os.getpid()}.sock")
-    sensor = DiceSensor(script, pace=args.pace, serial=args.serial, seed=args.seed)
+    ledger = None if args.ledger is None else Ledger(args.ledger, device="dice",
+                                                      serial=args.serial)
+    sensor = DiceSensor(script, pace=args.pace, serial=args.serial, seed=args.seed,
+                        ledger=ledger)
     server = UsbSimServer(sensor, path)
-    await server.start()
-    print(f"socket: {path}")
-    print(f"url: {device_url(path, args.serial)}", flush=True)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    player = asyncio.create_task(sensor.run_script(), name="dice-script")
-    waiters = {asyncio.create_task(stop.wait())}
-    if not args.forever:
-        waiters.add(asyncio.create_task(sensor.delivered.wait()))
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    tasks: list[asyncio.Task[Any]] = []
+    try:  # from the socket's creation on: whatever happens, the socket goes with the sensor
+        await server.start()
+        print(f"socket: {path}")
+        print(f"url: {device_url(path, args.serial)}", flush=True)
+        player = asyncio.create_task(sensor.run_script(), name="dice-script")
+        waiters = {asyncio.create_task(stop.wait())}
+        if not args.forever:
+            waiters.add(asyncio.create_task(sensor.delivered.wait()))
+        tasks = [player, *waiters]
+        pending: set[asyncio.Task[Any]] = {player, *waiters}
+        while True:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            if player in done:
+                player.result()  # a script that failed ends the sensor (and raises)
+            if done - {player}:
+                break
     finally:
-        for task in (player, *waiters):
+        for task in tasks:
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.gather(player, *waiters, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
         await server.close()
+        if ledger is not None:
+            ledger.close()
     return 0

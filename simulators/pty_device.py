@@ -19,7 +19,7 @@ import random
 import tty
 from collections.abc import Callable
 
-from tabled.drivers.link import Link, LinkDown, LinkEvent, LinkUp, MessageReceived
+from tabled.drivers.link import Identity, Link, LinkDown, LinkEvent, LinkUp, MessageReceived
 from tabled.drivers.link_runner import LinkRunner
 from tabled.simulators.faults import ByteFault, Damage, FaultPlan, split_frames
 
@@ -37,8 +37,11 @@ class PtyDevice:
         link_path: str | None = None,
         faults: list[ByteFault] | None = None,
         seed: int = 0,
+        identity: Identity | None = None,
     ) -> None:
         self.link_path = link_path
+        #: What the device's RESET_ACK says it is: its family's identity message.
+        self.identity = identity
         #: Random at each "power-on" of the simulated device (RESET_ACK carries it).
         self.boot_id = random.SystemRandom().getrandbits(32)
         self.plan = FaultPlan(list(faults or []), random.Random(seed))
@@ -103,9 +106,7 @@ class PtyDevice:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._writer_task
         self._unplug()
-        if self.link_path:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.link_path)
+        self._remove_link()
 
     async def replug(self, down_for: float) -> None:
         """Unplug (the host sees its port close), wait, and plug in again on a new pty."""
@@ -123,7 +124,7 @@ class PtyDevice:
     def _new_runner(self, backlog: list[tuple[int, bytes, int]], next_number: int) -> LinkRunner:
         loop_time = asyncio.get_running_loop().time
         link = Link(initiator=False, now=loop_time(), t_silence=DEVICE_T_SILENCE,
-                    boot_id=self.boot_id)
+                    boot_id=self.boot_id, identity=self.identity)
         link.carry_over(backlog, next_number)  # queued until a host resets the link
         runner = LinkRunner(link, self._enqueue, self._link_event, clock=loop_time)
         runner.start()
@@ -165,13 +166,19 @@ class PtyDevice:
             os.replace(tmp, self.link_path)
         asyncio.get_running_loop().add_reader(master, self._readable)
 
+    def _remove_link(self) -> None:
+        """Remove ``link_path`` if it is still ours: like udev removing a by-id link, so that
+        nobody opens the old /dev/pts/N by our name (the kernel gives that number to the next
+        pty: another simulator's). A link another device has made since is left alone."""
+        if not self.link_path or not self._slave_path:
+            return
+        with contextlib.suppress(OSError):
+            if os.readlink(self.link_path) == self._slave_path:
+                os.unlink(self.link_path)
+
     def _unplug(self) -> None:
         self.host_connected.clear()
-        if self.link_path:
-            # like udev removing a by-id link: nobody may open the old /dev/pts/N by our name
-            # (another process may get that number while we are unplugged)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.link_path)
+        self._remove_link()
         if self._master is not None:
             asyncio.get_running_loop().remove_reader(self._master)
             os.close(self._master)

@@ -19,9 +19,10 @@ import sys
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from tabled.contract.events import CARD_CODES, RANKS, SUITS
+from tabled.contract.outcome import Outcome
 from tabled.daemon.rules import Table, make_table
 from tabled.daemon.rules.options import BaccaratMethod, BaccaratOptions, LastHand
 from tabled.drivers.errors import ProtocolError
@@ -44,6 +45,7 @@ from tabled.drivers.shoe.protocol import (
     encode,
 )
 from tabled.simulators.faults import BYTE_FAULTS, ByteFault, FaultSpecError
+from tabled.simulators.ledger import Ledger
 from tabled.simulators.pty_device import PtyDevice
 
 FIRMWARE: Final = "shoe-sim 1.0"
@@ -182,6 +184,13 @@ class Dealer:
     limit).
 
     Explicit (``cards``): NEW SHOE, then each card out in order, nothing else.
+
+    ``ledger``, if given, is called with one record per hand as the dealer dealt it, when the
+    dealer's rules core settles or voids it (docs/protocols/ledger.md): ``shoe`` (from 1),
+    ``round``, ``cards`` (in the order they left the shoe, ``None`` for an unread one),
+    ``card_nos``, ``burns`` (card numbers burned during the hand), ``faults`` (the family
+    faults injected at its pulls, ``KIND@N``), ``interrupted`` (void, with a fault injected)
+    and ``outcome`` (the record the dealer's rules core made of it).
     """
 
     def __init__(
@@ -198,6 +207,7 @@ class Dealer:
         shoes: int | None = 1,
         cards: Sequence[str] | None = None,
         faults: Sequence[ShoeFault] = (),
+        ledger: Callable[[dict[str, Any]], object] | None = None,
     ) -> None:
         self.reader = reader
         self._rng = rng
@@ -212,7 +222,7 @@ class Dealer:
         for fault in faults:
             self._plan.setdefault(fault.at, set()).add(fault.kind)
         self._table: Table | None = None
-        if cards is None:
+        if cards is None or ledger is not None:  # explicit cards: the table only keeps the ledger
             self._table = make_table(
                 "baccarat", BaccaratOptions(method=method, last_hand=last_hand, decks=decks)
             )
@@ -221,6 +231,11 @@ class Dealer:
         self._cut_behind: int | None = None  # cards behind the cut card, until it comes out
         self._empty = False
         self._last_round: int | None = None
+        self._ledger = ledger
+        self._shoe_number = 0
+        self._hand_cards: list[tuple[int, str | None]] = []
+        self._hand_burns: list[int] = []
+        self._hand_faults: list[str] = []
 
     def reports(self) -> Iterator[Report]:
         """Every report of the script, in order."""
@@ -273,6 +288,7 @@ class Dealer:
         (unreadable, or the shoe is empty)."""
         self._pulls += 1
         planned = self._plan.get(self._pulls, set())
+        self._hand_faults.extend(f"{kind}@{self._pulls}" for kind in sorted(planned))
         if self._cut_behind is not None and len(self._cards) == self._cut_behind:
             self._cut_behind = None
             yield from self._report(self.reader.cut_card())
@@ -296,13 +312,45 @@ class Dealer:
 
     def _report(self, report: Report) -> Iterator[Report]:
         yield report
+        self._keep(report)
         event = normalize(report)
         if event is not None and self._table is not None:
-            self._table.feed(event)
+            for output in self._table.feed(event):
+                if isinstance(output, Outcome):
+                    self._write_ledger(output)
+
+    # -- the ledger
+
+    def _keep(self, report: Report) -> None:
+        """Note a card (or unread card) that left the shoe in the hand being dealt."""
+        if (isinstance(report, CardOut) and report.burn) or (
+                isinstance(report, DeviceFault) and report.burn):
+            if self._hand_cards:
+                self._hand_burns.append(report.card_no)
+        elif isinstance(report, CardOut):
+            self._hand_cards.append((report.card_no, report.card))
+        elif isinstance(report, DeviceFault) and report.code is FaultCode.UNREADABLE_CARD:
+            self._hand_cards.append((report.card_no, None))
+
+    def _write_ledger(self, outcome: Outcome) -> None:
+        record = outcome.to_record()
+        faults, self._hand_faults = self._hand_faults, []
+        cards, self._hand_cards = self._hand_cards, []
+        burns, self._hand_burns = self._hand_burns, []
+        if self._ledger is None:
+            return
+        self._ledger({
+            "game": "baccarat", "shoe": self._shoe_number, "round": outcome.round,
+            "cards": [card for _, card in cards], "card_nos": [no for no, _ in cards],
+            "burns": burns, "faults": faults,
+            "interrupted": outcome.status == "void" and bool(faults),
+            "outcome": record,
+        })
 
     # -- bookkeeping
 
     def _new_shoe(self, cards: list[str], cut_behind: int | None) -> None:
+        self._shoe_number += 1
         self._cards = deque(cards)
         self._cut_behind = cut_behind
         self._empty = False
@@ -335,8 +383,12 @@ class ShoeDevice(PtyDevice):
         faults: list[ByteFault] | None = None,
         seed: int = 0,
     ) -> None:
-        super().__init__(link_path=link_path, faults=faults, seed=seed)
-        self.reader = reader or ShoeReader()
+        reader = reader or ShoeReader()
+        # The link handshake says who the shoe is (its DEVICE_INFO): a host of another family
+        # refuses it before taking any of its reports.
+        super().__init__(link_path=link_path, faults=faults, seed=seed,
+                         identity=encode(reader.info))
+        self.reader = reader
         self.ignored = 0
 
     def report(self, report: Report) -> None:
@@ -420,9 +472,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--forever", action="store_true",
                         help="never end: with no --hands/--shoes deal shoe after shoe; after a "
                              "finite script stay plugged in")
+    parser.add_argument("--ledger", metavar="FILE",
+                        help="write one JSON line per hand as dealt (docs/protocols/ledger.md)")
 
 
-def dealer_from_args(args: argparse.Namespace, reader: ShoeReader) -> Dealer:
+def dealer_from_args(args: argparse.Namespace, reader: ShoeReader,
+                     ledger: Ledger | None = None) -> Dealer:
     """The dealer ``args`` describe (the same script for the same arguments)."""
     if args.shoes is not None:
         shoes = args.shoes
@@ -433,14 +488,17 @@ def dealer_from_args(args: argparse.Namespace, reader: ShoeReader) -> Dealer:
     return Dealer(reader, rng=random.Random(args.seed), decks=args.decks, demos=args.demo,
                   burn=args.burn, method=args.method, last_hand=args.last_hand,
                   hands=args.hands, shoes=shoes, cards=args.cards,
-                  faults=[f for f in args.fault if isinstance(f, ShoeFault)])
+                  faults=[f for f in args.fault if isinstance(f, ShoeFault)],
+                  ledger=None if ledger is None else ledger.write)
 
 
 async def serve(args: argparse.Namespace) -> int:
     """Serve one simulated shoe: print ``path: ...``, play the script, wait until the host has
     every report, then end (or stay with ``--forever``)."""
     reader = ShoeReader(serial=args.serial)
-    dealer = dealer_from_args(args, reader)
+    ledger = None if args.ledger is None else Ledger(args.ledger, device="shoe",
+                                                      serial=args.serial)
+    dealer = dealer_from_args(args, reader, ledger)
     device = ShoeDevice(reader, link_path=args.link, seed=args.seed,
                         faults=[f for f in args.fault if isinstance(f, ByteFault)])
     path = await device.start()
@@ -457,5 +515,7 @@ async def serve(args: argparse.Namespace) -> int:
             await asyncio.Event().wait()
     finally:
         await device.stop()
+        if ledger is not None:
+            ledger.close()
     print(f"served {device.messages_sent} messages", file=sys.stderr)
     return 0

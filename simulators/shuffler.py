@@ -17,17 +17,18 @@ import asyncio
 import random
 import sys
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
-from tabled.contract.events import CARD_CODES, DEALER, RANKS, SUITS, CardDealt, Seat
+from tabled.contract.events import CARD_CODES, DEALER, RANKS, SUITS, CardDealt, Seat, ShoeStart
 from tabled.contract.outcome import Outcome
 from tabled.daemon.rules import Table, make_table
 from tabled.daemon.rules.options import BaccaratOptions, OptionError
 from tabled.drivers.errors import ProtocolError
 from tabled.drivers.shuffler import protocol as p
 from tabled.simulators.faults import BYTE_FAULTS, ByteFault, FaultSpecError
+from tabled.simulators.ledger import Ledger
 from tabled.simulators.pty_device import PtyDevice
 
 FIRMWARE: Final = "QSD-3.2.0"
@@ -261,10 +262,88 @@ def baccarat_script(
     return machine.messages
 
 
-def reply(request: p.Message, status: p.Status) -> p.Message | None:
+def _fault_name(code: int) -> str:
+    try:
+        return p.DeviceFault(code).name.lower()
+    except ValueError:
+        return f"fault_{code}"
+
+
+def ledger_records(script: Sequence[p.Message]) -> list[tuple[int, dict[str, Any]]]:
+    """What the machine deals in ``script``, one ledger record per round (Q Poker) or hand
+    (baccarat mode), each with the index of the message after which it is dealt
+    (docs/protocols/ledger.md).
+
+    Q Poker: ``round`` (the machine's), ``seats``, ``hands`` (seat -> its three cards, in
+    dealing order, the dealer last), ``exposed`` (seat -> cards seen face up), ``faults`` (the
+    machine's: ``short_deck``/``long_deck`` at its deck check, a halt's ``jam``/``failure``/
+    ``door_open``, ``card_exposed``) and ``halted`` (the halt that cut the deal short, or None).
+    Baccarat mode: ``shoe``, ``round``, ``cards``, ``faults``, ``interrupted`` and the
+    ``outcome`` the machine's rules core makes of the hand (it deals face up, one card at a
+    time, so a halt mid-hand voids it at the reshuffle: baccarat.art10)."""
+    out: list[tuple[int, dict[str, Any]]] = []
+    faults: list[str] = []
+    qround: dict[str, Any] | None = None
+    table: Table | None = None
+    shoe = 0
+    cards: list[str] = []
+    for index, msg in enumerate(script):
+        if isinstance(msg, p.DeckCheck):
+            if msg.found != msg.expected:
+                faults.append("short_deck" if msg.found < msg.expected else "long_deck")
+            elif msg.mode is p.Mode.BACCARAT:
+                shoe += 1
+                if table is None:
+                    table = make_table("baccarat", BaccaratOptions(decks=msg.decks))
+                outputs = table.feed(ShoeStart(decks=msg.decks))
+                out += _baccarat_records(index, outputs, shoe - 1, cards, faults)
+        elif isinstance(msg, p.RoundSeats):
+            qround = {"game": "qpoker", "round": msg.round, "seats": list(msg.seats),
+                      "hands": {}, "exposed": {}, "faults": faults, "halted": None}
+            faults = []
+        elif isinstance(msg, p.Hand) and qround is not None:
+            qround["hands"][str(msg.seat)] = list(msg.cards)
+            if msg.exposed_cards:
+                qround["exposed"][str(msg.seat)] = list(msg.exposed_cards)
+                qround["faults"].append("card_exposed")
+            if msg.seat == DEALER:
+                out.append((index, qround))
+                qround = None
+        elif isinstance(msg, p.Fault):
+            if qround is not None:
+                qround["faults"].append(_fault_name(msg.code))
+                qround["halted"] = _fault_name(msg.code)
+                out.append((index, qround))
+                qround = None
+            else:
+                faults.append(_fault_name(msg.code))
+        elif isinstance(msg, p.Card) and table is not None:
+            cards.append(msg.card)
+            outputs = table.feed(CardDealt(card=msg.card, face_up=True))
+            out += _baccarat_records(index, outputs, shoe, cards, faults)
+    return out
+
+
+def _baccarat_records(index: int, outputs: Sequence[object], shoe: int, cards: list[str],
+                      faults: list[str]) -> list[tuple[int, dict[str, Any]]]:
+    records = []
+    for output in outputs:
+        if isinstance(output, Outcome):
+            records.append((index, {
+                "game": "baccarat", "shoe": shoe, "round": output.round, "cards": list(cards),
+                "faults": list(faults),
+                "interrupted": output.status == "void" and bool(faults),
+                "outcome": output.to_record()}))
+            cards.clear()
+            faults.clear()
+    return records
+
+
+def reply(request: p.Message, status: p.Status,
+          info: p.Info = p.Info(FIRMWARE, SERIAL_NUMBER)) -> p.Message | None:  # noqa: B008
     """The machine's answer to a host message: INFO, STATUS, or nothing."""
     if isinstance(request, p.InfoRequest):
-        return p.Info(FIRMWARE, SERIAL_NUMBER)
+        return info
     if isinstance(request, p.StatusRequest):
         return status
     return None
@@ -274,32 +353,44 @@ class ShufflerSimulator(PtyDevice):
     """The machine on a pseudo-terminal: plays a script, answers INFO and STATUS requests."""
 
     def __init__(self, mode: p.Mode, *, link_path: str | None = None,
-                 faults: list[ByteFault] | None = None, seed: int = 0) -> None:
-        super().__init__(link_path=link_path, faults=faults, seed=seed)
+                 faults: list[ByteFault] | None = None, seed: int = 0,
+                 serial: str = SERIAL_NUMBER) -> None:
+        self.info = p.Info(FIRMWARE, serial)
+        # The link handshake says who the machine is (its INFO): a host of another family, or
+        # one configured for another serial number, refuses it before taking any message.
+        super().__init__(link_path=link_path, faults=faults, seed=seed,
+                         identity=p.encode(self.info))
         self.status = p.Status(p.MachineState.IDLE, mode)
 
     def message_received(self, kind: int, payload: bytes) -> None:
         try:
-            answer = reply(p.decode(kind, payload), self.status)
+            answer = reply(p.decode(kind, payload), self.status, self.info)
         except ProtocolError:
             return  # a garbled request goes unanswered, as on the real machine
         if answer is not None:
             self.send(*p.encode(answer))
 
-    async def play(self, script: Iterable[p.Message], pace: float = 0.0,
-                   next_round: Callable[[], Awaitable[bool]] | None = None) -> None:
+    async def play(self, script: Sequence[p.Message], pace: float = 0.0,
+                   next_round: Callable[[], Awaitable[bool]] | None = None,
+                   ledger: Ledger | None = None) -> None:
         """Send the script's messages, ``pace`` seconds apart (kept for the host across
         disconnects: the link delivers each exactly once). With ``next_round``, every shuffle
         after the first waits for it, as the machine waits for the dealer's "deal" button
-        (False: no more rounds)."""
+        (False: no more rounds). With ``ledger``, each round is written as it is dealt."""
+        records: dict[int, list[dict[str, Any]]] = {}
+        for index, record in ledger_records(script) if ledger is not None else ():
+            records.setdefault(index, []).append(record)
         first = True
-        for msg in script:
+        for index, msg in enumerate(script):
             if (isinstance(msg, p.ShuffleStarted) and next_round is not None and not first
                     and not await next_round()):
                 return
             first = first and not isinstance(msg, p.ShuffleStarted)
             self.status = self.status.after(msg)
             self.send(*p.encode(msg))
+            if ledger is not None:
+                for record in records.get(index, ()):
+                    ledger.write(record)
             await asyncio.sleep(pace)
 
 
@@ -346,8 +437,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "stall@N[:S], disconnect@N[:S] (N counts data frames)")
     parser.add_argument("--link", default=None,
                         help="a stable symlink to the pty that follows replugs")
+    parser.add_argument("--serial", default=SERIAL_NUMBER,
+                        help=f"the serial number the machine reports (default {SERIAL_NUMBER})")
     parser.add_argument("--forever", action="store_true",
                         help="keep serving requests after the script ends")
+    parser.add_argument("--ledger", metavar="FILE",
+                        help="write one JSON line per round as dealt (docs/protocols/ledger.md)")
     parser.add_argument("--step", action="store_true",
                         help="wait for a line on standard input before each shuffle after the "
                         "first (the dealer's deal button: a console settles the round first)")
@@ -364,9 +459,31 @@ def build_script(args: argparse.Namespace, rng: random.Random) -> list[p.Message
                          cards=args.cards, faults=faults)
 
 
-async def _stdin_line() -> bool:
-    """The dealer pressed "deal": a line on standard input (end of input: no more rounds)."""
-    return bool(await asyncio.to_thread(sys.stdin.readline))
+class DealButton:
+    """The dealer's "deal" button: a line on standard input (end of input: no more rounds).
+
+    A pipe or a terminal is read by the event loop, not by a worker thread: a simulator stopped
+    while it waits for the dealer must not wait for a line that never comes (asyncio.run joins
+    its threads) before it exits. A file or /dev/null, which the loop cannot watch, never
+    blocks: it is read directly."""
+
+    def __init__(self) -> None:
+        self._reader: asyncio.StreamReader | None = None
+        self._direct = False
+
+    async def pressed(self) -> bool:
+        if self._reader is None and not self._direct:
+            reader = asyncio.StreamReader()
+            try:
+                await asyncio.get_running_loop().connect_read_pipe(
+                    lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+            except (ValueError, OSError):
+                self._direct = True
+            else:
+                self._reader = reader
+        if self._reader is None:
+            return bool(sys.stdin.readline())
+        return bool(await self._reader.readline())
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -382,16 +499,22 @@ async def serve(args: argparse.Namespace) -> int:
     mode = p.Mode.BACCARAT if args.game == "baccarat" else p.Mode.QPOKER
     device = ShufflerSimulator(
         mode, link_path=args.link, seed=seed,
-        faults=[f for f in args.fault if isinstance(f, ByteFault)],
+        faults=[f for f in args.fault if isinstance(f, ByteFault)], serial=args.serial,
     )
     path = await device.start()
     print(f"path: {path}", flush=True)
+    ledger = None if args.ledger is None else Ledger(args.ledger, device="shuffler",
+                                                      serial=args.serial)
     try:
         await device.host_connected.wait()
-        await device.play(script, args.pace, next_round=_stdin_line if args.step else None)
+        await device.play(script, args.pace,
+                          next_round=DealButton().pressed if args.step else None,
+                          ledger=ledger)
         await device.drain()
         if args.forever:
             await asyncio.Event().wait()
     finally:
         await device.stop()
+        if ledger is not None:
+            ledger.close()
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 from typing import Any
 
@@ -16,6 +17,7 @@ from tabled.contract.events import (
     Decision,
     EventError,
     HandDealt,
+    LineError,
     Meta,
     Roll,
     RoundStart,
@@ -23,6 +25,7 @@ from tabled.contract.events import (
     event_to_dict,
     parse_event,
     parse_line,
+    read_events,
 )
 
 cards = st.sampled_from(sorted(CARD_CODES))
@@ -382,3 +385,26 @@ def test_qpoker_cards_name_their_seat_and_rounds_their_seats(line: str, reason: 
     with pytest.raises(EventError, match=reason.replace("(", r"\(").replace(")", r"\)")):
         parse_line(line, "qpoker")
     assert parse_line(line.replace(',"seat":null', ""), "baccarat") is not None
+
+
+def test_read_events_numbers_lines_and_stops_at_the_first_bad_one() -> None:
+    """The reader ``tabled replay`` and ``tabled roads`` share: each line is numbered; the
+    first malformed line raises with its number, after the events before it. A blank line is
+    malformed too (one event object per line, CONTRACT.md; issue 16 item 8)."""
+    lines = ['{"v":1,"type":"demo"}\n', '{"v":1,"type":"cut_card"}\n',
+             '{"v":1,"type":"card","card":"1S"}\n', '{"v":1,"type":"demo"}\n']
+    reader = read_events(lines)
+    assert [(n, e.type) for n, e in itertools.islice(reader, 2)] == [(1, "demo"), (2, "cut_card")]
+    with pytest.raises(LineError) as caught:
+        next(reader)
+    assert (caught.value.lineno, str(caught.value)) == (3, f"line 3: {caught.value.reason}")
+    assert caught.value.reason.startswith("card '1S' is not a card code")
+    assert isinstance(caught.value, EventError)
+    blank = read_events(['{"v":1,"type":"demo"}\n', "  \n", '{"v":1,"type":"demo"}\n'])
+    assert next(blank)[0] == 1
+    with pytest.raises(LineError, match=r"^line 2: a blank line"):
+        next(blank)
+    # given the game, the fields it requires too
+    qpoker = read_events(['{"v":1,"type":"card","card":"AS"}\n'], "qpoker")
+    with pytest.raises(LineError, match=r"^line 1: .*'seat' \(required in qpoker\)"):
+        next(qpoker)

@@ -37,3 +37,4 @@ def test_listed_packages_import_from_their_folders() -> None:
 
 def test_no_generic_top_level_name_is_installed() -> None:
     assert all(name.startswith("tabled.") for name in SETUPTOOLS["packages"])
+

@@ -1,7 +1,8 @@
 """The ``tabled`` command line: one entry point, one subcommand per job.
 
 Owns only the root parser and where each layer's subcommands come from: the table service's
-(``tabled.daemon.cli``) and the tools' (``demo``). Subcommands import their modules lazily, so
+(``tabled.daemon.cli``) the floor's (``roads``) and the tools' (``demo``). Subcommands import their
+modules lazily, so
 that ``tabled replay`` starts without loading asyncio, MQTT or the device stacks.
 """
 
@@ -15,6 +16,28 @@ from collections.abc import Sequence
 from tabled.contract.outcome import GAMES
 from tabled.daemon import __version__
 from tabled.daemon import cli as daemon_cli
+
+
+def _cmd_roads(args: argparse.Namespace) -> int:
+    from tabled.daemon.rules.options import BaccaratOptions, OptionError, parse_options
+    from tabled.pit.roads import EXIT_BAD_INPUT, write_roads
+
+    try:
+        options = parse_options("baccarat", dict(args.option))
+    except OptionError as exc:
+        print(f"tabled roads: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    assert isinstance(options, BaccaratOptions)
+    return daemon_cli.read_input(
+        "roads", args.file, lambda lines: write_roads(options, lines, sys.stdout, sys.stderr))
+
+
+def _pit(argv: list[str]) -> int:
+    # The pit monitor has its own commands and options (pit/cli.py), imported only when asked
+    # for; main() hands it everything after "pit" (argparse's REMAINDER drops leading options).
+    from tabled.pit.cli import main as pit_main
+
+    return pit_main(argv)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -35,6 +58,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tabled {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     daemon_cli.register(sub)
+    rd = sub.add_parser(
+        "roads",
+        help="the baccarat scoreboard (roads) of each shoe of a recorded event stream",
+        description="Run the baccarat rules over normalized events (JSON Lines) and write one "
+        "JSON object per shoe: counts, bead plate, big road, big eye boy, small road, cockroach "
+        "pig and the ask road (docs/pit.md). Exit 2 on malformed input.",
+    )
+    rd.add_argument(
+        "--option", action="append", default=[], type=daemon_cli.parse_option, metavar="KEY=VALUE",
+        help="a regulated option, as for replay: method=1|2, "
+        "commission=five_percent|half_on_four, last_hand=this|one_more, decks=6..12",
+    )
+    rd.add_argument("file", nargs="?", default="-", metavar="FILE|-")
+    rd.set_defaults(func=_cmd_roads)
+
+    pp = sub.add_parser("pit", help="the pit monitor: record, live floor, alerts (tabled pit -h)",
+                        add_help=False)
+    pp.add_argument("pit_args", nargs=argparse.REMAINDER)
+    pp.set_defaults(func=lambda args: _pit(args.pit_args))
+
     dp = sub.add_parser("demo", help="simulated devices + daemon + broker, outcomes shown live",
                         description="Run N rounds of a game end to end on this machine and "
                         "exit 0 once all their outcomes have been published and received.")
@@ -52,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["pit"]:
+        return _pit(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

@@ -147,6 +147,9 @@ class BaccaratOracle:
         self.outcomes: list[Record] = []
         self._new_shoe(decks)
         self.hand: list[str] | None = None
+        # The cards of a hand the daemon voided because the shoe stayed lost, while the dealer
+        # went on dealing it: the cards its drawing still calls for are its own (Art. 10).
+        self.rest_of_void: list[str] | None = None
 
     def _new_shoe(self, decks: int) -> None:
         self.decks = decks
@@ -185,13 +188,24 @@ class BaccaratOracle:
         self._emit("void", _result(deal(self.hand, self.method), False), VOID_BETS, article)
         self.hand = None
 
+    def _begin(self) -> list[str]:
+        """A hand begins: a card out of the shoe between hands is the Player's first (Art. 7)."""
+        self.hand = []
+        self.hand_is_demo, self.next_is_demo = self.next_is_demo, False
+        if not self.hand_is_demo:
+            self.hands_dealt += 1
+        return self.hand
+
     def _card(self, card: str) -> None:
         self._count(card)
+        if self.rest_of_void is not None:
+            self.rest_of_void.append(card)
+            if deal(self.rest_of_void, self.method).complete:
+                self.rest_of_void = None
+            return
         if self.hand is None:
-            self.hand = []
-            self.hand_is_demo, self.next_is_demo = self.next_is_demo, False
-            if not self.hand_is_demo:
-                self.hands_dealt += 1
+            self._begin()
+        assert self.hand is not None
         self.hand.append(card)
         hand = deal(self.hand, self.method)
         if not hand.complete:
@@ -210,7 +224,8 @@ class BaccaratOracle:
         """Reading R-B2: the hand in progress, or else the next one, is hand k."""
         if self.hand is not None and self.hand_is_demo:
             raise OutOfScope("the cut card came out during a demonstration hand")
-        k = self.hands_dealt if self.hand is not None else self.hands_dealt + 1
+        in_progress = self.hand is not None or self.rest_of_void is not None
+        k = self.hands_dealt if in_progress else self.hands_dealt + 1
         self.last_hand_number = k if self.last_hand == "this" else k + 1
 
     def _demo(self) -> None:
@@ -224,7 +239,17 @@ class BaccaratOracle:
         kind = event["type"]
         if kind == "card":
             self._card(event["card"])
-        elif kind == "shoe_start":
+            return
+        if kind == "fault" and event["code"] == "event_not_applied":
+            raise OutOfScope("an event the daemon could not apply")
+        following = self.rest_of_void is not None
+        # The dealer stopped the hand: whatever a void hand still lacked will not come. (A void
+        # the daemon raised for a lost shoe is not the dealer's: see below.)
+        dealer_stops = kind in ("shoe_start", "round_start", "void") or (
+            kind == "fault" and event["code"] == "unreadable_card")
+        if dealer_stops and not (kind == "void" and event.get("device_lost") is True):
+            self.rest_of_void = None
+        if kind == "shoe_start":
             if self.hand is not None:
                 self._void_hand("baccarat.art10")
             self._new_shoe(event["decks"])
@@ -236,11 +261,17 @@ class BaccaratOracle:
             self._demo()
         elif kind in ("round_start", "void"):
             if self.hand is not None:  # Art. 10: a hand still missing cards
+                lost = kind == "void" and event.get("device_lost") is True
+                rest = self.hand
                 self._void_hand("baccarat.art10")
+                if lost:  # the dealer saw nothing and deals on: the rest is this hand's
+                    self.rest_of_void = rest
         elif kind == "fault" and event["code"] == "unreadable_card":
             self._count(None)
+            if self.hand is None and not following:
+                self._begin()  # an unread card between hands is the Player's first (Art. 7)
             if self.hand is not None:
-                self._void_hand("baccarat.art10")
+                self._void_hand("baccarat.art10")  # it cannot be read: no correction
         # Other faults and other games' events change nothing.
 
 

@@ -107,6 +107,14 @@ def dobo_bet(cards: Sequence[str]) -> dict[str, str]:
     return {"result": "win", "pays": pays} if pays else {"result": "lose"}
 
 
+
+def _exposed(event: Mapping[str, Any], cards: list[str]) -> bool:
+    """Whether any card of a dealing event was seen face up: ``face_up``, or a card of the
+    event named in its ``exposed`` list (one card of a hand turned over, Art. 11.2 / 11.3)."""
+    listed = event.get("exposed")
+    return bool(event.get("face_up")) or (
+        isinstance(listed, list) and any(card in listed for card in cards))
+
 class QPokerOracle:
     """One Q Poker table, fed event dicts one by one; ``outcomes`` collects the records."""
 
@@ -117,6 +125,9 @@ class QPokerOracle:
         # after a round with declared seats is voided midway, the rest of its deal may still
         # come: it belongs to that void round until the next round_start (project decision)
         self.deal_voided = False
+        # without a seat list, the rest of such a deal ends with the dealer's cards (Art. 7: the
+        # dealer is dealt last): how many are still to come
+        self.dealer_rest = 0
         self._clear()
 
     def _clear(self) -> None:
@@ -131,6 +142,8 @@ class QPokerOracle:
         self.seen: set[str] = set()
         self.decisions: dict[int, bool] = {}
         self.listed = False  # the bet seats came from a round_start
+        self.opened = False  # a round_start began a round (its deal may not have begun)
+        self.dealer_dealt = 0  # cards dealt to the dealer, in their place or not
 
     @property
     def dealing(self) -> bool:
@@ -158,8 +171,20 @@ class QPokerOracle:
         self.declared = None
         self._clear()
 
+    @property
+    def open(self) -> bool:
+        """A round has begun: its round_start, or its first dealing event."""
+        return self.opened or self.dealing
+
     def _void(self, article: str, cards_known: bool = True) -> None:
-        self.deal_voided = self.listed and self.dealing and not self.dealt
+        # A round whose seats were listed and whose deal is not complete (cut short, or not
+        # begun) may still see the rest of its deal: it belongs to this void round.
+        listed = self.listed or (not self.dealing and self.declared is not None)
+        self.deal_voided = listed and not self.dealt
+        rest = not listed and self.dealing and not self.dealt
+        self.dealer_rest = max(0, 3 - self.dealer_dealt) if rest else 0
+        if not self.dealing and self.declared is not None:
+            self.bet_seats = sorted(self.declared)
         result: dict[str, Any] = {}
         if cards_known:
             seats: dict[str, Any] = {str(s): {"cards": list(self.cards[s])}
@@ -195,6 +220,8 @@ class QPokerOracle:
 
     def _dealt(self, mode: str, seat: Seat, cards: list[str], face_up: bool) -> None:
         """A ``card`` or ``hand`` event."""
+        if seat == DEALER:
+            self.dealer_dealt += len(cards)
         if not self.dealing:
             self._begin(mode)
         elif mode != self.mode:
@@ -230,14 +257,21 @@ class QPokerOracle:
         kind = event["type"]
         if self.deal_voided and kind in ("card", "hand"):
             return  # the rest of a deal voided midway: not a new round
+        if self.dealer_rest and kind in ("card", "hand"):
+            if event["seat"] == DEALER:
+                self.dealer_rest = max(0, self.dealer_rest - len(event.get("cards") or [1]))
+            return  # the rest of an unlisted deal voided midway, until the dealer's cards
         if kind == "card":
-            self._dealt("card", event["seat"], [event["card"]], bool(event.get("face_up")))
+            self._dealt("card", event["seat"], [event["card"]], _exposed(event, [event["card"]]))
         elif kind == "hand":
-            self._dealt("hand", event["seat"], list(event["cards"]), bool(event.get("face_up")))
+            cards = list(event["cards"])
+            self._dealt("hand", event["seat"], cards, _exposed(event, cards))
         elif kind == "round_start":
-            if self.dealing:  # Art. 11.1: a new round before this one has its cards
+            if self.open:  # Art. 11.1: a new round before this one has its cards; never dropped
                 self._void("qpoker.art11.1")
             self.deal_voided = False
+            self.dealer_rest = 0
+            self.opened = True
             seats = event.get("seats")
             if seats is not None and not all(1 <= s <= self.positions for s in seats):
                 raise OutOfScope(f"seats {seats} outside 1..{self.positions}")
@@ -247,19 +281,21 @@ class QPokerOracle:
             if (self.dealing and seat in self.bet_seats and len(self.cards.get(seat, ())) == 3
                     and seat not in self.decisions):
                 self.decisions[seat] = event["play"]  # Art. 9.3: cannot be withdrawn
-        elif kind == "reveal" and self.dealing:
+        elif kind == "reveal" and self.open:
             if self.dealt:
                 self._settle()
             else:
                 self._void("qpoker.art11.1")
-        elif kind == "void" and self.dealing:
+        elif kind == "void" and self.open:
             reason = event.get("reason")
             self._void(reason if reason in VOID_ARTICLES else "qpoker.art11.1")
-        elif kind == "fault" and self.dealing and not self.dealt and (
+        elif kind == "fault" and event["code"] == "event_not_applied":
+            raise OutOfScope("an event the daemon could not apply")
+        elif kind == "fault" and self.open and not self.dealt and (
             event["code"] in SHUFFLER_FAILURES
             or (event["code"] == DEVICE_LOST and event.get("family") == "shuffler")
         ):
-            self._void("qpoker.art11.5")
+            self._void("qpoker.art11.5")  # the machine was dealing the round: from its start
         # Anything else (other games' events, a reveal or void with no round) is only noticed.
 
 

@@ -167,6 +167,11 @@ def _baccarat_shoe(stream: _Stream, method: int, last_hand: str, budget: int) ->
         # A misdeal stays well clear of the cut card, whose hand R-B2 must number plainly.
         if shoe.next + 12 < shoe.cut_at and rng.random() < IRREGULAR:
             _baccarat_misdeal(shoe, rng.randint(1, shoe.hand_length() - 1))
+        elif shoe.next + 12 < shoe.cut_at and rng.random() < IRREGULAR / 2:
+            # Art. 7: a card out of the shoe between hands is the Player's first; unread, its
+            # hand is void (Art. 10) and the dealer stops it there.
+            shoe.draw()
+            stream.emit("shoe", type="fault", code=UNREADABLE_CARD)
         else:
             shoe.deal_hand()
             if shoe.cut_out and not was_out:
@@ -184,8 +189,27 @@ def _baccarat_misdeal(shoe: _Shoe, dealt: int) -> None:
     """A hand cut short after ``dealt`` cards (Art. 10), one of the ways a table does it."""
     stream = shoe.stream
     shoe.deal_hand(stop_after=dealt)
-    how = stream.rng.choice(("void", "round_start", "unreadable"))
-    if how == "void":
+    how = stream.rng.choice(("void", "round_start", "unreadable", "lost", "lost"))
+    if how == "lost":
+        # The daemon voided the hand because the shoe stayed lost (lost_void_after); the dealer
+        # saw nothing and dealt on, and the shoe sends the rest when it is back: those cards
+        # are the void hand's, never the next hand's. Now and then the dealer stops it first.
+        stream.emit("daemon", type="void", reason="device_lost: shoe shoe-1 not back within 3 s",
+                    device_lost=True)
+        hand = shoe.cards[shoe.next - dealt:shoe.next]
+        while not deal(hand, shoe.method).complete:
+            if stream.rng.random() < 0.1:
+                stop = stream.rng.choice(("void", "round_start", "unreadable"))
+                if stop == "unreadable":
+                    shoe.draw()
+                    stream.emit("shoe", type="fault", code=UNREADABLE_CARD)
+                else:
+                    stream.emit("console", type=stop, **({"reason": "dealer_button"}
+                                                          if stop == "void" else {}))
+                return
+            hand.append(shoe.draw())
+            stream.emit("shoe", type="card", card=hand[-1])
+    elif how == "void":
         stream.emit("console", type="void", reason="misdeal")
     elif how == "round_start":
         stream.emit("console", type="round_start")
@@ -234,6 +258,7 @@ def craps_stream(rng: random.Random, rolls: int) -> list[Event]:
 #: Irregularities of one round (Art. 1, 11; the project's decisions), and harmless oddities.
 QPOKER_IRREGULARITIES = (
     "exposed_player", "stray_seat", "exposed_dealer", "shuffler_fault", "duplicate", "void",
+    "fault_before_deal", "void_before_deal",
     "early_reveal", "out_of_order", "wrong_count", "late_fault", "other_device_lost",
     "double_decision", "early_decision",
     "cut_short",  # last: the only one that leaves the round open, for the next round_start
@@ -300,6 +325,14 @@ class _QRound:
         del self.events[self.dealing[after] + 1:]
         self.events.extend((device, event) for event in tail)
 
+    def voided_midway_dealt_on(self) -> None:
+        """The dealer voids the round in the middle of its deal and the deal goes on to its end
+        (a machine does not stop): no decision, no reveal. Without a seat list, the rest of
+        the deal is the void round's until the dealer, dealt last, has had its cards."""
+        where = self.dealing[self.rng.randrange(len(self.dealing) - 1)]
+        dealing = [self.events[i] for i in self.dealing if i > where]
+        self.events = [*self.events[:where + 1], ("console", {"type": "void"}), *dealing]
+
     def irregular(self, kind: str) -> bool:
         """Apply one irregularity; return whether the round stays open for a later round_start
         (only ``cut_short``)."""
@@ -326,6 +359,13 @@ class _QRound:
             self.cut(turn)
         elif kind == "shuffler_fault":  # Art. 11.5
             self.cut(some, dict(rng.choice(SHUFFLER_FAULTS)), device="shuffler")
+        elif kind == "fault_before_deal":  # Art. 11.5: the machine fails at the round's start
+            first = self.events[self.dealing[0]]
+            self.events = [("shuffler", dict(rng.choice(SHUFFLER_FAULTS)))]
+            if rng.random() < 0.5:  # a lost link: its deal may still come, and is declined
+                self.events.append(first)
+        elif kind == "void_before_deal":  # the dealer voids the round before its first card
+            self.events = [("console", {"type": "void", "reason": "dealer_call"})]
         elif kind == "duplicate":  # Art. 1: one deck
             turn = rng.randint(1, n - 1)
             earlier = self.events[self.dealing[rng.randrange(turn)]][1]
@@ -381,7 +421,9 @@ def qpoker_stream(rng: random.Random, rounds: int, positions: int = 7) -> list[E
     stream = _Stream(rng, "qpoker")
     left_open = False  # the last round is waiting for a round_start to void it
     after_void = False  # the last round was voided midway: the next must begin with its seats
-    for made in range(1, rounds + 1):
+    made = 0
+    while made < rounds:
+        made += 1
         stream.maybe_foreign()
         game = _QRound(rng, positions)
         game.plan()
@@ -390,8 +432,11 @@ def qpoker_stream(rng: random.Random, rounds: int, positions: int = 7) -> list[E
         # dealt before the dealer's first card are the bets.
         style = "declared" if left_open or after_void or rng.random() < 0.85 else "none"
         if style == "declared":
-            if rng.random() < 0.02:  # replaced before any card: no outcome
+            if made < rounds and rng.random() < 0.02:
+                # a round announced and replaced before any card: void (Art. 11.1), a round
+                # of its own, never dropped
                 stream.emit("console", type="round_start", seats=[rng.randint(1, positions)])
+                made += 1
             stream.emit("console", type="round_start", seats=game.seats)
         left_open = after_void = False
         # Twice the usual share: it is spread over fourteen kinds. Only rounds with a seat list
@@ -400,6 +445,8 @@ def qpoker_stream(rng: random.Random, rounds: int, positions: int = 7) -> list[E
             kinds = QPOKER_IRREGULARITIES[:-1] if made == rounds else QPOKER_IRREGULARITIES
             left_open = game.irregular(rng.choice(kinds))  # the last round is never left open
             after_void = True  # a dealing the rules cut short: a round_start must follow
+        elif style != "declared" and rng.random() < IRREGULAR:
+            game.voided_midway_dealt_on()
         for device, fields in game.events:
             stream.events.append(stream.stamp(device, fields))
         if rng.random() < 0.02:  # between rounds: no round to void, nothing to decide

@@ -30,7 +30,13 @@ from tabled.contract.events import (
     ShoeStart,
     Void,
 )
-from tabled.contract.faults import UNREADABLE_CARD
+from tabled.contract.faults import (
+    EVENT_NOT_APPLIED,
+    NOT_APPLIED_CODE,
+    NOT_APPLIED_TYPE,
+    UNREADABLE_CARD,
+    VOID_DEVICE_LOST,
+)
 from tabled.contract.outcome import BetResult, Game, Notice, Outcome, Output
 from tabled.daemon.rules.options import BaccaratMethod, BaccaratOptions, Commission
 
@@ -43,6 +49,13 @@ ART8: Final = "baccarat.art8"
 ART10: Final = "baccarat.art10"
 ART11: Final = "baccarat.art11"
 ART12: Final = "baccarat.art12"
+
+#: The notice for a card, or an unreadable card, of a hand that was voided while it was still being
+#: dealt (the daemon lost the shoe; nobody at the table stopped): it belongs to that void hand.
+DEALT_AFTER_VOID: Final = "dealt_after_void"
+#: The notice for a card the daemon cannot place in any hand (after a card it could not apply),
+#: until the dealer marks where a hand begins.
+CARD_NOT_FOLLOWED: Final = "card_not_followed"
 
 #: Art. 2.2: at most three demonstration hands per shoe.
 DEMO_HANDS_PER_SHOE: Final = 3
@@ -193,8 +206,8 @@ class _Hand:
     """
 
     __slots__ = (
-        "banker", "banker_total", "both_draw", "dealt", "demo", "natural", "next_to", "player",
-        "player_total", "void_article", "void_reason",
+        "banker", "banker_total", "both_draw", "dealt", "demo", "natural", "next_to", "number",
+        "player", "player_total", "void_article", "void_reason",
     )
 
     def __init__(self) -> None:
@@ -209,6 +222,7 @@ class _Hand:
         self.demo = False
         self.void_reason: str | None = None
         self.void_article: str | None = None
+        self.number = 0  # the round number its outcome took, once it has one
 
     def condemn(self, article: str, reason: str) -> None:
         """Mark the hand void, unless an earlier cause already did."""
@@ -288,6 +302,12 @@ class BaccaratTable:
     _real_hand_dealt: bool
     #: Hands that may still begin before reshuffling (Art. 3); None until the cut card.
     _hands_left: int | None
+    #: Why every hand of this shoe is void from its first card (the daemon could not apply a
+    #: shoe_start or a cut_card, or lost count of hands after the cut card), or None.
+    _doubt_shoe: str | None
+    #: The number the shoe's next card out will carry, for a shoe that numbers its cards
+    #: (``card_no``, docs/protocols/shoe.md); None until one does.
+    _next_card_no: int | None
 
     def __init__(self, options: BaccaratOptions = DEFAULT_OPTIONS) -> None:
         self._options = options
@@ -295,6 +315,19 @@ class BaccaratTable:
         self._bets = _SETTLED_BETS[(options.method, options.commission)]
         self._round = 1
         self._hand: _Hand | None = None
+        # A hand voided while it was still being dealt, whose remaining cards may still come
+        # out of the shoe: the daemon voided it because the shoe stayed lost, and the dealer,
+        # who saw nothing, dealt on. The drawing rules say which cards are its own (never the
+        # next hand's) until it has them all or the dealer marks a boundary (void, round_start,
+        # shoe_start, an unreadable card). Its outcome is already out.
+        self._trailing: _Hand | None = None
+        # Why the daemon cannot tell where the next hand begins (it could not apply a card of
+        # the hand in progress, so it cannot count the rest of it), or None. Cards are declined
+        # until the dealer marks a boundary: a void, round_start, shoe_start or unreadable card.
+        self._adrift: str | None = None
+        # Why the next hand to begin is void from its first card (the daemon could not apply an
+        # event between hands, e.g. a demo mark), or None.
+        self._doubt_next: str | None = None
         self._demo_marked = False
         self._new_shoe(options.decks)
 
@@ -325,6 +358,9 @@ class BaccaratTable:
         # seat and face_up do not steer the deal: the shoe's order does, and an exposed card
         # stands (Art. 4).
         card = event.card
+        gap = self._numbered(event) if event.extra else None  # (the hot path skips the call)
+        if gap or self._trailing is not None or self._adrift is not None:
+            return [*(gap or ()), *self._off_the_deal(card)]
         hand = self._hand
         if hand is None:
             hand = self._hand = self._begin_hand()
@@ -333,8 +369,84 @@ class BaccaratTable:
             return [self._close(hand)]
         return []
 
+    def _off_the_deal(self, card: str) -> list[Output]:
+        """A card out of the shoe when the deal is not the daemon's to follow as usual: it goes
+        to the void hand still being dealt, or nowhere while adrift (or, after a gap in the
+        shoe's numbers that left no doubt, to the hand being dealt)."""
+        if self._trailing is not None:
+            return self._follow(self._trailing, card)
+        if self._adrift is not None:
+            return [Notice(CARD_NOT_FOLLOWED, f"a card out of the shoe while {self._adrift}; it "
+                                              "belongs to no hand the daemon can follow",
+                           ART10), *self._count_outside_hands(card, "not followed")]
+        hand = self._hand
+        if hand is None:
+            hand = self._hand = self._begin_hand()
+        self._count_in(hand, card)
+        return [self._close(hand)] if hand.take(card, self._method) else []
+
+    def _follow(self, hand: _Hand, card: str) -> list[Output]:
+        """A card of the void hand still being dealt: it takes its place in that hand, by the
+        drawing rules (Reading R-B1), and goes to no other (Art. 10)."""
+        out: list[Output] = self._count_outside_hands(card, "dealt to a void hand")
+        complete = hand.take(card, self._method)
+        if complete:
+            self._trailing = None
+        out.insert(0, Notice(
+            DEALT_AFTER_VOID,
+            f"card {hand.dealt} of the hand voided as round {hand.number} while it was still "
+            "being dealt: the drawing rules called for it, so it belongs to that void hand, not "
+            "to the next" + ("; that hand is now fully dealt" if complete else ""),
+            ART10,
+        ))
+        return out
+
+    def _numbered(self, event: Event) -> list[Output]:
+        """A card out of a shoe that numbers its cards: if the numbers skip, cards left the shoe
+        that the daemon never saw (a shoe that lost what it read, e.g. in a reboot), so where
+        the hands begin is no longer known: what they may have changed is void (Art. 10), and
+        cards are declined until the dealer marks a boundary."""
+        number = event.extra.get("card_no")
+        if not isinstance(number, int) or isinstance(number, bool):
+            return []
+        expected, self._next_card_no = self._next_card_no, number + 1
+        if expected is None or number == expected:
+            return []
+        if number > expected:
+            why = (f"cards {expected} to {number - 1} of the shoe never reached the daemon (the "
+                   f"next was numbered {number})")
+        else:
+            why = f"the shoe numbered a card {number} again, after card {expected - 1}"
+        return self._cards_unseen(why, max(number - expected, 0))
+
+    def _cards_unseen(self, why: str, count: int) -> list[Output]:
+        """``count`` cards left the shoe that the daemon knows nothing of: they count (Art. 1);
+        the hand they went to cannot be followed, so it is void (Art. 10), and the daemon is
+        adrift (it cannot count the rest of that hand)."""
+        hand = self._hand
+        out: list[Output] = []
+        if count and hand is None and self._trailing is None and self._adrift is None:
+            hand = self._hand = self._begin_hand()  # the first was the Player's (Art. 7)
+        for _ in range(count):
+            if hand is None:
+                out += self._count_outside_hands(None, "never seen")
+            else:
+                self._count_in(hand, None)
+        self._drift(why)
+        if hand is None:
+            return out
+        hand.condemn(ART10, f"{why}, after {hand.dealt} card(s) of the hand; the deal cannot "
+                            "be shown to be right")
+        return [*out, self._close(hand)]
+
+    def _end_trailing(self) -> None:
+        """The dealer marked a boundary: the next card begins a new hand."""
+        self._trailing = None
+        self._adrift = None
+
     def _shoe_start(self, event: ShoeStart) -> list[Output]:
         out = [] if self._hand is None else self._misdeal(self._hand, "shoe_start")
+        self._end_trailing()
         if not MIN_DECKS <= event.decks <= MAX_DECKS:
             # The shoe on the table is a physical fact: count its cards as they are, and say so.
             out.append(Notice(
@@ -346,11 +458,12 @@ class BaccaratTable:
         return out
 
     def _burn(self, event: Burn) -> list[Output]:
-        out: list[Output] = []
-        if self._hand is not None:
+        out: list[Output] = self._numbered(event)
+        hand = self._hand or self._trailing
+        if hand is not None:
             out.append(Notice(
                 "burn_mid_hand",
-                f"a card was burned after {self._hand.dealt} card(s) of the hand; burning is "
+                f"a card was burned after {hand.dealt} card(s) of the hand; burning is "
                 "done at the start of a hand, the hand continues",
                 ART8,
             ))
@@ -364,39 +477,118 @@ class BaccaratTable:
                 ART3,
             )]
         # Reading R-B2: the hand in progress, or else the next hand, is the one the cut card
-        # falls in; with "one_more" one hand follows it.
+        # falls in; with "one_more" one hand follows it. A void hand still being dealt is in
+        # progress at the table.
         extra = 0 if self._options.last_hand == "this" else 1
-        self._hands_left = extra if self._hand is not None else extra + 1
+        in_progress = self._hand is not None or self._trailing is not None
+        self._hands_left = extra if in_progress else extra + 1
+        if self._adrift is not None:
+            self._doubt("the cut card came out while " + self._adrift)
         return []
 
     def _demo(self, event: Demo) -> list[Output]:
         self._demo_marked = True  # the limit is checked when the marked hand begins
+        if self._adrift is not None:  # which hand it marks is not known
+            self._doubt_next = "a demo mark came while " + self._adrift
         return []
 
     def _round_start(self, event: RoundStart) -> list[Output]:
+        self._end_trailing()
         return [] if self._hand is None else self._misdeal(self._hand, "round_start")
 
     def _void(self, event: Void) -> list[Output]:
-        if self._hand is None:
-            return [Notice("nothing_to_void", "a void event with no hand being dealt", ART10)]
-        what = "a void event" if event.reason is None else f"a void event ({event.reason})"
-        return self._misdeal(self._hand, what)
-
-    def _fault(self, event: Fault) -> list[Output]:
-        if event.code != UNREADABLE_CARD:
-            return []  # a device's trouble voids nothing by itself; its card events will tell
-        # The unread card still left the shoe, so it counts.
+        device_lost = event.extra.get(VOID_DEVICE_LOST) is True
         hand = self._hand
         if hand is None:
-            return [Notice(
-                "unreadable_card",
-                "an unreadable card left the shoe between hands; it counts toward the shoe",
-                ART1,
-            ), *self._count_outside_hands(None, "unreadable")]
+            if device_lost or (self._trailing is None and self._adrift is None):
+                return [Notice("nothing_to_void", "a void event with no hand being dealt", ART10)]
+            # The dealer voids the hand being dealt, which the daemon had already voided (or
+            # could not follow): the next card begins a new hand.
+            number = None if self._trailing is None else self._trailing.number
+            self._end_trailing()
+            which = "the hand being dealt" if number is None else f"round {number}"
+            return [Notice("already_void", f"a void event for {which}, already void; the next "
+                                           "card begins a new hand", ART10)]
+        what = "a void event" if event.reason is None else f"a void event ({event.reason})"
+        out = self._misdeal(hand, what)
+        if device_lost:
+            # The daemon voided the hand, not the dealer: its remaining cards may still come.
+            self._trailing = hand
+        return out
+
+    def _fault(self, event: Fault) -> list[Output]:
+        if event.code == EVENT_NOT_APPLIED:
+            lost = event.extra.get(NOT_APPLIED_TYPE)
+            if lost == "fault" and event.extra.get(NOT_APPLIED_CODE) == UNREADABLE_CARD:
+                lost = "card"  # a card left the shoe, and the daemon knows nothing of it
+            return self._not_applied(lost, event.detail)
+        if event.code != UNREADABLE_CARD:
+            return []  # a device's trouble voids nothing by itself; its card events will tell
+        return [*self._numbered(event), *self._unreadable()]
+
+    def _unreadable(self) -> list[Output]:
+        """A card left the shoe but could not be read. It counts toward the shoe (Art. 1); the
+        hand it belongs to cannot be corrected, so it is void (Art. 10), and the dealer, whom
+        the shoe tells at once, deals no more of it: the next card begins a new hand."""
+        if self._trailing is not None or self._adrift is not None:
+            number = None if self._trailing is None else self._trailing.number
+            self._end_trailing()
+            which = "a hand the daemon could not follow" if number is None else (
+                f"the hand voided as round {number}")
+            return [Notice(DEALT_AFTER_VOID, f"an unreadable card of {which}; the dealer stops "
+                                             "a hand at an unreadable card, so the next card "
+                                             "begins a new hand", ART10),
+                    *self._count_outside_hands(None, "unreadable")]
+        hand = self._hand
+        if hand is None:
+            # A card out of the shoe between hands, not burned, is the Player's first (Art. 7).
+            hand = self._hand = self._begin_hand()
         self._count_in(hand, None)
-        hand.condemn(ART10, f"misdeal: card {hand.dealt + 1} of the hand was unreadable "
+        whose = " (the Player's first, Art. 7)" if hand.dealt == 0 else ""
+        hand.condemn(ART10, f"misdeal: card {hand.dealt + 1} of the hand{whose} was unreadable "
                             "(fault unreadable_card); the deal cannot be corrected")
         return [self._close(hand)]
+
+    def _not_applied(self, lost: object, detail: str | None) -> list[Output]:
+        """The daemon could not apply an event of type ``lost`` (fault event_not_applied). What
+        it would have done is unknown, so whatever it may have changed is void (Art. 10), and
+        where the daemon can no longer tell where a hand begins it declines cards until the
+        dealer marks a boundary, rather than guess."""
+        why = f"the daemon could not apply a {lost} event" + (f" ({detail})" if detail else "")
+        if lost == "card":
+            return self._cards_unseen(why, 1)
+        hand = self._hand
+        out: list[Output] = []
+        if lost in ("void", "round_start"):
+            # The dealer may have ended the hand being dealt, or not: the daemon cannot tell.
+            if hand is not None or self._trailing is not None:
+                self._drift(why)
+        elif lost in ("shoe_start", "cut_card"):
+            self._doubt(why)
+            if lost == "shoe_start":
+                self._drift(why)
+        elif lost == "demo":
+            self._doubt_next = why  # the next hand may be a demonstration, or not
+        elif lost == "burn":
+            out += self._count_outside_hands(None, "burned, not applied")
+            return out  # a burn is no part of any hand
+        if hand is None:
+            return out
+        hand.condemn(ART10, f"{why}, after {hand.dealt} card(s) of the hand; the deal cannot "
+                            "be shown to be right")
+        return [*out, self._close(hand)]
+
+    def _drift(self, why: str) -> None:
+        """The daemon cannot tell where the next hand begins."""
+        self._trailing = None
+        self._adrift = why
+        if self._hands_left is not None:  # hands it cannot see would not count toward Art. 3
+            self._doubt("the daemon lost count of hands after the cut card: " + why)
+
+    def _doubt(self, why: str) -> None:
+        """Every hand of this shoe is void from its first card, until the next shoe_start."""
+        if self._doubt_shoe is None:
+            self._doubt_shoe = why
 
     def _not_for_game(self, event: Event) -> list[Output]:
         return [Notice("not_for_game", f"a {event.type} event is not part of baccarat")]
@@ -412,6 +604,8 @@ class BaccaratTable:
         self._demo_hands = 0
         self._real_hand_dealt = False
         self._hands_left = None
+        self._doubt_shoe = None
+        self._next_card_no = None  # the new shoe numbers its cards from 1, if it numbers them
 
     def _count(self, card: str | None) -> str | None:
         """Count one card out of the shoe (``None``: unknown); say how it overflows the shoe."""
@@ -442,6 +636,11 @@ class BaccaratTable:
         """A new hand, already void if the shoe is past its last hand or a demonstration is over
         the limit."""
         hand = _Hand()
+        if self._doubt_shoe is not None:
+            hand.condemn(ART10, f"a hand of a shoe the daemon cannot follow ({self._doubt_shoe})")
+        if self._doubt_next is not None:
+            hand.condemn(ART10, f"a hand the daemon cannot follow ({self._doubt_next})")
+            self._doubt_next = None
         if self._hands_left == 0:
             hand.condemn(ART3, "a hand dealt after the shoe's last hand (cut card, last_hand="
                                f"{self._options.last_hand}); the shoe must be reshuffled")
@@ -470,7 +669,7 @@ class BaccaratTable:
     def _close(self, hand: _Hand) -> Outcome:
         """The hand's outcome; the next card begins a new hand."""
         self._hand = None
-        number = self._round
+        hand.number = number = self._round
         self._round = number + 1
         extra = _DEMO_EXTRA if hand.demo else _NO_EXTRA
         if hand.void_article is not None:

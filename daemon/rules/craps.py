@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
 from tabled.contract.events import Event, Fault, NoRoll, Roll, Void
+from tabled.contract.faults import EVENT_NOT_APPLIED, NOT_APPLIED_TYPE
 from tabled.contract.outcome import BetResult, Game, Notice, Outcome, Output
 from tabled.daemon.rules.options import CrapsOptions
 
@@ -289,6 +290,7 @@ def _no_throws(big_on_come_out: bool) -> Mapping[int | None, _Decided]:
 _DEFAULT_OPTIONS: Final = CrapsOptions()
 _NO_ROLL: Final[Mapping[str, Any]] = MappingProxyType({"no_roll": True})
 _NO_EXTRA: Final[Mapping[str, Any]] = MappingProxyType({})
+_POINT_UNKNOWN: Final[Mapping[str, Any]] = MappingProxyType({"point_unknown": True})
 
 
 class CrapsTable:
@@ -299,6 +301,11 @@ class CrapsTable:
     declaring the throw invalid (Art. 1), a void outcome that decides nothing. A ``fault``
     changes nothing: the dice sensor's state is the daemon's business. Events of the card
     games are declined with a ``not_for_game`` notice.
+
+    A throw the daemon could not apply (fault ``event_not_applied``) is a void outcome of its
+    own, never dropped; if it was a roll, the point is no longer known, so every roll is void
+    (it cannot be settled against a point nobody knows, Art. 2.1) until a 7, after which there
+    is no point whatever it was.
     """
 
     game: Game = "craps"
@@ -306,6 +313,7 @@ class CrapsTable:
     def __init__(self, options: CrapsOptions = _DEFAULT_OPTIONS) -> None:
         self.options = options
         self._point: int | None = None
+        self._point_unknown: str | None = None  # why the point is not known, until a 7
         self._round = 1
         self._throws = _throws(options.big_bets_on_come_out)
         self._no_throws = _no_throws(options.big_bets_on_come_out)
@@ -332,6 +340,8 @@ class CrapsTable:
                 result, bets = self._throws[self._point, a, b]
             except KeyError:
                 raise ValueError(f"dice {event.dice!r} are not two faces 1-6") from None
+            if self._point_unknown is not None:
+                return [self._unknown_point_roll(result)]
             self._point = result.point_after
             return [self._outcome(result, bets)]
         if isinstance(event, NoRoll):
@@ -342,8 +352,34 @@ class CrapsTable:
             return [self._outcome(result, bets, article="craps.art1",
                                   void_reason=event.reason or "throw_declared_invalid")]
         if isinstance(event, Fault):
-            return []
+            return self._not_applied(event) if event.code == EVENT_NOT_APPLIED else []
         return [Notice("not_for_game", f"a {event.type} event is not a craps event")]
+
+    def _not_applied(self, fault: Fault) -> list[Output]:
+        """A throw the daemon could not apply is void; a lost roll also loses the point."""
+        lost = fault.extra.get(NOT_APPLIED_TYPE)
+        if lost not in ("roll", "no_roll", "void"):
+            return []
+        why = f"the daemon could not apply a {lost} event" + (
+            f" ({fault.detail})" if fault.detail else "")
+        result, bets = self._no_throws[self._point]
+        outcome = self._outcome(result, bets, article="craps.art1",
+                                void_reason=f"{why}: this throw decides nothing")
+        if lost == "roll" and self._point_unknown is None:
+            self._point_unknown = why
+        return [outcome]
+
+    def _unknown_point_roll(self, known: CrapsResult) -> Outcome:
+        """A roll while the point is unknown: void, deciding nothing; a 7 ends any point."""
+        seven = known.total == SEVEN
+        reason = (f"the point is not known ({self._point_unknown}), so this roll cannot be "
+                  "settled" + ("; after a 7 there is no point" if seven else ""))
+        if seven:
+            self._point, self._point_unknown = None, None
+        result = CrapsResult(known.dice, known.total, None, None, known.hard)
+        _, bets = self._no_throws[None]
+        return self._outcome(result, bets, article="craps.art2.1", void_reason=reason,
+                             extra=_POINT_UNKNOWN)
 
     def _outcome(
         self,

@@ -21,6 +21,7 @@ from typing import Any, Final, Literal, TypeAlias, TypeGuard
 
 from tabled.contract.events import (
     DEALER,
+    EXPOSED,
     CardDealt,
     Decision,
     Event,
@@ -31,8 +32,15 @@ from tabled.contract.events import (
     Seat,
     Void,
     Withheld,
+    exposed_cards,
 )
-from tabled.contract.faults import DEVICE_LOST, SHUFFLER_FAILURES
+from tabled.contract.faults import (
+    DEVICE_LOST,
+    EVENT_NOT_APPLIED,
+    NOT_APPLIED_CODE,
+    NOT_APPLIED_TYPE,
+    SHUFFLER_FAILURES,
+)
 from tabled.contract.outcome import BetResult, Game, Notice, Outcome, Output
 from tabled.daemon.rules.options import QPokerOptions
 from tabled.daemon.rules.qpoker_hands import HandClass, RankedHand, qualifies, rank_hand
@@ -219,6 +227,7 @@ class _Round:
         self.dealing_started = False
         self.decisions: dict[int, bool] = {}
         self.seen: set[str] = set()
+        self.dealer_cards_dealt = 0  # to the dealer, whether or not they took their place
 
     def dealing_order(self) -> list[Seat]:
         """Art. 7: the positions with a bet, ascending from the dealer's left, dealer last."""
@@ -323,6 +332,10 @@ class QPokerTable:
         # The rest of a deal voided midway may still come (a shuffler whose link dropped keeps
         # dealing): until the next round_start it belongs to the void round, not to a new one.
         self._deal_voided = False
+        # The same for a round without a seat list, which no round_start may follow: the dealer
+        # is dealt last (Art. 7), so its deal is over once the dealer has had its three cards.
+        # How many of them are still to come, 0 when none.
+        self._dealer_rest = 0
 
     @property
     def options(self) -> QPokerOptions:
@@ -351,6 +364,17 @@ class QPokerTable:
                            f"a {event.type} event after round {self._next_round - 1} was "
                            "voided in the middle of its deal belongs to that void round; "
                            "the next round begins with a round_start", ART11_1)]
+        if self._dealer_rest and isinstance(event, (CardDealt, HandDealt, Withheld)) \
+                and not (isinstance(event, CardDealt | HandDealt)
+                         and _is_withheld_identity(event)):
+            if event.seat == DEALER:
+                count = (1 if isinstance(event, CardDealt) else
+                         event.count if isinstance(event, Withheld) else len(event.cards))
+                self._dealer_rest = max(0, self._dealer_rest - count)
+            return [Notice(DEALT_AFTER_VOID,
+                           f"a {event.type} event after round {self._next_round - 1} was "
+                           "voided in the middle of its deal belongs to that void round, until "
+                           "the dealer, dealt last, has had its cards", ART11_1)]
         match event:
             case CardDealt() if _is_withheld_identity(event):
                 return self._identify(event.seat, (event.card,))
@@ -362,14 +386,15 @@ class QPokerTable:
                                   f"card {event.card} dealt to no position")
             case CardDealt(seat=seat) if seat is not None:
                 what = f"card {event.card} to {_name(seat)}"
-                return self._deal(seat, (event.card,), event.face_up is True, "card", what)
+                return self._deal(seat, (event.card,), exposed_cards(event), "card", what)
             case HandDealt():
                 what = f"hand {' '.join(event.cards)} to {_name(event.seat)}"
-                return self._deal(event.seat, event.cards, event.face_up is True, "hand", what)
+                return self._deal(event.seat, event.cards, exposed_cards(event), "hand", what)
             case Withheld():
                 mode: DealingMode = "card" if event.count == 1 else "hand"
                 what = f"{event.count} withheld card(s) to {_name(event.seat)}"
-                return self._deal(event.seat, (None,) * event.count, False, mode, what)
+                return self._deal(event.seat, (None,) * event.count, exposed_cards(event), mode,
+                                  what)
             case RoundStart():
                 return self._start(event.seats)
             case Decision():
@@ -393,11 +418,14 @@ class QPokerTable:
 
     def _start(self, listed: tuple[int, ...] | None) -> list[Output]:
         outputs: list[Output] = []
-        if self._round is not None and self._round.dealing_started:
+        if self._round is not None:
+            # A round still open is closed, never dropped: its bets were taken on its seats,
+            # and its positions were not given their cards (Art. 11.1), none at all if its deal
+            # never began.
             outputs += self._void(self._round, ART11_1,
                                   f"a new round began first: {self._round.shortfall()}")
         self._deal_voided = False  # the new round's deal begins here
-        # A round_start with no card since the last simply replaces it: no bet has been decided.
+        self._dealer_rest = 0
         self._round = _Round(listed)
         if listed is not None:
             positions = self._options.positions
@@ -419,10 +447,14 @@ class QPokerTable:
 
     def _void(self, rnd: _Round, article: str, reason: str) -> list[Output]:
         """The round is void and all its bets with it (Art. 11.1, 11.3, 11.5; Art. 1, 2).
-        If its seats were listed and its deal was cut short, what is left of that deal may
-        still arrive: it is declined until the next ``round_start``."""
-        self._deal_voided = (rnd.seats_fixed_by_list and rnd.dealing_started
-                             and not rnd.dealing_complete)
+        If its seats were listed and its deal was not complete (cut short, or not begun), what
+        is left of that deal may still arrive: it is declined until the next ``round_start``.
+        Without a seat list, it is declined until the dealer, dealt last, has had its cards."""
+        self._deal_voided = rnd.seats_fixed_by_list and not rnd.dealing_complete
+        unlisted_rest = (not rnd.seats_fixed_by_list and rnd.dealing_started
+                         and not rnd.dealing_complete)
+        self._dealer_rest = (max(0, CARDS_PER_POSITION - rnd.dealer_cards_dealt)
+                             if unlisted_rest else 0)
         every_bet = BetResult("void", article)
         bets = {
             str(seat): (
@@ -435,11 +467,13 @@ class QPokerTable:
 
     # -- dealing -------------------------------------------------------------------------------
 
-    def _deal(self, seat: Seat, cards: tuple[str | None, ...], face_up: bool,
+    def _deal(self, seat: Seat, cards: tuple[str | None, ...], exposed: tuple[str, ...],
               mode: DealingMode, what: str) -> list[Output]:
         """Art. 7: a dealing event (real, or a withheld placeholder) to ``seat``."""
         rnd = self._open_round()
         rnd.dealing_started = True
+        if seat == DEALER:
+            rnd.dealer_cards_dealt += len(cards)
         if seat != DEALER and not 1 <= seat <= self._options.positions:
             return self._void(rnd, ART2, f"{what}: the table has positions "
                                          f"1-{self._options.positions}")
@@ -450,7 +484,7 @@ class QPokerTable:
         if seat != DEALER and rnd.seats_fixed and seat not in rnd.bet_seats:
             # Art. 11.4: that position alone is void; it takes no place in the dealing order.
             position = rnd.positions.setdefault(seat, _Position(bet=False))
-            return self._receive(rnd, seat, position, cards, face_up)
+            return self._receive(rnd, seat, position, cards, exposed)
         if seat == DEALER and not rnd.seats_fixed and not rnd.bet_seats:
             return self._void(rnd, ART2, f"{what} before any position with a bet")
         misdeal = rnd.misdeal(seat, mode)
@@ -458,20 +492,20 @@ class QPokerTable:
             # The card takes no place in the round, so the record names it in the reason.
             return self._void(rnd, ART11_1, f"{what}: {misdeal}")
         position = rnd.take_place(seat, mode)
-        return self._receive(rnd, seat, position, cards, face_up)
+        return self._receive(rnd, seat, position, cards, exposed)
 
     def _receive(self, rnd: _Round, seat: Seat, position: _Position,
-                 cards: tuple[str | None, ...], face_up: bool) -> list[Output]:
-        """Cards arrive at a position: Art. 1 (one deck), Art. 11.2 and 11.3 (exposed cards)."""
+                 cards: tuple[str | None, ...], exposed: tuple[str, ...]) -> list[Output]:
+        """Cards arrive at a position: Art. 1 (one deck), Art. 11.2 and 11.3 (exposed cards:
+        ``exposed`` are the ones seen face up, not necessarily all that arrived)."""
         position.cards.extend(cards)
+        position.exposed.extend(exposed)
         known = [card for card in cards if card is not None]
-        if face_up:
-            position.exposed.extend(known)
         repeated = self._see(rnd, known)
         if repeated:
             return self._void(rnd, ART1, f"{', '.join(repeated)} dealt twice from one deck")
-        if face_up and seat == DEALER:
-            return self._void(rnd, ART11_3, f"the dealer's {', '.join(known)} exposed")
+        if exposed and seat == DEALER:
+            return self._void(rnd, ART11_3, f"the dealer's {', '.join(exposed)} exposed")
         return []  # an exposed player card stands (Art. 11.2)
 
     @staticmethod
@@ -549,16 +583,45 @@ class QPokerTable:
     # -- faults and the dealer's void ----------------------------------------------------------
 
     def _fault(self, fault: Fault) -> list[Output]:
-        """Art. 11.5: the shuffling machine failing while the round is dealt voids it."""
+        """Art. 11.5: the shuffling machine failing while the round is dealt voids it: from its
+        ``round_start`` (the machine is dealing it: a failure before the first card stops the
+        deal as surely as one after it) until every position has its cards."""
+        if fault.code == EVENT_NOT_APPLIED:
+            return self._not_applied(fault)
         rnd = self._round
         shuffler_failed = fault.code in SHUFFLER_FAILURES or (
             fault.code == DEVICE_LOST and fault.extra.get("family") == SHUFFLER_FAMILY
         )
-        if rnd is None or not shuffler_failed or not rnd.dealing_started or rnd.dealing_complete:
+        if rnd is None or not shuffler_failed or rnd.dealing_complete:
             return []
         detail = f" ({fault.detail})" if fault.detail else ""
         return self._void(rnd, ART11_5, f"the shuffling machine failed while dealing: "
                                         f"{fault.code}{detail}")
+
+    def _not_applied(self, fault: Fault) -> list[Output]:
+        """The daemon could not apply an event (fault event_not_applied): what it would have
+        done to the round is unknown, so the round is void (Art. 11.1: its deal or its
+        decisions cannot be shown to be right), and what is left of its deal is declined until
+        the next ``round_start``. A lost event that would have begun a round (a round_start,
+        a dealing event) gets a void round of its own: a round is never dropped."""
+        lost = fault.extra.get(NOT_APPLIED_TYPE)
+        if lost == "fault" and not (fault.extra.get(NOT_APPLIED_CODE) in SHUFFLER_FAILURES
+                                    or fault.extra.get(NOT_APPLIED_CODE) == DEVICE_LOST):
+            return []  # a fault that voids nothing would have voided nothing
+        why = (f"the daemon could not apply a {lost} event"
+               + (f" ({fault.detail})" if fault.detail else ""))
+        begins = lost in ("round_start", "card", "hand", "withheld")
+        outputs: list[Output] = []
+        if self._round is not None:
+            outputs += self._void(self._round, ART11_1, why)
+            if lost != "round_start":
+                self._deal_voided = True
+                return outputs
+        elif not begins or self._deal_voided:
+            return outputs  # no round to void, or the lost event was part of a void one
+        outputs += self._void(_Round(None), ART11_1, f"{why}: a round it began")
+        self._deal_voided = True
+        return outputs
 
     def _dealer_void(self, reason: str | None) -> list[Output]:
         """The dealer voids the round, citing one of Art. 11's voids (11.1 when it names none)."""
@@ -577,12 +640,14 @@ def _seats(rnd: _Round) -> dict[int, _Position]:
 
 
 def _face_down_dealing(event: Event) -> TypeGuard[CardDealt | HandDealt]:
-    return (
-        isinstance(event, CardDealt | HandDealt)
-        and event.face_up is not True
-        and event.seat is not None  # a seatless card voids its round, so it is never held
-        and not _is_withheld_identity(event)
-    )
+    """A dealing event with a card that was not seen face up: it must be held (a hand with one
+    card exposed is still face down: only that card is public, Art. 11.2)."""
+    if (not isinstance(event, CardDealt | HandDealt)
+            or event.seat is None  # a seatless card voids its round, so it is never held
+            or _is_withheld_identity(event)):
+        return False
+    count = 1 if isinstance(event, CardDealt) else len(event.cards)
+    return len(exposed_cards(event)) < count
 
 
 def _identified(event: CardDealt | HandDealt) -> CardDealt | HandDealt:
@@ -594,8 +659,9 @@ class Publication:
     rules open them (CONTRACT.md: the dealer's cards never appear in any message before reveal).
 
     Call :meth:`admit` with each event after ``table.feed(event)``. A face-down card or hand is
-    published as a ``withheld`` placeholder at its place in the deal; the players' cards follow,
-    marked ``"withheld": true``, as soon as the deal is complete (Art. 9.1: the players open
+    published as a ``withheld`` placeholder at its place in the deal (carrying, in ``exposed``,
+    the hand's cards that were seen face up, if any: those alone are public); the players' cards
+    follow, marked ``"withheld": true``, as soon as the deal is complete (Art. 9.1: the players open
     their cards); the dealer's come just before the event that ends the round (the reveal, or
     whatever voided it). A fresh :class:`QPokerTable` fed the published stream gives the same
     outcomes as ``table``: the placeholders hold the dealing order, and every card is known
@@ -619,7 +685,10 @@ class Publication:
             assert event.seat is not None  # for mypy: the guard checked it
             count = 1 if isinstance(event, CardDealt) else len(event.cards)
             self._held.append(event)
-            published = [Withheld(seat=event.seat, count=count, meta=event.meta)]
+            # A card seen face up is public at its place in the deal; the rest are withheld.
+            exposed = exposed_cards(event)
+            published = [Withheld(seat=event.seat, count=count, meta=event.meta,
+                                  extra={EXPOSED: list(exposed)} if exposed else {})]
         else:
             published = [event]
         if self._table.dealing_complete:

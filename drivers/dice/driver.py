@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import ClassVar
 
 from tabled.contract.events import Event, Fault, Meta, NoRoll, Roll
-from tabled.contract.faults import COCKED_DIE, DEVICE_LOST, LINK_ERRORS, SENSOR_FAULT
+from tabled.contract.faults import COCKED_DIE, DEVICE_LOST, LINK_ERRORS, SENSOR_FAULT, WRONG_DEVICE
 from tabled.contract.timeutil import rfc3339_now
 from tabled.drivers.dice.link import (
     AlreadyDurable,
@@ -56,7 +56,7 @@ from tabled.drivers.dice.protocol import (
     dice_in_mask,
     split_number,
 )
-from tabled.drivers.dice.usb_transport import UsbTransport, parse_usb_url
+from tabled.drivers.dice.usb_transport import InterfaceShape, UsbTransport, parse_usb_url
 from tabled.drivers.errors import DeviceError, ProtocolError
 from tabled.drivers.link import Resume
 from tabled.drivers.serial_device import EventSink, sink_barrier
@@ -64,6 +64,11 @@ from tabled.drivers.serial_device import EventSink, sink_barrier
 #: The interrupt read's timeout: how often the reader wakes to fire timers and notice a
 #: close, so shutdown never waits longer than this on a quiet device.
 READ_TIMEOUT = 0.2
+#: The sensor's interface (docs/protocols/dice.md "Identity"): vendor-specific, its reports on
+#: an interrupt IN endpoint of REPORT_SIZE-byte packets. 1209:0001 is a shared test id: another
+#: prototype with it is not a dice sensor.
+SENSOR_INTERFACE = InterfaceShape(interface_class=0xFF, endpoint=REPORT_ENDPOINT,
+                                  transfer_type=0x03, max_packet=REPORT_SIZE)
 
 
 def normalize(report: EventReport) -> list[Event]:
@@ -72,7 +77,9 @@ def normalize(report: EventReport) -> list[Event]:
         cocked = dice_in_mask(report.cocked)
         extra: dict[str, object] = {"confidence": report.confidence / 100}
         if cocked:
+            # which dice: a roll with one die cocked is not a cocked roll
             extra["cocked"] = True
+            extra["cocked_dice"] = list(cocked)
         events: list[Event] = [Roll(dice=(report.die_1, report.die_2), extra=extra)]
         if cocked:
             which = " and ".join(f"die {n}" for n in cocked)
@@ -107,9 +114,12 @@ class DiceDriver:
         t_resend: float = T_RESEND,
         max_resends: int = MAX_RESENDS,
         resume: Resume | None = None,
+        serial: str | None = None,
     ) -> None:
         self.device_id = device_id
         self.next_seq = first_seq
+        #: The serial number the configuration pins, if any: a sensor with another is refused.
+        self.serial = serial
         #: What the host already made durable from this sensor (its journal knows): reports of
         #: that boot up to ``resume.last`` are acknowledged at connect, not emitted again.
         self.resume = resume
@@ -135,22 +145,37 @@ class DiceDriver:
     # -- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Handshake (protocol version, firmware, serial, where to resume), then read."""
+        """Handshake (identity: protocol version, firmware, serial; where to resume), then
+        read. A device that does not answer it as a dice sensor of this protocol (a request it
+        refuses, a reply that does not decode, another protocol), or whose serial number is not
+        the configured one, is refused (DeviceError ``wrong_device``): nothing of it has been
+        acknowledged."""
         try:
-            info = decode_info(await self._control_in(Request.GET_INFO, 0, INFO_SIZE))
-            if info.protocol != PROTOCOL_VERSION:
-                raise DeviceError(f"sensor speaks protocol {info.protocol}, not "
-                                  f"{PROTOCOL_VERSION}", reason="unsupported_protocol")
-            status = decode_report(await self._control_in(Request.GET_STATUS, 0, REPORT_SIZE))
+            try:
+                info = decode_info(await self._control_in(Request.GET_INFO, 0, INFO_SIZE))
+                status = decode_report(await self._control_in(Request.GET_STATUS, 0,
+                                                              REPORT_SIZE))
+            except DeviceError as exc:
+                if exc.reason != "stall":
+                    raise
+                raise ProtocolError(f"it refuses the sensor's requests ({exc})") from exc
             if not isinstance(status, StatusReport):
                 raise ProtocolError("GET_STATUS did not answer with a status report")
+            if info.protocol != PROTOCOL_VERSION:
+                raise ProtocolError(f"it speaks protocol {info.protocol}, not "
+                                    f"{PROTOCOL_VERSION}")
+            for pinned, where in ((self.serial, "the configured"),
+                                  (self._transport.address.serial, "its USB")):
+                if pinned is not None and info.serial != pinned:
+                    raise ProtocolError(f"a dice sensor with serial number {info.serial!r}, "
+                                        f"not {where} {pinned!r}")
         except (DeviceError, ProtocolError) as exc:
             await asyncio.to_thread(self._transport.close)
             if isinstance(exc, DeviceError):
                 exc.device = self.device_id
                 raise
-            raise DeviceError(f"bad handshake: {exc}", device=self.device_id,
-                              reason="bad_handshake") from exc
+            raise DeviceError(f"not the expected dice sensor: {exc}", device=self.device_id,
+                              reason=WRONG_DEVICE) from exc
         self.info = {"firmware": info.firmware_text, "serial": info.serial,
                      "protocol": str(info.protocol), "usb": self._transport.address.ids}
         self._boot_id = info.boot_id
@@ -303,13 +328,17 @@ async def open_device(
     t_resend: float = T_RESEND,
     max_resends: int = MAX_RESENDS,
     resume: Resume | None = None,
+    serial: str | None = None,
 ) -> DiceDriver:
     """Open the sensor at ``usb://VVVV:PPPP[?serial=...&backend=sim:PATH]`` and start reading.
 
     ``backend`` is a pyusb backend object (it wins over the URL's); ``resume`` what the daemon
-    already made durable from this sensor (tabled.drivers.link.Resume); the timing options exist for
-    tests. Raises :class:`~tabled.drivers.errors.DeviceError` (``reason``: ``bad_url``,
-    ``not_found``, ``no_backend``, ``device_gone``, ``usb_error``, ``bad_handshake``...).
+    already made durable from this sensor (tabled.drivers.link.Resume); ``serial`` the serial
+    number the configuration pins; the timing options exist for tests. Raises
+    :class:`~tabled.drivers.errors.DeviceError` (``reason``: ``bad_url``, ``not_found``,
+    ``no_backend``, ``device_gone``, ``usb_error``, ``wrong_device``...): a device with the
+    sensor's ids that is not a dice sensor (another interface, requests it refuses, replies
+    that do not decode, another protocol) or not the configured one is ``wrong_device``.
     """
     try:
         address = parse_usb_url(url)
@@ -317,12 +346,12 @@ async def open_device(
         raise DeviceError(str(exc), device=device_id, url=url, reason="bad_url") from exc
     try:
         transport = await asyncio.to_thread(UsbTransport.open, address, interface=INTERFACE,
-                                            backend=backend)
+                                            backend=backend, shape=SENSOR_INTERFACE)
     except DeviceError as exc:
         exc.device, exc.url = device_id, url
         raise
     driver = DiceDriver(transport, device_id, emit, first_seq=first_seq,
                         read_timeout=read_timeout, t_silence=t_silence, t_resend=t_resend,
-                        max_resends=max_resends, resume=resume)
+                        max_resends=max_resends, resume=resume, serial=serial)
     await driver.start()
     return driver

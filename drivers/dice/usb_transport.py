@@ -19,6 +19,7 @@ from urllib.parse import parse_qs
 import usb.core
 import usb.util
 
+from tabled.contract.faults import WRONG_DEVICE
 from tabled.drivers.errors import DeviceError
 
 #: How long one control transfer may take before the device counts as unresponsive.
@@ -28,6 +29,18 @@ _SCHEME = "usb://"
 #: Entry-point group of the pyusb backends a ``backend=NAME:ARG`` URL parameter may name (the
 #: simulators register ``sim``); the drivers never import one by name.
 USB_BACKENDS = "tabled.usb_backends"
+
+
+@dataclass(frozen=True, slots=True)
+class InterfaceShape:
+    """What a family's interface looks like in the descriptors: its class and one endpoint
+    (address, transfer type bits of ``bmAttributes``, ``wMaxPacketSize``). A device with the
+    right vendor and product ids but another shape is another device (a shared test id)."""
+
+    interface_class: int
+    endpoint: int
+    transfer_type: int
+    max_packet: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +100,8 @@ def _backend_for(address: UsbAddress) -> Any:
 def _device_error(exc: usb.core.USBError, what: str, address: UsbAddress) -> DeviceError:
     if exc.errno == errno.ENODEV:
         reason = "device_gone"
+    elif exc.errno == errno.EPIPE:
+        reason = "stall"  # the device refused the request: it does not know it
     elif isinstance(exc, usb.core.USBTimeoutError):
         reason = "usb_timeout"
     else:
@@ -110,9 +125,12 @@ class UsbTransport:
         self._owned_backend = owned_backend
 
     @classmethod
-    def open(cls, address: UsbAddress, *, interface: int, backend: Any = None) -> UsbTransport:
+    def open(cls, address: UsbAddress, *, interface: int, backend: Any = None,
+             shape: InterfaceShape | None = None) -> UsbTransport:
         """Find the device, select its configuration and claim ``interface``. A ``backend``
-        object given here wins over the URL's and stays the caller's to close."""
+        object given here wins over the URL's and stays the caller's to close. With
+        ``shape``, a device whose interface does not look like that is refused
+        (DeviceError ``wrong_device``) before anything is sent to it."""
         owned = None
         if backend is None:
             backend = owned = _backend_for(address)
@@ -124,6 +142,12 @@ class UsbTransport:
                 raise DeviceError(f"no USB device {address.ids} {address.serial or ''}",
                                   url=address.ids, reason="not_found")
             transport = cls(device, address, interface, owned)
+            if shape is not None:
+                mismatch = transport._shape_mismatch(shape)
+                if mismatch is not None:
+                    transport._dispose()
+                    raise DeviceError(f"device {address.ids} is not the expected device: "
+                                      f"{mismatch}", url=address.ids, reason=WRONG_DEVICE)
             transport._claim()
         except usb.core.NoBackendError as exc:
             _close_backend(owned)
@@ -136,6 +160,29 @@ class UsbTransport:
             _close_backend(owned)
             raise
         return transport
+
+    def _shape_mismatch(self, shape: InterfaceShape) -> str | None:
+        """How the device's interface differs from ``shape`` (from its descriptors), or None."""
+        try:
+            configuration = next(iter(self.device), None)
+            found = None if configuration is None else usb.util.find_descriptor(
+                configuration, bInterfaceNumber=self.interface)
+        except (ValueError, LookupError) as exc:
+            return f"unreadable descriptors ({exc})"
+        if found is None:
+            return f"no interface {self.interface}"
+        if found.bInterfaceClass != shape.interface_class:
+            return (f"interface {self.interface} is of class {found.bInterfaceClass:#04x}, "
+                    f"not {shape.interface_class:#04x}")
+        endpoint = usb.util.find_descriptor(found, bEndpointAddress=shape.endpoint)
+        if endpoint is None:
+            return f"interface {self.interface} has no endpoint {shape.endpoint:#04x}"
+        transfer = endpoint.bmAttributes & 0x03
+        if (transfer, endpoint.wMaxPacketSize) != (shape.transfer_type, shape.max_packet):
+            return (f"endpoint {shape.endpoint:#04x} is of type {transfer} with packets of "
+                    f"{endpoint.wMaxPacketSize} bytes, not type {shape.transfer_type} with "
+                    f"{shape.max_packet}")
+        return None
 
     def _claim(self) -> None:
         try:

@@ -9,7 +9,6 @@ core's business) and never reconnect by itself (that is the supervisor's).
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Final
 
 from tabled.contract.events import Burn, CardDealt, CutCard, Demo, Event, Fault, ShoeStart, Void
@@ -25,12 +24,10 @@ from tabled.drivers.shoe.protocol import (
     DeviceFault,
     DeviceInfo,
     FaultCode,
-    InfoRequest,
     Report,
     ShoeLoaded,
     ShoeStatus,
     decode,
-    encode,
 )
 
 #: The stable fault code of each of the shoe's numbered faults.
@@ -41,10 +38,6 @@ FAULT_CODES: Final[dict[FaultCode, str]] = {
 }
 #: The reason a void from the shoe's VOID button carries.
 VOID_REASON: Final = "dealer_button"
-#: How long the shoe may take to answer INFO_REQUEST before the driver asks again.
-T_INFO: Final = 2.0
-#: How many times the driver asks for the device info before giving up (counted).
-INFO_REQUESTS: Final = 3
 
 
 def normalize(report: Report) -> Event | None:
@@ -56,8 +49,9 @@ def normalize(report: Report) -> Event | None:
         case CardOut(burn=True):
             return Burn(card=report.card, extra={"card_no": report.card_no})
         case CardOut():
-            # A reading shoe sees each card's face as it passes.
-            return CardDealt(card=report.card, face_up=True, extra={"card_no": report.card_no})
+            # The reader sees each card's face as it passes; whether the card came out face up
+            # on the table (exposed, baccarat.art4) it cannot tell, so the event does not say.
+            return CardDealt(card=report.card, extra={"card_no": report.card_no})
         case CutCardOut(card_no=card_no):
             return CutCard(extra={"card_no": card_no})
         case ButtonPressed(button=Button.DEMO):
@@ -86,59 +80,40 @@ def _fault_event(report: DeviceFault) -> Event:
 class ShoeDriver(SerialDevice):
     """One card-reading shoe on a serial port.
 
-    ``info`` gets ``firmware`` and ``serial`` once the shoe answers INFO_REQUEST (asked on every
-    link-up, again after :data:`T_INFO`, at most :data:`INFO_REQUESTS` times); ``status`` is the
-    shoe's last :class:`ShoeStatus` (it sends one on link-up).
+    ``info`` holds ``firmware`` and ``serial`` from the shoe's identity (its DEVICE_INFO,
+    carried by the link handshake on every link-up: a device whose identity is not a shoe's, or
+    not the configured serial number, is refused before any of its frames is acknowledged);
+    ``status`` is the shoe's last :class:`ShoeStatus` (it sends one on link-up).
     """
 
     family = "shoe"
+    device_name = "card-reading shoe"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.info: dict[str, str] = {}
         self.status: ShoeStatus | None = None
-        self._info_requests = 0
-        self._info_timer: asyncio.TimerHandle | None = None
 
-    def link_established(self) -> None:
-        # Also after a RESET from a rebooted shoe: ask afresh, with a fresh count.
-        self._cancel_info_timer()
-        self._info_requests = 0
-        self._request_info()
+    def identify(self, kind: int, payload: bytes) -> dict[str, str]:
+        message = decode(kind, payload)
+        if not isinstance(message, DeviceInfo):
+            raise ProtocolError(f"a {type(message).__name__}, not DEVICE_INFO")
+        return {"firmware": message.firmware, "serial": message.serial}
 
-    def message_received(self, kind: int, payload: bytes) -> None:
+    def validate(self, kind: int, payload: bytes) -> None:
         message = decode(kind, payload)
         if isinstance(message, REQUESTS):
             raise ProtocolError(f"the shoe sent a host request: {message!r}")
+        if isinstance(message, DeviceInfo) and message.serial != self.info.get("serial"):
+            raise ProtocolError(f"DEVICE_INFO of serial number {message.serial!r} from the "
+                                f"shoe that identified itself as {self.info.get('serial')!r}")
+
+    def message_received(self, kind: int, payload: bytes) -> None:
+        message = decode(kind, payload)
         if isinstance(message, DeviceInfo):
             self.info = {"firmware": message.firmware, "serial": message.serial}
-            self._cancel_info_timer()
         elif isinstance(message, ShoeStatus):
             self.status = message
-        else:
+        elif not isinstance(message, REQUESTS):  # (validate() refused those)
             event = normalize(message)
             if event is not None:
                 self.emit(event)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._cancel_info_timer()
-        super().connection_lost(exc)
-
-    # -- the info request and its timer
-
-    def _request_info(self) -> None:
-        self._info_requests += 1
-        self.send(*encode(InfoRequest()))
-        self._info_timer = asyncio.get_running_loop().call_later(T_INFO, self._info_timed_out)
-
-    def _info_timed_out(self) -> None:
-        self._info_timer = None
-        self.counters["info_timeouts"] += 1
-        still_up = self.connected.is_set() and self.close_reason is None
-        if still_up and self._info_requests < INFO_REQUESTS:
-            self._request_info()
-
-    def _cancel_info_timer(self) -> None:
-        if self._info_timer is not None:
-            self._info_timer.cancel()
-            self._info_timer = None

@@ -16,13 +16,22 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from tabled.contract import faults
-from tabled.contract.events import CardDealt, Event, Fault, HandDealt, RoundStart, Seat, ShoeStart
+from tabled.contract.events import (
+    EXPOSED,
+    CardDealt,
+    Event,
+    Fault,
+    HandDealt,
+    RoundStart,
+    Seat,
+    ShoeStart,
+)
 from tabled.drivers.errors import DeviceError, ProtocolError
 from tabled.drivers.serial_device import SerialDevice
 from tabled.drivers.shuffler import protocol as p
 
-#: How long :meth:`ShufflerDriver.identify` waits for the machine's INFO (longer than the
-#: link's worst-case redelivery: T_ACK x MAX_RETRIES = 1.5 s).
+#: How long :meth:`ShufflerDriver.identified` waits for the link to come up with the machine's
+#: identity (its RESET_ACK carries it; T_RESET is 0.5 s).
 T_REPLY: Final = 2.0
 
 #: The machine's fault numbers as the daemon's stable fault codes.
@@ -62,9 +71,13 @@ def normalize(msg: p.Message) -> list[Event]:
             exposed = msg.exposed_cards
             if not exposed:
                 return [HandDealt(seat=msg.seat, cards=msg.cards, face_up=False)]
+            # The exposure is per card (the machine's mask): the hand is face up only if every
+            # card of it is; otherwise it stays face down and ``exposed`` names the cards that
+            # were seen (qpoker.art11.2 makes those, and only those, public).
             return [
-                HandDealt(seat=msg.seat, cards=msg.cards, face_up=True,
-                          extra={"exposed": list(exposed)}),
+                HandDealt(seat=msg.seat, cards=msg.cards,
+                          face_up=len(exposed) == len(msg.cards),
+                          extra={EXPOSED: list(exposed)}),
                 fault_event(p.DeviceFault.CARD_EXPOSED,
                             f"round {msg.round}, {_seat_name(msg.seat)}",
                             round=msg.round, seat=msg.seat),
@@ -96,31 +109,45 @@ def normalize(msg: p.Message) -> list[Event]:
 class ShufflerDriver(SerialDevice):
     """One automatic shuffler-dealer on a serial link (docs/protocols/shuffler.md).
 
-    ``info`` holds ``firmware`` and ``serial`` once the machine has answered; ``status`` is the
-    machine's last reported status, kept current by the messages that change it (None until
-    its first STATUS).
+    ``info`` holds ``firmware`` and ``serial`` from the machine's identity (its INFO, carried by
+    the link handshake: a device whose identity is not a shuffler-dealer's INFO, or not the
+    configured serial number, is refused before any of its frames is acknowledged); ``status``
+    is the machine's last reported status, kept current by the messages that change it (None
+    until its first STATUS).
     """
 
     family = "shuffler"
+    device_name = "shuffler-dealer"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.info: dict[str, str] = {}
         self.status: p.Status | None = None
         self._info_received = asyncio.Event()
 
+    def identify(self, kind: int, payload: bytes) -> dict[str, str]:
+        msg = p.decode(kind, payload)
+        if not isinstance(msg, p.Info):
+            raise ProtocolError(f"a {type(msg).__name__}, not INFO")
+        return {"firmware": msg.firmware, "serial": msg.serial}
+
+    def validate(self, kind: int, payload: bytes) -> None:
+        msg = p.decode(kind, payload)
+        if isinstance(msg, p.HOST_REQUESTS):
+            raise ProtocolError(f"{type(msg).__name__} is the host's message, not the machine's")
+        if isinstance(msg, p.Info) and msg.serial != self.info.get("serial"):
+            raise ProtocolError(f"INFO of serial number {msg.serial!r} from the machine that "
+                                f"identified itself as {self.info.get('serial')!r}")
+
     def link_established(self) -> None:
-        # Asked on every link-up, so a replaced machine behind the same port is noticed.
-        self.send(*p.encode(p.InfoRequest()))
+        # The identity came with the link (checked on every link-up, so a machine replaced
+        # behind the same port is noticed); the status is asked for.
+        self._info_received.set()
         self.send(*p.encode(p.StatusRequest()))
 
     def message_received(self, kind: int, payload: bytes) -> None:
         msg = p.decode(kind, payload)
-        if isinstance(msg, p.HOST_REQUESTS):
-            raise ProtocolError(f"{type(msg).__name__} is the host's message, not the machine's")
         if isinstance(msg, p.Info):
             self.info = {"firmware": msg.firmware, "serial": msg.serial}
-            self._info_received.set()
         if isinstance(msg, p.Status):
             self.status = msg
         elif self.status is not None:
@@ -128,13 +155,22 @@ class ShufflerDriver(SerialDevice):
         for event in normalize(msg):
             self.emit(event)
 
-    async def identify(self) -> dict[str, str]:
-        """The machine's firmware and serial number, as it answered the INFO_REQUEST sent at
-        link-up; DeviceError (reason ``no_reply``) if it has not answered within T_REPLY."""
+    async def identified(self) -> dict[str, str]:
+        """The machine's firmware and serial number, as its link handshake gave them.
+        DeviceError if the connection closed first (``reason`` from its close reason, e.g.
+        ``wrong_device``) or has not come up within T_REPLY (``no_reply``)."""
+        info = asyncio.ensure_future(self._info_received.wait())
+        closed = asyncio.ensure_future(self.wait_closed())
         try:
-            async with asyncio.timeout(T_REPLY):
-                await self._info_received.wait()
-        except TimeoutError as exc:
-            raise DeviceError("the shuffler-dealer did not answer INFO_REQUEST",
-                              device=self.device_id, reason="no_reply") from exc
-        return dict(self.info)
+            await asyncio.wait({info, closed}, timeout=T_REPLY,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            info.cancel()
+            closed.cancel()
+        if self._info_received.is_set():
+            return dict(self.info)
+        if self.close_reason is not None:
+            raise DeviceError(self.close_reason, device=self.device_id,
+                              reason=self.close_reason.partition(":")[0])
+        raise DeviceError("the shuffler-dealer did not come up with its identity",
+                          device=self.device_id, reason="no_reply")

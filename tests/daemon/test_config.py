@@ -129,3 +129,32 @@ def test_secrets_must_be_private_files(tmp_path: Path) -> None:
     os.chmod(empty, 0o600)
     with pytest.raises(SecretError, match="empty"):
         read_secret(empty)
+
+
+@pytest.mark.parametrize(("device", "reason"), [
+    ({"family": "shuffler", "url": "/x", "serial": ""}, "1 to 32 printable ASCII"),
+    ({"family": "shuffler", "url": "/x", "serial": " SD7"}, "without leading or trailing"),
+    ({"family": "shuffler", "url": "/x", "serial": "S" * 33}, "1 to 32 printable ASCII"),
+    ({"family": "shoe", "url": "/x", "serial": "caf\u00e9"}, "printable ASCII"),
+    ({"family": "dice", "url": "usb://1209:0001", "serial": "D" * 17}, "at most 16"),
+    ({"family": "dice", "url": "usb://1209:0001?serial=DS-0001", "serial": "DS-0002"},
+     "contradicts the serial number the url or match names (DS-0001)"),
+    ({"family": "dice", "match": {"serial": "DS-0001"}, "serial": "DS-0002"}, "contradicts"),
+])
+def test_a_pinned_serial_number_is_checked(device: dict, reason: str) -> None:
+    """devices[].serial pins the device's own serial number (issue 16 item 6)."""
+    with pytest.raises(ConfigError) as info:
+        parse_config(minimal(devices=[{"id": "d", **device}]))
+    assert any(k.startswith("devices.0") and reason in r for k, r in info.value.errors), \
+        info.value.errors
+
+
+def test_a_pinned_serial_number_is_kept() -> None:
+    config = parse_config(minimal(devices=[
+        {"id": "s", "family": "shuffler", "url": "/x", "serial": "SD7-004217"},
+        {"id": "d", "family": "dice", "url": "usb://1209:0001?serial=DS-1", "serial": "DS-1"},
+        # a shoe's udev serial (its USB-serial adapter's) is not the shoe's own
+        {"id": "h", "family": "shoe", "match": {"serial": "FTDI-77"}, "serial": "SHOE-1"}]))
+    assert [d.serial for d in config.devices] == ["SD7-004217", "DS-1", "SHOE-1"]
+    assert parse_config(minimal(devices=[{"id": "s", "family": "shoe", "url": "/x"}])
+                        ).devices[0].serial is None

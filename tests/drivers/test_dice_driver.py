@@ -188,6 +188,7 @@ async def test_table_faults_arrive_as_their_events(fault: str, event_validator: 
     if fault == "cocked@2":
         roll, cocked = events[1], events[2]
         assert roll.extra["cocked"] is True and roll.extra["confidence"] <= 0.8
+        assert roll.extra["cocked_dice"] == [2]  # the roll names the die, not only the fault
         assert cocked.extra["cocked_dice"] == [2]
         assert isinstance(cocked, Fault) and "craps.art1" in (cocked.detail or "")
         assert cocked.extra["device_msg"] == roll.extra["device_msg"]

@@ -238,3 +238,14 @@ def test_usb_urls_name_vendor_product_serial_and_backend(url: str, address: UsbA
 def test_malformed_usb_urls_are_refused(url: str) -> None:
     with pytest.raises(ValueError):
         parse_usb_url(url)
+
+
+@pytest.mark.parametrize(("mask", "dice"), [(0, None), (1, [1]), (2, [2]), (3, [1, 2])])
+def test_a_roll_names_its_cocked_dice(mask: int, dice: list[int] | None) -> None:
+    """The class of issue 16 item 4: the roll says which die was not lying flat, as the fault
+    does, not only that the roll had one."""
+    from tabled.drivers.dice.driver import normalize
+
+    roll, *fault = normalize(RollReport(1, 6, 6, 70, mask))
+    assert roll.extra.get("cocked_dice") == dice
+    assert [f.extra["cocked_dice"] for f in fault] == ([dice] if dice else [])

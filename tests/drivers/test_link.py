@@ -12,9 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tabled.drivers.framing import Frame, FrameDecoder, encode_frame
 from tabled.drivers.link import (
+    ACK,
     FIRST_FAMILY_KIND,
     MAX_RETRIES,
+    RESET,
     T_ACK,
     T_SILENCE,
     Link,
@@ -23,6 +26,8 @@ from tabled.drivers.link import (
     LinkState,
     LinkUp,
     MessageReceived,
+    PeerRefused,
+    Refused,
     Resume,
 )
 
@@ -225,3 +230,128 @@ def test_a_rebooted_device_is_not_mistaken_for_a_resend() -> None:
     _handshake(host, device)
     device.send(FIRST_FAMILY_KIND, b"x", 0.0)
     assert [e.number for e in host.receive_data(device.data_to_send(), 0.0)] == [0]
+
+
+# -- identity before data (issue 16 item 6) ------------------------------------------------------
+
+INFO = (0x20, bytes.fromhex("09 51 53 44 2d 33 2e 32 2e 30 0a 53 44 37 2d 30 30 34 32 31 37"))
+
+
+def test_the_reset_ack_carries_the_devices_identity_byte_for_byte() -> None:
+    """docs/protocols/framing.md: RESET_ACK = boot id, first message number, identity."""
+    device = Link(initiator=False, now=0.0, boot_id=0xB007, first_number=5, identity=INFO)
+    host_seen: list = []
+    host = Link(initiator=True, now=0.0,
+                check_identity=lambda identity: host_seen.append(identity))
+    device.receive_data(host.data_to_send(), 0.0)
+    wire = device.data_to_send()
+    assert wire.hex(" ") == ("02 00 04 1e 00 00 b0 07 00 00 00 05 20 09 51 53 44 2d 33 2e 32 2e "
+                             "30 0a 53 44 37 2d 30 30 34 32 31 37 0a ab 03")
+    assert [type(e) for e in host.receive_data(wire, 0.0)] == [LinkUp]
+    assert host_seen == [INFO]
+
+
+def _device_with_backlog(count: int, kind: int = FIRST_FAMILY_KIND, **options) -> Link:
+    device = Link(initiator=False, now=0.0, boot_id=7, identity=INFO, **options)
+    for i in range(count):
+        device.send(kind, bytes([i]), 0.0)
+    return device
+
+
+def test_a_refused_identity_takes_the_link_down_before_anything_is_acknowledged() -> None:
+    device = _device_with_backlog(4)
+    host = Link(initiator=True, now=0.0, check_identity=lambda identity: "not ours")
+    device.receive_data(host.data_to_send(), 0.0)
+    events = host.receive_data(device.data_to_send(), 0.0)  # RESET_ACK and 4 frames, one read
+    assert events == [PeerRefused("not ours")]
+    assert host.state is LinkState.DOWN and host.data_to_send() == b""
+    assert host.counters["refused"] == 1 and host.refusal is None
+    assert device.backlog == 4
+
+
+def test_a_missing_identity_is_the_checks_to_judge() -> None:
+    device = Link(initiator=False, now=0.0)
+    seen: list = []
+    host = Link(initiator=True, now=0.0, check_identity=lambda i: seen.append(i) or "none")
+    device.receive_data(host.data_to_send(), 0.0)
+    assert host.receive_data(device.data_to_send(), 0.0) == [PeerRefused("none")]
+    assert seen == [None]
+
+
+def test_a_frame_the_host_cannot_take_is_not_acknowledged_and_ends_the_link() -> None:
+    """The frames before it are delivered and acknowledged; it and all after it are not."""
+    device = Link(initiator=False, now=0.0, boot_id=7, identity=INFO)
+    host = Link(initiator=True, now=0.0,
+                check_message=lambda kind, payload: "bad" if payload == b"c" else None)
+    device.receive_data(host.data_to_send(), 0.0)
+    host.receive_data(device.data_to_send(), 0.0)
+    for payload in (b"a", b"b", b"c", b"d"):
+        device.send(FIRST_FAMILY_KIND, payload, 0.0)
+    events = host.receive_data(device.data_to_send(), 0.0)
+    assert [getattr(e, "payload", e) for e in events] == [b"a", b"b", PeerRefused("bad")]
+    acks = [f for f in FrameDecoder().feed(host.data_to_send()) if f.kind == ACK]
+    assert [f.payload for f in acks] == [b"\x00", b"\x01"]  # seq 2 ("c") is never acknowledged
+    assert host.refusal == Refused(7, 2, "bad")
+    device.receive_data(b"".join(encode_frame(f) for f in acks), 0.0)
+    assert device.backlog == 2  # "c" and "d" stay with the device
+
+
+def test_a_host_told_what_was_refused_refuses_the_device_at_the_handshake() -> None:
+    device = Link(initiator=False, now=0.0, boot_id=7, identity=INFO)
+    host = Link(initiator=True, now=0.0,
+                check_message=lambda kind, payload: "bad" if payload == b"c" else None)
+    device.receive_data(host.data_to_send(), 0.0)
+    host.receive_data(device.data_to_send(), 0.0)
+    for payload in (b"a", b"c"):
+        device.send(FIRST_FAMILY_KIND, payload, 0.0)
+    host.receive_data(device.data_to_send(), 0.0)
+    device.receive_data(host.data_to_send(), 0.0)  # "a" acknowledged
+    refused = host.refusal
+    assert refused is not None and refused.number == 1
+    # the device's next link starts with the refused message: refused before it comes up
+    backlog, next_number = device.take_backlog(), device.next_number
+    device2 = Link(initiator=False, now=1.0, boot_id=7, identity=INFO)
+    device2.carry_over(backlog, next_number)
+    host2 = Link(initiator=True, now=1.0, refused=refused,
+                 check_message=lambda kind, payload: None)
+    device2.receive_data(host2.data_to_send(), 1.0)
+    assert host2.receive_data(device2.data_to_send(), 1.0) == [PeerRefused("bad")]
+    assert host2.refusal == refused  # (kept for the next connection)
+    # the same ACK lost with the refusing host: the journal's resume still places it first
+    device3 = Link(initiator=False, now=2.0, boot_id=7, identity=INFO)
+    device3.carry_over([(FIRST_FAMILY_KIND, b"a", 0), (FIRST_FAMILY_KIND, b"c", 1)], 2)
+    host3 = Link(initiator=True, now=2.0, refused=refused, resume=Resume(7, 0))
+    device3.receive_data(host3.data_to_send(), 2.0)
+    assert host3.receive_data(device3.data_to_send(), 2.0) == [PeerRefused("bad")]
+    # a rebooted device (another boot) is another situation: it comes up
+    device4 = Link(initiator=False, now=3.0, boot_id=8, identity=INFO)
+    host4 = Link(initiator=True, now=3.0, refused=refused)
+    device4.receive_data(host4.data_to_send(), 3.0)
+    assert host4.receive_data(device4.data_to_send(), 3.0) == [LinkUp()]
+
+
+def test_the_host_answers_a_devices_reset_with_its_own_and_checks_it_again() -> None:
+    """A device that restarts its link (or another device now at the port) must say again
+    who it is: the host does not take a RESET as a link-up."""
+    checked: list = []
+    device = Link(initiator=False, now=0.0, identity=INFO)
+    host = Link(initiator=True, now=0.0, check_identity=lambda i: checked.append(i))
+    device.receive_data(host.data_to_send(), 0.0)
+    host.receive_data(device.data_to_send(), 0.0)
+    assert host.receive_data(encode_frame(Frame(0, RESET)), 1.0) == []
+    assert host.state is LinkState.RESETTING
+    assert [f.kind for f in FrameDecoder().feed(host.data_to_send())] == [RESET]
+    host.receive_data(encode_frame(Frame(0, RESET)), 1.1)  # resetting: its own timer repeats
+    assert host.data_to_send() == b""
+    other = Link(initiator=False, now=1.2, identity=(0x16, b"\x01x\x01y"))
+    other.receive_data(encode_frame(Frame(0, RESET)), 1.2)
+    assert host.receive_data(other.data_to_send(), 1.2) == [LinkUp()]
+    assert checked == [INFO, (0x16, b"\x01x\x01y")]
+
+
+def test_an_identity_must_fit_a_reset_ack() -> None:
+    with pytest.raises(LinkError):
+        Link(initiator=False, now=0.0, identity=(0x20, bytes(247)))
+    with pytest.raises(LinkError):
+        Link(initiator=False, now=0.0, identity=(0x03, b""))  # a link kind
+    Link(initiator=False, now=0.0, identity=(0x20, bytes(246)))

@@ -23,7 +23,6 @@ import pytest
 from tabled.contract.events import Burn, CardDealt, Event, Fault, ShoeStart, Void, event_to_dict
 from tabled.contract.outcome import Outcome
 from tabled.daemon.rules import make_table
-from tabled.drivers import shoe as shoe_family
 from tabled.drivers.errors import DeviceError
 from tabled.drivers.link import Link, LinkEvent, LinkUp, MessageReceived, Resume
 from tabled.drivers.link_runner import LinkRunner
@@ -157,7 +156,9 @@ async def test_a_seeded_shoe_arrives_intact_and_deals_real_baccarat(tmp_path,
     # the same cards, in the same order, as the simulator's shuffled shoe
     out_of_shoe = [e.card for e in events if isinstance(e, Burn | CardDealt)]
     assert out_of_shoe == shuffled_shoe(random.Random(11), 8)[:len(out_of_shoe)]
-    assert all(e.face_up for e in events if isinstance(e, CardDealt))
+    # the reader cannot see whether a card came out exposed: it claims no face_up (issue 16,
+    # the class of item 4: a flag must not say more than the device knows)
+    assert all(e.face_up is None for e in events if isinstance(e, CardDealt))
     for event in events:
         assert not list(event_validator.iter_errors(event_to_dict(event)))
     # the rules core settles every hand the dealer dealt: no misdeal, two demonstrations
@@ -402,7 +403,8 @@ class WiredShoe:
     def __init__(self, reader: ShoeReader, write: Callable[[bytes], None]) -> None:
         self.reader = reader
         loop = asyncio.get_running_loop()
-        self.runner = LinkRunner(Link(initiator=False, now=loop.time(), t_silence=60.0), write,
+        self.runner = LinkRunner(Link(initiator=False, now=loop.time(), t_silence=60.0,
+                                      identity=encode(reader.info)), write,
                                  self._link_event, clock=loop.time)
         self.runner.start()
 
@@ -455,50 +457,51 @@ async def test_any_transport_delivers_the_script_intact(transport: str) -> None:
 # -- the driver's own duties ---------------------------------------------------------------------
 
 
-class ForgetfulShoe(ShoeDevice):
-    """A shoe whose firmware misses the first INFO_REQUEST after a link-up."""
-
-    def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.info_requests = 0
-
-    def message_received(self, kind: int, payload: bytes) -> None:
-        if (kind, payload) == encode(InfoRequest()):
-            self.info_requests += 1
-            if self.info_requests == 1:
-                return
-        super().message_received(kind, payload)
-
-
-async def test_the_driver_asks_again_for_info_after_t_info(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(shoe_family.driver, "T_INFO", 0.2)
-    device = ForgetfulShoe(link_path=str(tmp_path / "shoe"))
+async def test_the_shoe_identifies_itself_in_the_link_handshake(tmp_path) -> None:
+    """Its DEVICE_INFO rides in the RESET_ACK: the driver knows who it is at link-up, before
+    any report, and asks nothing (issue 16 item 6)."""
+    device = ShoeDevice(link_path=str(tmp_path / "shoe"))
     await device.start()
     driver = await open_device(device.path, device_id=DEVICE_ID, emit=lambda e: None)
     async with asyncio.timeout(5):
         await driver.connected.wait()
-        await until(lambda: bool(driver.info))
-    assert device.info_requests == 2
-    assert driver.link_counters()["info_timeouts"] == 1
-    assert driver.info["serial"] == SERIAL
+    assert driver.info == {"firmware": FIRMWARE, "serial": SERIAL}
+    await asyncio.sleep(0.1)
+    assert device.ignored == 0
     await close_all([driver], device)
 
 
-async def test_a_message_the_shoe_must_not_send_is_counted_and_skipped(tmp_path) -> None:
-    """A host request coming from the device, and an unknown kind, are content errors."""
+async def test_a_message_the_shoe_must_not_send_is_refused_and_never_acknowledged(
+        tmp_path) -> None:
+    """A host request coming from the device (or any frame the driver cannot decode as a
+    shoe's) is not acknowledged: the driver refuses the device (``wrong_device``) after
+    acknowledging what came before it, and the shoe keeps the refused frame. A driver told what
+    the last one refused does not even come up while the shoe would send it first again."""
     device = ShoeDevice(link_path=str(tmp_path / "shoe"))
     await device.start()
     events: list[Event] = []
     driver = await open_device(device.path, device_id=DEVICE_ID, emit=events.append)
     async with asyncio.timeout(5):
         await driver.connected.wait()
-        device.send(*encode(InfoRequest()))
-        device.send(0x7F, b"\x01")
         device.report(device.reader.load(8))
-        await device.drain()
+        device.send(*encode(InfoRequest()))
+        await driver.wait_closed()
+        await until(lambda: device.backlog == 1)  # the load was acknowledged, not the request
     assert [e.type for e in events] == ["shoe_start"]
-    assert driver.link_counters()["bad_message"] == 2
-    await close_all([driver], device)
+    assert driver.close_reason is not None
+    assert driver.close_reason.startswith("wrong_device: it sent a frame that is not a "
+                                          "card-reading shoe message (kind 0x20")
+    assert driver.link_counters()["refused"] == 1 and "bad_message" not in driver.link_counters()
+    assert driver.refused is not None
+    again = await open_device(device.path, device_id=DEVICE_ID, emit=events.append,
+                              refused=driver.refused)
+    async with asyncio.timeout(5):
+        await again.wait_closed()
+    assert not again.connected.is_set() and again.close_reason == driver.close_reason
+    # (the shoe queued its link-up STATUS behind the refused frame: it cannot tell a refusing
+    # host from any other)
+    assert device.backlog == 2 and [e.type for e in events] == ["shoe_start"]
+    await device.stop()
 
 
 async def test_a_host_request_the_shoe_does_not_know_is_ignored(tmp_path) -> None:

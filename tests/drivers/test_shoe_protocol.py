@@ -190,7 +190,7 @@ def test_a_flagged_card_is_always_a_burn_and_never_a_card(report: Report) -> Non
     ("report", "event"),
     [
         (ShoeLoaded(6), ShoeStart(decks=6)),
-        (CardOut(3, "9H"), CardDealt(card="9H", face_up=True)),
+        (CardOut(3, "9H"), CardDealt(card="9H")),
         (CardOut(3, "9H", burn=True), Burn(card="9H")),
         (CutCardOut(400), CutCard()),
         (ButtonPressed(Button.DEMO), Demo()),

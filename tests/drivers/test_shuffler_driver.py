@@ -26,6 +26,7 @@ from tabled.drivers.shuffler import ShufflerDriver, open_device
 from tabled.drivers.shuffler import protocol as p
 from tabled.drivers.shuffler.driver import normalize
 from tabled.simulators.faults import ByteFault
+from tabled.simulators.pty_device import PtyDevice
 from tabled.simulators.shuffler import (
     FIRMWARE,
     SERIAL_NUMBER,
@@ -204,7 +205,7 @@ async def test_every_machine_fault_arrives_as_its_fault_event(spec: str, code: s
         assert drivers[-1].status is not None and drivers[-1].status.fault == 0
     if fault.kind == "exposed":
         hand = events[events.index(fault_event) - 1]
-        assert isinstance(hand, HandDealt) and hand.face_up is True
+        assert isinstance(hand, HandDealt) and hand.face_up is False  # one card, not the hand
         assert len(hand.extra["exposed"]) == 1 and hand.extra["exposed"][0] in hand.cards
         assert hand.seat == ("dealer" if fault.dealer else 5)
 
@@ -246,40 +247,63 @@ async def test_every_byte_fault_loses_and_duplicates_nothing(fault: ByteFault,
         assert drivers[1].next_seq == len(events)
 
 
-async def test_identify_returns_the_info_or_gives_up_after_t_reply(tmp_path, monkeypatch) -> None:
+async def test_the_machine_identifies_itself_in_the_link_handshake(tmp_path) -> None:
+    """Its INFO rides in the RESET_ACK (issue 16 item 6): ``identified()`` has it at link-up;
+    a device that gives none is refused at once (DeviceError ``wrong_device``)."""
     device = ShufflerSimulator(p.Mode.QPOKER, link_path=str(tmp_path / "shuffler"))
     await device.start()
     driver = await open_device(device.path, device_id=DEVICE_ID, emit=lambda e: None)
     async with asyncio.timeout(SESSION_TIMEOUT):
-        assert await driver.identify() == {"firmware": FIRMWARE, "serial": SERIAL_NUMBER}
+        assert await driver.identified() == {"firmware": FIRMWARE, "serial": SERIAL_NUMBER}
     driver.close()
     await driver.wait_closed()
-    monkeypatch.setattr(ShufflerSimulator, "message_received", lambda self, kind, payload: None)
-    monkeypatch.setattr("tabled.drivers.shuffler.driver.T_REPLY", 0.3)
-    mute = await open_device(device.path, device_id=DEVICE_ID, emit=lambda e: None)
-    with pytest.raises(DeviceError) as info:
-        await mute.identify()
-    assert info.value.reason == "no_reply"
-    mute.close()
-    await mute.wait_closed()
     await device.stop()
+    anonymous = PtyDevice(link_path=str(tmp_path / "anonymous"))
+    await anonymous.start()
+    mute = await open_device(anonymous.path, device_id=DEVICE_ID, emit=lambda e: None)
+    async with asyncio.timeout(SESSION_TIMEOUT):
+        with pytest.raises(DeviceError) as info:
+            await mute.identified()
+    assert info.value.reason == "wrong_device"
+    assert "no identity" in str(info.value)
+    await mute.wait_closed()
+    await anonymous.stop()
 
 
-async def test_a_host_request_from_the_machine_is_counted_and_skipped(tmp_path) -> None:
+async def test_a_host_request_from_the_machine_is_refused_and_never_acknowledged(
+        tmp_path) -> None:
     device = ShufflerSimulator(p.Mode.QPOKER, link_path=str(tmp_path / "shuffler"))
     await device.start()
     events: list[Event] = []
     driver = await open_device(device.path, device_id=DEVICE_ID, emit=events.append)
     async with asyncio.timeout(SESSION_TIMEOUT):
         await driver.connected.wait()
-        device.send(*p.encode(p.StatusRequest()))
-        device.send(p.HAND, b"\x00\x01\x01\x10\xd1\xa3\x08")  # a fourth exposed card
+        await until(lambda: driver.status is not None and not device.backlog)
         await device.play([p.RoundSeats(1, (2,))])
-        await device.drain()
+        device.send(*p.encode(p.StatusRequest()))
+        await driver.wait_closed()
+        await until(lambda: device.backlog == 1)
     assert bare(events) == [{"v": 1, "type": "round_start", "seats": [2]}]
-    assert driver.link_counters()["bad_message"] == 2
-    driver.close()
-    await driver.wait_closed()
+    assert driver.close_reason is not None and driver.close_reason.startswith(
+        "wrong_device: it sent a frame that is not a shuffler-dealer message (kind 0x11: "
+        "StatusRequest is the host's message")
+    await device.stop()
+
+
+async def test_a_hand_the_driver_cannot_decode_is_never_acknowledged(tmp_path) -> None:
+    """A HAND that flags a fourth exposed card: skipping it would lose a seat's hand, taking it
+    is impossible; it is refused and stays with the machine."""
+    device = ShufflerSimulator(p.Mode.QPOKER, link_path=str(tmp_path / "shuffler"))
+    await device.start()
+    events: list[Event] = []
+    driver = await open_device(device.path, device_id=DEVICE_ID, emit=events.append)
+    async with asyncio.timeout(SESSION_TIMEOUT):
+        await driver.connected.wait()
+        await until(lambda: driver.status is not None and not device.backlog)
+        device.send(p.HAND, b"\x00\x01\x01\x10\xd1\xa3\x08")
+        await driver.wait_closed()
+    assert events == [] and device.backlog == 1
+    assert driver.close_reason is not None and "fourth card" in driver.close_reason
     await device.stop()
 
 
@@ -301,7 +325,8 @@ class WireTransport(asyncio.Transport):
         self.driver, self.style, self.rng = driver, style, rng
         self.status = p.Status(p.MachineState.IDLE, p.Mode.QPOKER)
         loop = asyncio.get_running_loop()
-        self.machine = LinkRunner(Link(initiator=False, now=loop.time()),
+        self.machine = LinkRunner(Link(initiator=False, now=loop.time(),
+                                       identity=p.encode(p.Info(FIRMWARE, SERIAL_NUMBER))),
                                   lambda data: self._carry(data, driver.data_received),
                                   self._machine_event, clock=loop.time)
         self.machine.start()

@@ -26,6 +26,7 @@ from tabled.contract.events import (
     ShoeStart,
     encode_event,
     event_to_dict,
+    exposed_cards,
     parse_event,
 )
 from tabled.contract.outcome import Outcome
@@ -207,15 +208,36 @@ def test_a_face_down_hand_is_a_hand_event_of_three_cards() -> None:
 
 
 @pytest.mark.parametrize("seat", [4, "dealer"])
-def test_an_exposed_card_marks_the_hand_face_up_and_is_a_card_exposed_fault(seat) -> None:
-    """Art. 11.2 / 11.3 are the rules core's: the driver reports which card, and a fault that
-    names no card (a dealer's card must not leak before reveal)."""
+def test_an_exposed_card_is_named_alone_and_the_hand_stays_face_down(seat) -> None:
+    """Issue 16 item 4: the machine saw one card of the hand face up; the hand is not face up
+    (its other two cards are as face down as any), the event names the one card, and a fault
+    that names no card follows (a dealer's card must not leak before reveal). Art. 11.2 / 11.3
+    are the rules core's."""
     hand, fault = normalize(p.Hand(2, seat, ("AS", "KH", "TD"), (False, False, True)))
-    assert isinstance(hand, HandDealt) and hand.face_up is True
+    assert isinstance(hand, HandDealt) and hand.face_up is False
     assert hand.extra == {"exposed": ["TD"]}
+    assert exposed_cards(hand) == ("TD",)
     assert isinstance(fault, Fault) and fault.code == "card_exposed"
     assert fault.extra["device_code"] == 5 and fault.extra["seat"] == seat
     assert not any(card in (fault.detail or "") for card in ("AS", "KH", "TD"))
+
+
+def test_a_hand_seen_wholly_face_up_is_a_face_up_hand() -> None:
+    hand, _ = normalize(p.Hand(2, 4, ("AS", "KH", "TD"), (True, True, True)))
+    assert isinstance(hand, HandDealt) and hand.face_up is True
+    assert exposed_cards(hand) == ("AS", "KH", "TD")
+
+
+@settings(max_examples=200)
+@given(st.builds(p.Hand, rounds, seats, st.lists(cards, min_size=3, max_size=3,
+                                                 unique=True).map(tuple),
+                 st.tuples(st.booleans(), st.booleans(), st.booleans())))
+def test_the_event_exposes_exactly_the_cards_the_machine_saw(hand: p.Hand) -> None:
+    """The class of item 4: a flag must not say more than the machine saw, for any mask."""
+    event = normalize(hand)[0]
+    assert isinstance(event, HandDealt)
+    assert exposed_cards(event) == hand.exposed_cards
+    assert event.face_up is all(hand.exposed)
 
 
 @settings(max_examples=200)

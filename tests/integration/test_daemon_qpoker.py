@@ -14,6 +14,7 @@ from pathlib import Path
 import aiomqtt
 
 from tabled.daemon.broker import Mosquitto
+from tabled.simulators.ledger import read_ledger
 from tabled.tools.demo import Console
 from tests.integration.harness import (
     Daemon,
@@ -119,3 +120,36 @@ async def test_a_shuffler_failure_mid_deal_voids_the_round(tmp_path: Path,
     assert all(b["dobo"]["result"] == "void" and b["play"]["result"] == "void"
                for b in void["bets"].values())
     assert any(f.get("code") == "shuffler_jam" for f in faults)
+
+
+async def test_a_shuffler_failure_before_a_round_s_first_card_voids_that_round(
+        tmp_path: Path, broker: Mosquitto) -> None:
+    """Issue 16, item 3: failure@4 with rounds of seats 1,2 (three hands each): the machine
+    announces round 2 and fails before its first card. Round 2 is void under qpoker.art11.5 (it
+    used to get no outcome at all: round 3's round_start replaced it), and every round the
+    machine dealt has its outcome, with the cards its ledger says it dealt."""
+    ledger_path = tmp_path / "ledger.jsonl"
+    sim, daemon, key = setup(tmp_path, broker, "--seed", "1", "--rounds", "3", "--seats", "1,2",
+                             "--pace", "0.005", "--fault", "failure@4",
+                             "--ledger", str(ledger_path))
+    try:
+        async with Subscriber("127.0.0.1", broker.port, "tabled/lab/t1/#") as sub:
+            daemon.start()
+            await play(sim, daemon, broker, key, 3, sub)
+            outcomes = sub.on("/outcome")
+    finally:
+        sim.stop()
+        assert daemon.stop() == 0
+    ledger = read_ledger(ledger_path)
+    assert [(r["round"], r["halted"]) for r in ledger] == [(1, None), (2, "failure"), (3, None)]
+    assert [(o["round"], o["status"], o.get("article")) for o in outcomes] == [
+        (1, "complete", None), (2, "void", "qpoker.art11.5"), (3, "complete", None)]
+    assert "shuffler_failure" in outcomes[1]["void_reason"]
+    assert all(b["dobo"]["result"] == "void" for b in outcomes[1]["bets"].values())
+    assert sorted(outcomes[1]["bets"]) == ["1", "2"]
+    for outcome, dealt in zip(outcomes, ledger, strict=True):
+        if outcome["status"] == "complete":
+            result = outcome["result"]
+            assert result["dealer"]["cards"] == dealt["hands"]["dealer"]
+            assert {s: r["cards"] for s, r in result["seats"].items()} == {
+                s: c for s, c in dealt["hands"].items() if s != "dealer"}

@@ -61,7 +61,9 @@ def test_a_dealt_qpoker_round_arrives_dealer_last(tmp_path: Path) -> None:
     assert [h["seat"] for h in hands[:4]] == [2, 4, 6, "dealer"]  # Art. 7(2): dealer last
     cards = [c for h in hands[:4] for c in h["cards"]]
     assert all(len(h["cards"]) == 3 for h in hands) and len(set(cards)) == 12  # one deck
-    assert hands[1].get("face_up") is True and hands[1]["exposed"]  # seat 4's exposed card
+    # seat 4's one exposed card (item 4 of issue 16: that card, not the hand, is face up)
+    assert hands[1]["face_up"] is False and len(hands[1]["exposed"]) == 1
+    assert hands[1]["exposed"][0] in hands[1]["cards"]
     codes = [e["code"] for e in events if e["type"] == "fault"]
     assert codes == ["card_exposed", "shuffler_jam"]
     assert summary["info"]["serial"]

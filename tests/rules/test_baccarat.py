@@ -464,23 +464,43 @@ def test_art10_an_unreadable_card_during_a_hand_voids_it_and_counts_toward_the_s
     assert over.void_reason == "card 4S is card 313 out of a shoe of 6 decks (312 cards)"
 
 
-def test_art1_art10_an_unreadable_card_between_hands_is_counted_and_noticed() -> None:
-    """Art. 10 voids only a hand in progress; between hands the unread card is counted (Art. 1),
-    and one the shoe cannot have held is a card_count notice."""
+def test_art7_art10_an_unreadable_card_between_hands_is_the_player_s_first_so_its_hand_is_void(
+) -> None:
+    """Art. 7: a card out of the shoe between hands, not burned, is the Player's first; unread,
+    its hand cannot be corrected and is void (Art. 10). It counts toward the shoe (Art. 1) and,
+    like any unread card, ends its hand: the next card begins a new one."""
     table = BaccaratTable()
-    unreadable = Notice(
-        "unreadable_card",
-        "an unreadable card left the shoe between hands; it counts toward the shoe",
-        "baccarat.art1")
     assert table.feed(ShoeStart(decks=6)) == []
-    assert table.feed(Fault(code="unreadable_card")) == [unreadable]
+    (outcome,) = table.feed(Fault(code="unreadable_card"))
+    assert isinstance(outcome, Outcome)
+    assert outcome.to_record() == void(
+        1, "misdeal: card 1 of the hand (the Player's first, Art. 7) was unreadable (fault "
+           "unreadable_card); the deal cannot be corrected", "baccarat.art10",
+        result([], [], 0, 0, None, False))
     assert not table.round_open
-    feed_all(table, [Burn() for _ in range(311)])
-    assert table.feed(Fault(code="unreadable_card")) == [unreadable, Notice(
-        "card_count",
-        "unreadable: an unknown card is card 313 out of a shoe of 6 decks (312 cards)",
-        "baccarat.art1")]
-    assert table.next_round == 1
+    (tie,) = feed_all(table, cards(*NATURAL_TIE))
+    assert isinstance(tie, Outcome) and (tie.round, tie.status) == (2, "complete")
+    # 1 unread + 4 cards + 306 burns = 311 of 312: one more unread card is the last; the next
+    # overflows, and Art. 1 is the first cause of its hand's void.
+    feed_all(table, [Burn() for _ in range(306)])
+    (last,) = table.feed(Fault(code="unreadable_card"))
+    assert isinstance(last, Outcome) and last.article == "baccarat.art10"
+    (over,) = table.feed(Fault(code="unreadable_card"))
+    assert isinstance(over, Outcome)
+    assert (over.round, over.article, over.void_reason) == (
+        4, "baccarat.art1", "an unknown card is card 313 out of a shoe of 6 decks (312 cards)")
+
+
+def test_art2_2_an_unreadable_first_card_of_a_demonstration_hand_spends_the_mark() -> None:
+    """The unread card begins the marked hand, which is void; the next hand is a real one."""
+    table = BaccaratTable()
+    table.feed(Demo())
+    (outcome,) = table.feed(Fault(code="unreadable_card"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.status, outcome.article, outcome.extra.get("demo")) == (
+        "void", "baccarat.art10", True)
+    (real,) = feed_all(table, cards(*NATURAL_TIE))
+    assert isinstance(real, Outcome) and "demo" not in real.to_record()
 
 
 def test_art1_an_unreadable_card_beyond_the_shoe_voids_its_hand_by_art1_first() -> None:
@@ -520,6 +540,175 @@ def test_art10_a_hand_already_void_keeps_its_first_cause() -> None:
     assert isinstance(outcome, Outcome)
     assert (outcome.article, outcome.void_reason) == (
         "baccarat.art1", "card AS is copy 7 in a shoe of 6 decks")
+
+
+# -- Art. 10: a hand voided while it is still being dealt (the daemon lost the shoe) -------------
+
+LOST = Void(reason="device_lost: shoe shoe-1 not back within 3 s", extra={"device_lost": True})
+#: The issue's shoe (seed 5): hand 3 is 5H 6D KD 2S (Player 5H KD, Banker 6D 2S: Banker's
+#: natural 8), hand 4 is JD JC 7D TH 8D QC (Player 7, Banker 0: the lower, Banker, draws 8D and
+#: reaches 8, so Player must draw QC and stays 7: Banker wins).
+HAND_3 = ("5H", "6D", "KD", "2S")
+HAND_4 = ("JD", "JC", "7D", "TH", "8D", "QC")
+
+
+def test_art10_the_rest_of_a_hand_voided_for_a_lost_shoe_belongs_to_that_hand_not_the_next(
+) -> None:
+    """The daemon voided hand 3 after its first card because the shoe stayed lost; the dealer,
+    who saw nothing, dealt on. The three cards the drawing rules still called for are hand 3's
+    (declined with a notice), and hand 4 is dealt from its own first card."""
+    table = BaccaratTable()
+    feed_all(table, cards(*NATURAL_TIE, *NATURAL_TIE[::-1]))  # rounds 1 and 2
+    table.feed(CardDealt(card=HAND_3[0]))
+    (void3,) = table.feed(LOST)
+    assert isinstance(void3, Outcome)
+    assert (void3.round, void3.status, void3.article) == (3, "void", "baccarat.art10")
+    assert not table.round_open  # its outcome is out: nothing for a lost-shoe timer to void
+    follow = feed_all(table, cards(*HAND_3[1:]))
+    assert [o.code for o in follow if isinstance(o, Notice)] == ["dealt_after_void"] * 3
+    assert all(isinstance(o, Notice) and o.article == "baccarat.art10" for o in follow)
+    assert "round 3" in follow[0].message and "fully dealt" in follow[-1].message
+    (hand4,) = feed_all(table, cards(*HAND_4))
+    assert hand4.to_record() == complete(4, result(["JD", "7D", "QC"], ["JC", "TH", "8D"], 7, 8,
+                                                   "banker", False), {
+        "player": lose(ART16_1), "banker": win("19:20", "baccarat.art17.1"),
+        "tie": lose(ART16_1), **PAIRS_LOSE})
+
+
+@pytest.mark.parametrize("boundary", [Void(reason="dealer_button"), RoundStart(),
+                                      ShoeStart(decks=8), Fault(code="unreadable_card")])
+def test_art10_the_dealer_s_boundary_ends_a_void_hand_still_being_dealt(boundary: Event) -> None:
+    """The dealer stopped the void hand (VOID, a new round or shoe, an unread card): the next
+    card begins a new hand, and the void hand gets no second outcome."""
+    table = BaccaratTable()
+    feed_all(table, cards(*HAND_3[:2]))
+    (void1,) = table.feed(LOST)
+    assert isinstance(void1, Outcome) and void1.round == 1
+    assert not [o for o in table.feed(boundary) if isinstance(o, Outcome)]
+    (hand,) = feed_all(table, cards(*HAND_4))
+    assert isinstance(hand, Outcome)
+    assert (hand.round, hand.status, hand.result.player_cards) == (
+        2, "complete", ("JD", "7D", "QC"))
+
+
+def test_art10_a_lost_shoe_void_with_no_hand_open_and_a_burn_in_the_void_hand() -> None:
+    """A second lost-shoe void finds no hand to void; a burn in the void hand's rest is a burn
+    in the middle of a hand (Art. 8), and the hand is still followed."""
+    table = BaccaratTable()
+    assert table.feed(LOST)[0] == Notice(
+        "nothing_to_void", "a void event with no hand being dealt", "baccarat.art10")
+    table.feed(CardDealt(card=HAND_3[0]))
+    table.feed(LOST)
+    assert [o.code for o in table.feed(LOST) if isinstance(o, Notice)] == ["nothing_to_void"]
+    assert [o.code for o in table.feed(Burn(card="9S")) if isinstance(o, Notice)] == [
+        "burn_mid_hand"]
+    feed_all(table, cards(*HAND_3[1:]))
+    (hand,) = feed_all(table, cards(*HAND_4))
+    assert isinstance(hand, Outcome) and (hand.round, hand.status) == (2, "complete")
+
+
+@pytest.mark.parametrize(("last_hand", "voided"), [("this", 2), ("one_more", 3)])
+def test_reading_rb2_the_cut_card_in_a_void_hand_still_being_dealt_falls_in_that_hand(
+        last_hand: str, voided: int) -> None:
+    """The void hand is in progress at the table: the cut card coming out in its rest makes it
+    the cut card's hand (R-B2), as it would had the shoe never been lost."""
+    table = BaccaratTable(BaccaratOptions(last_hand=last_hand))  # type: ignore[arg-type]
+    table.feed(CardDealt(card=HAND_3[0]))
+    table.feed(LOST)
+    table.feed(CutCard())
+    feed_all(table, cards(*HAND_3[1:]))
+    outcomes = [o for o in feed_all(table, cards(*HAND_4, *NATURAL_TIE)) if isinstance(o, Outcome)]
+    assert [(o.round, o.status, o.article) for o in outcomes] == [
+        (2, "complete" if voided == 3 else "void", None if voided == 3 else "baccarat.art3"),
+        (3, "void", "baccarat.art3")]
+
+
+def test_art10_an_old_recording_s_lost_shoe_void_without_the_mark_replays_as_it_was() -> None:
+    """A void without ``device_lost`` (a recording made before the mark existed) is the dealer's:
+    the next card begins a new hand, so old recordings give the outcomes they gave."""
+    table = BaccaratTable()
+    table.feed(CardDealt(card=HAND_3[0]))
+    table.feed(Void(reason="device_lost: shoe shoe-1 not back within 3 s"))
+    (hand,) = feed_all(table, cards(*HAND_3[1:], "9C", "9H"))
+    assert isinstance(hand, Outcome) and hand.result.player_cards == ("6D", "2S")
+
+
+# -- event_not_applied: what the daemon could not apply, it does not guess -----------------------
+
+
+def not_applied(event_type: str, code: str | None = None) -> Fault:
+    extra = {"event_type": event_type, **({"event_code": code} if code else {})}
+    return Fault(code="event_not_applied", detail="TypeError in the runtime", extra=extra)
+
+
+def test_a_card_not_applied_voids_its_hand_and_cards_are_declined_until_the_dealer_s_boundary(
+) -> None:
+    """A card the daemon could not apply cannot be counted in its hand, so the hand is void and
+    the daemon cannot tell where the next begins: it declines cards until the dealer marks a
+    boundary, rather than guess."""
+    table = BaccaratTable()
+    feed_all(table, cards(*HAND_3[:2]))
+    (void1,) = table.feed(not_applied("card"))
+    assert isinstance(void1, Outcome)
+    assert (void1.status, void1.article) == ("void", "baccarat.art10")
+    assert "could not apply a card event" in (void1.void_reason or "")
+    declined = feed_all(table, cards(*HAND_3[2:], *HAND_4))
+    assert {o.code for o in declined if isinstance(o, Notice)} == {"card_not_followed"}
+    assert not [o for o in declined if isinstance(o, Outcome)]
+    table.feed(Void(reason="dealer_button"))
+    (hand,) = feed_all(table, cards(*NATURAL_TIE))
+    assert isinstance(hand, Outcome) and (hand.round, hand.status) == (2, "complete")
+
+
+def test_a_card_not_applied_between_hands_begins_a_void_hand() -> None:
+    table = BaccaratTable()
+    (void1,) = table.feed(not_applied("card"))
+    assert isinstance(void1, Outcome) and (void1.round, void1.status) == (1, "void")
+    assert table.feed(CardDealt(card="2S"))[0].code == "card_not_followed"  # type: ignore[union-attr]
+    table.feed(RoundStart())
+    assert [o.status for o in feed_all(table, cards(*NATURAL_TIE)) if isinstance(o, Outcome)] == [
+        "complete"]
+
+
+@pytest.mark.parametrize(("lost", "void_hands"), [
+    ("demo", 1),  # the next hand may be a demonstration: void
+    ("cut_card", 99),  # the last hand is not known: every hand of the shoe is void
+    ("shoe_start", 99),
+    ("fault", 0),  # a fault other than an unread card changes nothing
+    ("burn", 0),  # counted, part of no hand
+])
+def test_an_event_not_applied_between_hands_voids_what_it_may_have_changed(
+        lost: str, void_hands: int) -> None:
+    table = BaccaratTable()
+    assert not [o for o in table.feed(not_applied(lost)) if isinstance(o, Outcome)]
+    if lost == "shoe_start":
+        table.feed(RoundStart())  # a boundary for the cards, not for the shoe
+    outcomes = [o for o in feed_all(table, cards(*NATURAL_TIE, *NATURAL_TIE[::-1]))
+                if isinstance(o, Outcome)]
+    assert [o.status for o in outcomes] == (["void"] * min(void_hands, 2)
+                                            + ["complete"] * (2 - min(void_hands, 2)))
+    table.feed(ShoeStart(decks=8))
+    (fresh,) = feed_all(table, cards(*NATURAL_TIE))
+    assert isinstance(fresh, Outcome) and fresh.status == "complete"
+
+
+def test_an_unread_card_not_applied_is_a_card_not_applied() -> None:
+    table = BaccaratTable()
+    table.feed(CardDealt(card="2S"))
+    (void1,) = table.feed(not_applied("fault", "unreadable_card"))
+    assert isinstance(void1, Outcome) and void1.status == "void"
+    assert table.feed(CardDealt(card="3S"))[0].code == "card_not_followed"  # type: ignore[union-attr]
+
+
+def test_a_void_not_applied_mid_hand_voids_it_and_the_daemon_waits_for_a_boundary() -> None:
+    table = BaccaratTable()
+    table.feed(CardDealt(card="2S"))
+    (void1,) = table.feed(not_applied("void"))
+    assert isinstance(void1, Outcome) and void1.status == "void"
+    assert table.feed(CardDealt(card="3S"))[0].code == "card_not_followed"  # type: ignore[union-attr]
+    assert table.feed(Fault(code="unreadable_card"))[0].code == "dealt_after_void"  # type: ignore[union-attr]
+    (hand,) = feed_all(table, cards(*NATURAL_TIE))
+    assert isinstance(hand, Outcome) and (hand.round, hand.status) == (2, "complete")
 
 
 # -- Art. 11, 12, 16, 17: settlement ---------------------------------------------------------------
@@ -625,3 +814,39 @@ def test_options_are_the_table_s_and_fixed() -> None:
     options = BaccaratOptions(method=2, commission="half_on_four", last_hand="one_more", decks=6)
     assert BaccaratTable(options).options is options
     assert BaccaratTable().options == BaccaratOptions()
+
+
+# -- a shoe that numbers its cards: a gap is cards the daemon never saw ----------------------------
+
+
+def numbered(start: int, *codes: str) -> list[Event]:
+    return [CardDealt(card=code, extra={"card_no": start + i}) for i, code in enumerate(codes)]
+
+
+def test_a_gap_in_the_shoe_s_card_numbers_voids_the_hand_and_waits_for_a_boundary() -> None:
+    """Cards 3 and 4 left the shoe and never reached the daemon (a shoe that lost what it read):
+    the hand they went to is void (Art. 10), they count toward the shoe (Art. 1), and the daemon
+    cannot tell where the next hand begins, so it declines cards until the dealer marks one."""
+    table = BaccaratTable(BaccaratOptions(decks=6))
+    feed_all(table, [ShoeStart(decks=6), *numbered(1, "2S", "3D")])
+    out = feed_all(table, numbered(5, "4H"))
+    (void1,) = [o for o in out if isinstance(o, Outcome)]
+    assert (void1.status, void1.article) == ("void", "baccarat.art10")
+    assert "cards 3 to 4 of the shoe never reached the daemon" in (void1.void_reason or "")
+    assert [o.code for o in out if isinstance(o, Notice)] == ["card_not_followed"]
+    assert table._out_of_shoe == 5
+    table.feed(Void(reason="dealer_button"))
+    (hand,) = feed_all(table, numbered(6, *NATURAL_TIE))
+    assert isinstance(hand, Outcome) and (hand.round, hand.status) == (2, "complete")
+
+
+def test_numbered_cards_burns_and_unread_cards_in_order_change_nothing() -> None:
+    table = BaccaratTable()
+    feed_all(table, [ShoeStart(decks=8), Burn(card="KS", extra={"card_no": 1}),
+                     Burn(card=None, extra={"card_no": 2, "unreadable": True})])
+    (hand,) = feed_all(table, numbered(3, *NATURAL_TIE))
+    assert isinstance(hand, Outcome) and hand.status == "complete"
+    (unread,) = table.feed(Fault(code="unreadable_card", extra={"card_no": 7}))
+    assert isinstance(unread, Outcome) and unread.article == "baccarat.art10"
+    (next_hand,) = feed_all(table, [ShoeStart(decks=8), *numbered(1, *NATURAL_TIE)])
+    assert isinstance(next_hand, Outcome) and next_hand.status == "complete"

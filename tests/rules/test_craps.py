@@ -489,3 +489,41 @@ def test_art12_the_wagers_of_art4_to_art11_are_decided_on_a_come_out_roll() -> N
     assert bet_results(last((5, 5)), "hard10", "big10", "field") == {
         "hard10": win("7:1", "craps.art5"), "big10": win("9:5", "craps.art11", unit=5),
         "field": win("1:1", "craps.art4")}
+
+
+# -- a throw the daemon could not apply -----------------------------------------------------------
+
+
+def test_a_roll_not_applied_is_void_and_the_point_is_unknown_until_a_seven() -> None:
+    """A roll the daemon could not apply may have set or ended the point: the throw is void,
+    and every roll after it is void (Art. 2.1 needs the point) until a 7, which leaves no point
+    whatever the point was."""
+    table = CrapsTable()
+    table.feed(Roll(dice=point_on(6)))
+    lost = Fault(code="event_not_applied", detail="KeyError in the runtime",
+                 extra={"event_type": "roll"})
+    (void,) = table.feed(lost)
+    assert isinstance(void, Outcome)
+    assert (void.round, void.status, void.article) == (2, "void", "craps.art1")
+    statuses = []
+    for dice in [(1, 3), (3, 3), (2, 5), (1, 3)]:
+        (outcome,) = table.feed(Roll(dice=dice))
+        assert isinstance(outcome, Outcome)
+        statuses.append((outcome.status, outcome.article, outcome.extra.get("point_unknown")))
+    assert statuses == [("void", "craps.art2.1", True)] * 3 + [("complete", None, None)]
+    assert table.point == 4  # the roll after the 7 was a come-out roll
+
+
+@pytest.mark.parametrize("lost", ["no_roll", "void"])
+def test_a_no_roll_or_void_not_applied_is_a_void_throw_and_keeps_the_point(lost: str) -> None:
+    table = CrapsTable()
+    table.feed(Roll(dice=point_on(5)))
+    (void,) = table.feed(Fault(code="event_not_applied", extra={"event_type": lost}))
+    assert isinstance(void, Outcome) and void.status == "void"
+    assert table.point == 5
+
+
+def test_other_events_not_applied_change_nothing() -> None:
+    table = CrapsTable()
+    assert table.feed(Fault(code="event_not_applied", extra={"event_type": "fault"})) == []
+    assert table.next_round == 1

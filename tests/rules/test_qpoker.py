@@ -484,15 +484,38 @@ def test_art11_5_the_shuffling_machine_failing_while_dealing_voids_the_round(fau
 
 
 def test_art11_5_only_a_shuffler_failure_during_the_deal_counts() -> None:
-    """Art. 11.5 is about dealing: before the first card, after the last one, outside a round,
-    or another device's loss, a fault changes nothing."""
+    """Art. 11.5 is about dealing: after the last card, outside a round, or another device's
+    loss, a fault changes nothing."""
     jam = Fault(code="shuffler_jam")
-    events = [jam, RoundStart(seats=(1, 3)), jam, *hands(STANDARD)[:1],
+    events = [jam, RoundStart(seats=(1, 3)), *hands(STANDARD)[:1],
               Fault(code="device_lost", extra={"family": "shoe"}), Fault(code="link_errors"),
               *hands(STANDARD)[1:], jam, Decision(seat=1, play=True), Reveal(), jam]
     run = Run(events)
     assert run.records == [STANDARD_COMPLETE]
     assert run.notices == []
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [Fault(code="shuffler_failure", detail="2 failure: round 2, dealing seat 4"),
+     Fault(code="device_lost", extra={"family": "shuffler"})],
+    ids=lambda fault: fault.code,
+)
+def test_art11_5_a_failure_before_the_first_card_of_a_round_voids_it(fault: Fault) -> None:
+    """Issue 16, item 3: the machine announced round 2 (its seats) and failed before its first
+    card (tabled-sim shuffler failure@4). The round is void under Art. 11.5, not silently
+    replaced by the next round_start; cards of its deal that still come are declined."""
+    run = Run([RoundStart(seats=(1, 3)), fault, *hands(STANDARD)[:1],
+               *standard_round(hands(STANDARD))])
+    detail = f" ({fault.detail})" if fault.detail else ""
+    assert run.records[0] == void_record(
+        "qpoker.art11.5", f"the shuffling machine failed while dealing: {fault.code}{detail}",
+        {"dealer": dealer_result("", None, None),
+         "seats": {"1": seat_result("", None), "3": seat_result("", None)}},
+        void_bets("qpoker.art11.5", 1, 3),
+    )
+    assert run.codes == ["dealt_after_void"]
+    assert run.records[1] == {**STANDARD_COMPLETE, "round": 2}
 
 
 # -- the table's other events -------------------------------------------------------------------
@@ -510,10 +533,17 @@ def test_events_outside_a_round_are_declined_without_an_outcome() -> None:
     assert run.table.next_round == 1 and not run.table.round_open
 
 
-def test_a_round_start_with_no_card_since_the_last_replaces_it() -> None:
-    """A second round_start before any card: no outcome, and the new seat list holds."""
-    run = Run([RoundStart(seats=(2,)), RoundStart(seats=(1, 3)), *standard_round(hands(STANDARD))])
-    assert run.records == [STANDARD_COMPLETE]
+def test_a_round_start_while_a_round_is_open_closes_it_void_even_before_any_card() -> None:
+    """Issue 16, item 3: a round is never dropped. A round_start finds round 1 open, its seats
+    announced and not one card dealt: round 1 is void (Art. 11.1, its positions lack their
+    cards), and round 2 is dealt on its own seats."""
+    run = Run([RoundStart(seats=(2,)), *standard_round(hands(STANDARD))])
+    assert run.records[0] == void_record(
+        "qpoker.art11.1", "a new round began first: seat 2 has 0, the dealer has 0 of 3 cards",
+        {"dealer": dealer_result("", None, None), "seats": {"2": seat_result("", None)}},
+        void_bets("qpoker.art11.1", 2),
+    )
+    assert run.records[1] == {**STANDARD_COMPLETE, "round": 2}
 
 
 def test_rounds_are_numbered_from_one_and_the_table_reports_its_state() -> None:
@@ -610,3 +640,20 @@ def test_a_reveal_with_identities_never_published_is_void() -> None:
     run = Run([RoundStart(seats=(1,)), Withheld(seat=1, count=3),
                Withheld(seat=DEALER, count=3), Reveal()])
     assert run.record["void_reason"] == "reveal while withheld cards were never identified"
+
+
+def test_the_rest_of_an_unlisted_deal_voided_midway_is_that_round_s_until_the_dealer_s_cards(
+) -> None:
+    """Found looking for issue 16's class: a round without a seat list, voided after its first
+    card while the deal went on, used to hand the rest of its deal to a new round, which could
+    complete: seat 3's K K K settled as three of a kind in a round the table had voided. The
+    rest is the void round's until the dealer, dealt last (Art. 7), has had its three cards."""
+    rotation = [(1, "AS"), (3, "KS"), ("dealer", "2H"), (1, "AH"), (3, "KH"), ("dealer", "3C"),
+                (1, "AD"), (3, "KD"), ("dealer", "9S")]
+    dealt = [CardDealt(card=card, seat=seat) for seat, card in rotation]  # type: ignore[arg-type]
+    run = Run([dealt[0], Void(reason="dealer_call"), *dealt[1:], Decision(seat=3, play=True),
+               Reveal(), *standard_round(hands(STANDARD))])
+    assert [(r["round"], r["status"]) for r in run.records] == [(1, "void"), (2, "complete")]
+    assert run.codes == ["dealt_after_void"] * 8 + ["decision_without_round",
+                                                     "nothing_to_reveal"]
+    assert run.records[1] == {**STANDARD_COMPLETE, "round": 2}

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections import defaultdict
-from fractions import Fraction
 from itertools import combinations
 
 import pytest
@@ -13,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tabled.daemon.rules.qpoker_hands import HandClass, RankedHand, all_hands, qualifies, rank_hand
-from tabled.daemon.rules.qpoker_odds import class_counts, dobo_house_edge
 
 ALL_HANDS = [rank_hand(hand) for hand in all_hands()]
 
@@ -170,29 +166,3 @@ def test_disjoint_hands_are_decided_by_article_8_alone(deck: list[str]) -> None:
     assert first.order != second.order
     assert first.beats(second) == (first.order > second.order)
 
-
-# -- exact combinatorics ------------------------------------------------------------------------
-
-
-def test_class_counts_over_one_deck_are_exact() -> None:
-    """C(52,3) = 22,100 hands, counted by the project's own classifier."""
-    assert class_counts() == {
-        HandClass.STRAIGHT_FLUSH: 48,
-        HandClass.THREE_OF_A_KIND: 52,
-        HandClass.STRAIGHT: 720,
-        HandClass.FLUSH: 1_096,
-        HandClass.PAIR: 3_744,
-        HandClass.HIGH_CARD: 16_440,
-    }
-
-
-def test_art10_dobo_house_edge_is_512_in_22100() -> None:
-    """Art. 9.1 and 10 settled by the project's code over every hand: the house keeps 2.32 %."""
-    assert dobo_house_edge() == Fraction(512, 22_100)
-
-
-def test_the_odds_report_prints_the_counts_and_the_edge() -> None:
-    run = subprocess.run([sys.executable, "-m", "tabled.daemon.rules.qpoker_odds"],
-                         capture_output=True, text=True, check=True, timeout=60)
-    assert "high_card        16,440" in run.stdout
-    assert "Dobo house edge: 512/22100 = 128/5525 = 2.3167%" in run.stdout

@@ -1,0 +1,463 @@
+"""The alert engine: what raises an alert, what clears it, and what people may do to one.
+
+Owns the rules, not the record: each decision is one call to the store, which makes it one
+transaction with its audit entry (so a restart, another pit server or the command line see the
+same alerts). Rules, at least those of the issue:
+
+==================  ========  ==============================================================
+kind                severity  raised by / cleared by
+==================  ========  ==============================================================
+offline             critical  ``…/status`` offline (its last will; ``major`` for a clean
+                              shutdown) / the table online again
+degraded            major     ``…/status`` degraded (the journal cannot write) / online
+silent              major     online and nothing heard for ``alerts.silence_after`` / any
+                              message
+device_lost         major     a device status ``lost`` or a ``device_lost`` fault / connected
+device_unavailable  major     a device status ``unavailable`` (not after a loss: that one
+                              is open already) / connected
+wrong_device        major     a device the birth record does not declare, of another family,
+                              or a status ``wrong_device`` / the right device connected
+seq_gap             major     a jump in ``table_seq`` of event, outcome or fault still missing
+                              ``alerts.gap_grace`` seconds later, naming the numbers / all of
+                              them arrived late (noted as they come)
+seq_conflict        critical  a stored number arriving with other content (a reset journal)
+fault               by code   every fault the tables publish (transient)
+notice              minor     a rules notice (transient)
+command_rejected    major     a refused console command; ``critical`` when forged (transient)
+void                minor     every void round, with its article (transient)
+==================  ========  ==============================================================
+
+One alert per (table, kind, subject) that is not closed: a repeat counts, it does not open
+another. A *transient* alert reports a fact with nothing to clear, so acknowledging it closes
+it. People act through :class:`AlertDesk`, which checks the role here (a viewer cannot
+acknowledge, whatever page or command it comes through) and audits refusals too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from tabled.contract import faults
+from tabled.pit.auth import Forbidden, User
+from tabled.pit.config import AlertSettings
+from tabled.pit.messages import DURABLE, Message
+from tabled.pit.model import Floor
+from tabled.pit.store import (
+    Alert,
+    AlertActionError,
+    AlertChange,
+    AlertSpec,
+    AuditEntry,
+    Recorded,
+    Severity,
+    Store,
+)
+
+log = structlog.get_logger("tabled.pit.alerts")
+
+__all__ = ["AlertActionError", "AlertDesk", "AlertEngine", "Forbidden", "ranges"]
+
+#: How bad each fault code is (codes not listed: major).
+FAULT_SEVERITY: dict[str, Severity] = {
+    faults.JOURNAL_FAILURE: "critical",
+    "rules_error": "critical",
+    faults.SHUFFLER_FAILURE: "major",
+    faults.SHUFFLER_JAM: "major",
+    faults.DECK_COUNT: "major",
+    faults.CARD_EXPOSED: "major",
+    faults.SENSOR_FAULT: "major",
+    faults.LINK_ERRORS: "minor",
+    faults.SHUFFLER_DOOR_OPEN: "minor",
+    faults.UNREADABLE_CARD: "minor",
+    faults.SHOE_EMPTY: "minor",
+    faults.SHOE_SENSOR_DIRTY: "minor",
+    faults.COCKED_DIE: "info",
+}
+#: A note longer than this is cut (it is a remark, not a document).
+MAX_NOTE = 2000
+#: How many missing numbers an alert lists one by one (beyond, ranges carry them).
+MAX_LISTED = 1000
+
+
+def ranges(numbers: Iterable[int]) -> list[list[int]]:
+    """``[4, 5, 6, 9] -> [[4, 6], [9, 9]]``."""
+    out: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if out and n == out[-1][1] + 1:
+            out[-1][1] = n
+        else:
+            out.append([n, n])
+    return out
+
+
+def _text(spans: list[list[int]]) -> str:
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
+
+
+class AlertDesk:
+    """What a signed-in person does to an alert: acknowledge, close. Role-checked and audited
+    here, for every front end."""
+
+    def __init__(self, store: Store, *, publish: bool = True,
+                 clock: Callable[[], float] = time.time,
+                 on_change: Callable[[AlertChange], None] | None = None) -> None:
+        self.store = store
+        self.publish = publish
+        self.clock = clock
+        self.on_change = on_change
+
+    async def acknowledge(self, alert_id: int, user: User, note: str | None = None) -> Alert:
+        """``open → acknowledged`` (a cleared or transient alert: closed) by ``user``, with
+        their note. Raises Forbidden (a viewer), AlertActionError (no such alert, or not in a
+        state that can be acknowledged), StoreError."""
+        await self._allowed(alert_id, user, "acknowledge", note)
+        change = await self.store.acknowledge(alert_id, user.name, _note(note), self.clock(),
+                                              publish=self.publish)
+        self._done(change)
+        return change.alert
+
+    async def close(self, alert_id: int, user: User, note: str | None = None) -> Alert:
+        """A supervisor closes an alert whatever its state (with a note saying why)."""
+        await self._allowed(alert_id, user, "close", note)
+        change = await self.store.close_alert(alert_id, user.name, _note(note), self.clock(),
+                                              publish=self.publish)
+        self._done(change)
+        return change.alert
+
+    async def audit(self, alert_id: int, user: User) -> list[AuditEntry]:
+        user.require("view")
+        return await self.store.audit(alert_id)
+
+    async def _allowed(self, alert_id: int, user: User, action: str, note: str | None) -> None:
+        if user.may("acknowledge" if action == "acknowledge" else "close"):
+            return
+        log.warning("alert_action_refused", alert=alert_id, user=user.name, role=user.role,
+                    action=action)
+        await self.store.audit_refusal(alert_id, user.name, action,
+                                       f"role {user.role}: {_note(note) or ''}".strip(),
+                                       self.clock())
+        raise Forbidden(user, action)
+
+    def _done(self, change: AlertChange) -> None:
+        log.info("alert_" + change.audit.action, alert=change.alert.id, by=change.audit.actor,
+                 state=change.alert.state, kind=change.alert.kind,
+                 table=f"{change.alert.site}/{change.alert.table}")
+        if self.on_change is not None:
+            self.on_change(change)
+
+
+def _note(note: str | None) -> str | None:
+    if note is None:
+        return None
+    note = note.strip()
+    return note[:MAX_NOTE] if note else None
+
+
+@dataclass(frozen=True, slots=True)
+class _GapCheck:
+    due: float
+    site: str
+    table: str
+    stream: str
+    first: int
+    last: int
+
+
+class AlertEngine:
+    """Raises and clears alerts from what the tables publish and from timers."""
+
+    def __init__(self, store: Store, floor: Floor, settings: AlertSettings, *, actor: str,
+                 clock: Callable[[], float] = time.time,
+                 on_change: Callable[[AlertChange], None] | None = None) -> None:
+        self.store = store
+        self.floor = floor
+        self.settings = settings
+        self.actor = actor
+        self.clock = clock
+        self.on_change = on_change
+        self.desk = AlertDesk(store, publish=settings.publish, clock=clock,
+                              on_change=self._changed)
+        self._high: dict[tuple[str, str, str], int] = {}
+        self._checks: list[_GapCheck] = []
+        self._heard: dict[tuple[str, str], float] = {}
+        self._silent: set[tuple[str, str]] = set()
+        self._lost: set[tuple[str, str, str]] = set()
+        self.counters = {"gaps": 0, "late": 0, "conflicts": 0}
+
+    async def start(self) -> None:
+        """Pick up where the record is: each stream's highest number, the conditions open."""
+        self._high = await self.store.high_water()
+        now = self.clock()
+        for model in self.floor.tables():
+            # a restarted pit gives every table a full silence period before it complains
+            self._heard[(model.site, model.table)] = now
+        for alert in await self.store.alerts(kind="silent"):
+            self._silent.add((alert.site, alert.table))
+        for alert in await self.store.alerts(kind="device_lost"):
+            self._lost.add((alert.site, alert.table, alert.subject))
+
+    # -- what the tables publish ----------------------------------------------------------
+
+    def heard(self, site: str, table: str, at: float) -> None:
+        key = (site, table)
+        self._heard[key] = max(self._heard.get(key, at), at)
+
+    async def message(self, message: Message, recorded: Recorded | None,
+                      applied: bool) -> None:
+        """After the message was recorded (``recorded``; None for metrics, not recorded) and
+        applied to the floor (``applied``: it was news to the live model)."""
+        m = message
+        self.heard(m.site, m.table, m.received_at)
+        key = (m.site, m.table)
+        if key in self._silent:
+            await self._clear(m.site, m.table, "silent", "", "heard again")
+            self._silent.discard(key)
+        if recorded is None:
+            return
+        if recorded.status == "conflict":
+            await self._conflict(m)
+            return
+        if not recorded.new:
+            return
+        if m.stream in DURABLE and m.table_seq is not None:
+            await self._sequence(m, m.table_seq)
+        family = m.topic.family
+        if family == "status" and applied:
+            await self._status(m)
+        elif family == "device" and applied:
+            await self._device(m)
+        elif family == "fault":
+            await self._fault(m)
+        elif family == "outcome" and m.payload.get("status") == "void":
+            p = m.payload
+            await self._raise(AlertSpec(
+                m.site, m.table, "void", f"round {p.get('round')}", "minor",
+                f"round {p.get('round')} void [{p.get('article')}]: {p.get('void_reason')}",
+                {"round": p.get("round"), "game": p.get("game"), "article": p.get("article"),
+                 "void_reason": p.get("void_reason"), "table_seq": m.table_seq},
+                transient=True))
+
+    async def _status(self, m: Message) -> None:
+        state, reason = m.payload.get("state"), m.payload.get("reason")
+        if state == "online":
+            await self._clear(m.site, m.table, "offline", "", "online again")
+            await self._clear(m.site, m.table, "degraded", "", "online again")
+        elif state == "degraded":
+            await self._raise(AlertSpec(m.site, m.table, "degraded", "", "major",
+                                        f"table degraded: {reason}", {"reason": reason}))
+            await self._clear(m.site, m.table, "offline", "", "online (degraded)")
+        elif state == "offline":
+            shutdown = reason == "shutdown"
+            text = "table shut down" if shutdown else \
+                f"table offline: last will ({reason or 'connection lost'})"
+            await self._raise(AlertSpec(m.site, m.table, "offline", "",
+                                        "major" if shutdown else "critical", text,
+                                        {"reason": reason, "table_seq": m.table_seq}))
+            await self._clear(m.site, m.table, "degraded", "", "offline")
+            if (m.site, m.table) in self._silent:
+                await self._clear(m.site, m.table, "silent", "", "offline")
+                self._silent.discard((m.site, m.table))
+
+    async def _device(self, m: Message) -> None:
+        device = m.topic.device
+        assert device is not None
+        state = str(m.payload.get("state"))
+        family = m.payload.get("family")
+        model = self.floor.table(m.site, m.table)
+        declared = model.declared_devices() if model is not None else {}
+        detail = {"device": device, "family": family, "state": state,
+                  "detail": m.payload.get("error") or m.payload.get("reason")}
+        expected = declared.get(device)
+        wrong = state == "wrong_device" or (bool(declared) and (
+            device not in declared or (isinstance(family, str) and expected is not None
+                                       and expected != family)))
+        if wrong:
+            why = ("reports the wrong device" if state == "wrong_device" else
+                   "is not declared by the table" if device not in declared else
+                   f"is a {family}, the table declares a {expected}")
+            await self._raise(AlertSpec(m.site, m.table, "wrong_device", device, "major",
+                                        f"device {device} {why}",
+                                        {**detail, "declared": declared}))
+        elif state == "connected":
+            await self._clear(m.site, m.table, "wrong_device", device, "the right device")
+        key = (m.site, m.table, device)
+        if state == "connected":
+            await self._clear(m.site, m.table, "device_lost", device, "connected again")
+            await self._clear(m.site, m.table, "device_unavailable", device, "connected")
+            self._lost.discard(key)
+        elif state == "lost":
+            self._lost.add(key)
+            await self._raise(AlertSpec(m.site, m.table, "device_lost", device, "major",
+                                        f"device {device} lost: {detail['detail']}", detail))
+        elif state == "unavailable" and key not in self._lost:
+            await self._raise(AlertSpec(m.site, m.table, "device_unavailable", device, "major",
+                                        f"device {device} unavailable: {detail['detail']}",
+                                        detail))
+
+    async def _fault(self, m: Message) -> None:
+        p = m.payload
+        kind = p.get("type")
+        if kind == "fault":
+            code = str(p.get("code"))
+            device = p.get("device")
+            detail = {"code": code, "device": device, "detail": p.get("detail"),
+                      "source": p.get("source"), "table_seq": m.table_seq}
+            if code == faults.DEVICE_LOST and isinstance(device, str):
+                self._lost.add((m.site, m.table, device))
+                await self._raise(AlertSpec(m.site, m.table, "device_lost", device, "major",
+                                            f"device {device} lost: {p.get('detail')}", detail))
+                return
+            what = faults.DESCRIPTIONS.get(code, code)
+            subject = code if not isinstance(device, str) else f"{code}@{device}"
+            text = f"{code}{' on ' + device if isinstance(device, str) else ''}: {what}"
+            if p.get("detail"):
+                text += f" ({p.get('detail')})"
+            await self._raise(AlertSpec(m.site, m.table, "fault", subject,
+                                        FAULT_SEVERITY.get(code, "major"), text, detail,
+                                        transient=True))
+        elif kind == "notice":
+            code = str(p.get("code"))
+            await self._raise(AlertSpec(
+                m.site, m.table, "notice", code, "minor",
+                f"rules notice {code} [{p.get('article')}]: {p.get('message')}",
+                {"code": code, "article": p.get("article"), "message": p.get("message"),
+                 "table_seq": m.table_seq}, transient=True))
+        elif kind == "command_rejected":
+            reason = str(p.get("reason"))
+            await self._raise(AlertSpec(
+                m.site, m.table, "command_rejected", reason,
+                "critical" if reason == "forged" else "major",
+                f"console command {p.get('command')} refused: {reason}",
+                {"command": p.get("command"), "reason": reason, "detail": p.get("detail"),
+                 "table_seq": m.table_seq}, transient=True))
+
+    async def _conflict(self, m: Message) -> None:
+        self.counters["conflicts"] += 1
+        await self._raise(AlertSpec(
+            m.site, m.table, "seq_conflict", f"{m.stream} {m.table_seq}", "critical",
+            f"{m.stream} table_seq {m.table_seq} arrived again with other content "
+            "(was the table's journal reset?)",
+            # kept here so that the second message is not lost: the record keeps the first
+            {"stream": m.stream, "table_seq": m.table_seq, "payload": m.text[:8192]},
+            transient=True))
+
+    # -- sequence numbers -------------------------------------------------------------------
+
+    async def _sequence(self, m: Message, seq: int) -> None:
+        key = (m.site, m.table, m.stream)
+        high = self._high.get(key)
+        if high is None or seq == high + 1:
+            # the first number heard of a stream starts it: what came before the pit is not
+            # the pit's to miss
+            self._high[key] = seq if high is None else max(high, seq)
+            return
+        if seq > high + 1:
+            self._high[key] = seq
+            self._checks.append(_GapCheck(self.clock() + self.settings.gap_grace, m.site,
+                                          m.table, m.stream, high + 1, seq - 1))
+            return
+        await self._late(m, seq)
+
+    async def _late(self, m: Message, seq: int) -> None:
+        """A number below the highest arrived for the first time: it may fill a gap."""
+        model = self.floor.table(m.site, m.table)
+        if model is None:
+            return
+        for alert in list(model.alerts.values()):
+            d = alert.detail
+            if alert.kind != "seq_gap" or d.get("stream") != m.stream \
+                    or not d.get("first", 0) <= seq <= d.get("last", -1):
+                continue
+            self.counters["late"] += 1
+            missing = await self.store.missing(m.site, m.table, m.stream, d["first"], d["last"])
+            detail = {**d, "missing": ranges(missing), "count": len(missing),
+                      "arrived_late": ranges([*_expand(d.get("arrived_late", [])), seq])}
+            note = f"table_seq {seq} arrived late"
+            if not missing:
+                await self.store.update_alert(alert.id, detail, alert.message, self.actor,
+                                              self.clock(), note, publish=False)
+                await self._clear(m.site, m.table, "seq_gap", alert.subject,
+                                  f"every missing number arrived late ({note})")
+            else:
+                change = await self.store.update_alert(
+                    alert.id, detail, self._gap_message(m.stream, missing), self.actor,
+                    self.clock(), note, publish=self.settings.publish)
+                if change is not None:
+                    self._changed(change)
+
+    @staticmethod
+    def _gap_message(stream: str, missing: list[int]) -> str:
+        return (f"{stream}: {len(missing)} message{'s' if len(missing) != 1 else ''} missing "
+                f"(table_seq {_text(ranges(missing))})")
+
+    async def _check_gap(self, check: _GapCheck) -> None:
+        missing = await self.store.missing(check.site, check.table, check.stream, check.first,
+                                           check.last)
+        if not missing:
+            return
+        self.counters["gaps"] += 1
+        spans = ranges(missing)
+        detail: dict[str, Any] = {"stream": check.stream, "first": check.first,
+                                  "last": check.last, "count": len(missing), "missing": spans}
+        if len(missing) <= MAX_LISTED:
+            detail["numbers"] = missing
+        await self._raise(AlertSpec(check.site, check.table, "seq_gap",
+                                    f"{check.stream} {check.first}-{check.last}", "major",
+                                    self._gap_message(check.stream, missing), detail))
+
+    # -- timers -------------------------------------------------------------------------------
+
+    async def tick(self) -> None:
+        """Gap checks that are due, and silent tables. Call every half second or so."""
+        now = self.clock()
+        due = [c for c in self._checks if c.due <= now]
+        self._checks = [c for c in self._checks if c.due > now]
+        for check in due:
+            await self._check_gap(check)
+        for model in self.floor.tables():
+            key = (model.site, model.table)
+            heard = self._heard.setdefault(key, now)
+            if model.state == "online" and key not in self._silent \
+                    and now - heard > self.settings.silence_after:
+                self._silent.add(key)
+                await self._raise(AlertSpec(
+                    model.site, model.table, "silent", "", "major",
+                    f"table online but silent for {now - heard:.0f} s",
+                    {"last_heard": heard, "silence_after": self.settings.silence_after}))
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    async def _raise(self, spec: AlertSpec) -> None:
+        change = await self.store.raise_alert(spec, self.actor, self.clock(),
+                                              publish=self.settings.publish)
+        if change is not None:
+            log.warning("alert_" + change.audit.action, alert=change.alert.id, kind=spec.kind,
+                        subject=spec.subject, severity=spec.severity, message=spec.message,
+                        table=f"{spec.site}/{spec.table}")
+            self._changed(change)
+
+    async def _clear(self, site: str, table: str, kind: str, subject: str, note: str) -> None:
+        change = await self.store.clear_alert(site, table, kind, subject, self.actor,
+                                              self.clock(), note, publish=self.settings.publish)
+        if change is not None:
+            log.info("alert_cleared", alert=change.alert.id, kind=kind, subject=subject,
+                     state=change.alert.state, table=f"{site}/{table}")
+            self._changed(change)
+
+    def _changed(self, change: AlertChange) -> None:
+        self.floor.alert_changed(change.alert)
+        if self.on_change is not None:
+            self.on_change(change)
+
+
+def _expand(spans: Iterable[Iterable[int]]) -> list[int]:
+    out: list[int] = []
+    for span in spans:
+        a, b = list(span)
+        out.extend(range(a, b + 1))
+    return out

@@ -1,0 +1,351 @@
+"""The pit monitor's configuration: one TOML file, validated with pydantic, errors named by key.
+
+Owns the schema of ``config/pit.example.toml`` and nothing else: it reads the file, checks every
+key and returns typed settings. It never opens a socket or a database. Secrets (the broker
+password, the database password, the web session secret) are named by file and read with the
+daemon's :func:`~tabled.daemon.config.read_secret`, which refuses a file others can read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from argon2.exceptions import InvalidHashError
+from argon2.low_level import Type
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from tabled.daemon.config import read_secret
+
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # safe inside an MQTT topic level and a client id
+_LEVEL = r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PitSettings(_Strict):
+    """This pit server."""
+
+    #: Names this server in its MQTT client id, its audit entries and the alerts it publishes.
+    id: Annotated[str, Field(pattern=_NAME)] = Field(
+        default_factory=lambda: _safe_host(socket.gethostname()))
+
+
+def _safe_host(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c in "_.-" else "-" for c in name)[:64]
+    return cleaned if cleaned and cleaned[0].isalnum() else f"pit-{cleaned}"[:64]
+
+
+class TLSSettings(_Strict):
+    ca_file: Path
+    cert_file: Path | None = None
+    key_file: Path | None = None
+
+    @model_validator(mode="after")
+    def _pair(self) -> TLSSettings:
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together")
+        return self
+
+
+class MQTTSettings(_Strict):
+    """The floor broker: where the tables publish."""
+
+    url: str
+    client_id: str | None = None
+    topic_prefix: Annotated[str, Field(pattern=_LEVEL)] = "tabled"
+    #: The sites to follow (topic levels); ``["+"]``: every site on the broker.
+    sites: list[Annotated[str, Field(pattern=r"^(\+|[A-Za-z0-9][A-Za-z0-9_.-]{0,63})$")]] = (
+        Field(default_factory=lambda: ["+"], min_length=1))
+    #: ``$share/<group>/…`` for the recorded topics (event, outcome, fault), so that the pit
+    #: servers of one floor split the record between them. Status, device status and metrics are
+    #: always subscribed to by every server: retained status is not delivered to a shared
+    #: subscription, and every server needs every table's state.
+    share_group: Annotated[str | None, Field(pattern=_NAME)] = None
+    #: A persistent session: the broker keeps the subscriptions and queues QoS 1 messages while
+    #: this pit is away (restart, network), so they are recorded when it returns.
+    persistent_session: bool = True
+    username: str | None = None
+    password_file: Path | None = None
+    tls: TLSSettings | None = None
+    keepalive: Annotated[int, Field(ge=5, le=3600)] = 30
+    reconnect_min: Annotated[float, Field(gt=0, le=60)] = 0.5
+    reconnect_max: Annotated[float, Field(gt=0, le=600)] = 30.0
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("mqtt", "mqtts") or not parts.hostname:
+            raise ValueError("must look like mqtt://host:port or mqtts://host:port")
+        try:
+            parts.port  # noqa: B018 - raises on a bad port
+        except ValueError as exc:
+            raise ValueError(f"bad port: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _checks(self) -> MQTTSettings:
+        if self.password_file is not None and self.username is None:
+            raise ValueError("password_file needs a username")
+        if urlsplit(self.url).scheme == "mqtts" and self.tls is None:
+            raise ValueError("an mqtts:// url needs a [mqtt.tls] section with ca_file")
+        if self.reconnect_min > self.reconnect_max:
+            raise ValueError("reconnect_min is greater than reconnect_max")
+        return self
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).hostname or "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        parts = urlsplit(self.url)
+        return parts.port or (8883 if parts.scheme == "mqtts" else 1883)
+
+    @property
+    def uses_tls(self) -> bool:
+        return urlsplit(self.url).scheme == "mqtts"
+
+
+class PostgresSettings(_Strict):
+    """A PostgreSQL server shared by the floor's pit servers."""
+
+    #: libpq connection string without the password, e.g. ``host=db port=5432 dbname=pit
+    #: user=pit sslmode=verify-full``.
+    conninfo: Annotated[str, Field(min_length=1)]
+    password_file: Path | None = None
+    pool_min: Annotated[int, Field(ge=1, le=64)] = 1
+    pool_max: Annotated[int, Field(ge=1, le=64)] = 4
+
+    @field_validator("conninfo")
+    @classmethod
+    def _no_password(cls, value: str) -> str:
+        # a password in the config file would be readable by whoever reads the config
+        if "://" in value:
+            if urlsplit(value).password is not None:
+                raise ValueError("no password in conninfo: put it in password_file")
+        elif re.search(r"(^|\s)password\s*=", value):
+            raise ValueError("no password in conninfo: put it in password_file")
+        return value
+
+    @model_validator(mode="after")
+    def _pool(self) -> PostgresSettings:
+        if self.pool_min > self.pool_max:
+            raise ValueError("pool_min is greater than pool_max")
+        return self
+
+
+class StoreSettings(_Strict):
+    """Where the record lives: an SQLite file (the embedded default) or PostgreSQL."""
+
+    sqlite: Path | None = None
+    postgres: PostgresSettings | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> StoreSettings:
+        if self.sqlite is not None and self.postgres is not None:
+            raise ValueError("give sqlite or [store.postgres], not both")
+        return self
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.sqlite or Path("/var/lib/tabled-pit/pit.sqlite")
+
+    def describe(self) -> str:
+        if self.postgres is not None:
+            safe = " ".join(p for p in self.postgres.conninfo.split()
+                            if not p.startswith("password"))
+            return f"postgres ({safe})"
+        return f"sqlite {self.sqlite_path}"
+
+
+class RetentionSettings(_Strict):
+    #: Messages (outcomes, events, faults, status changes) older than this are purged.
+    days: Annotated[float, Field(gt=0, le=36500)] = 90
+    #: Closed alerts and their audit trail are kept this long.
+    alert_days: Annotated[float, Field(gt=0, le=36500)] = 365
+    #: Seconds between purges.
+    interval: Annotated[float, Field(ge=10, le=86400)] = 3600
+
+
+class AlertSettings(_Strict):
+    #: A table that is online and sends nothing (not even metrics) for this long: ``silent``.
+    silence_after: Annotated[float, Field(ge=1, le=86400)] = 60
+    #: A jump in ``table_seq`` becomes a ``seq_gap`` alert if the numbers are still missing
+    #: this long after (a QoS 1 re-delivery, or another pit server's share, may bring them).
+    gap_grace: Annotated[float, Field(ge=0, le=600)] = 2.0
+    #: Publish every alert state change on ``<prefix>/<site>/pit/alert`` (QoS 1).
+    publish: bool = True
+
+
+class WebSettings(_Strict):
+    """The live web page (:mod:`tabled.pit.web`): served by the pit itself when the config has
+    a ``[web]`` section; without one the pit serves no page."""
+
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=1, le=65535)] = 8080
+    #: TLS by configuration: a certificate chain and its key (mode 0600), both or neither.
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    #: Signs session cookies and CSRF tokens; 32 random bytes or more, mode 0600. Without it
+    #: a random secret is made at each start (everyone signs in again after a restart).
+    session_secret_file: Path | None = None
+    #: A signed-in session ends after this many seconds.
+    session_max_age: Annotated[int, Field(ge=60, le=7 * 86400)] = 8 * 3600
+    #: Let anyone who reaches the port see the page without signing in (a wall display in the
+    #: pit); acting on an alert always needs a signed-in supervisor.
+    anonymous_view: bool = False
+    #: Failed sign-ins allowed per client address, and per user name, in ``sign_in_window``
+    #: seconds; beyond them sign-in is refused (429) until the window moves on.
+    sign_in_failures: Annotated[int, Field(ge=1, le=1000)] = 5
+    sign_in_window: Annotated[int, Field(ge=1, le=86400)] = 300
+
+    @model_validator(mode="after")
+    def _pair(self) -> WebSettings:
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("tls_cert_file and tls_key_file go together")
+        return self
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.tls_cert_file is not None
+
+
+class MetricsSettings(_Strict):
+    """Prometheus: mounted at ``/metrics`` on the web port by the web layer; with ``port`` set,
+    also served on a port of its own (for a pit running without its web page)."""
+
+    host: str = "127.0.0.1"
+    port: Annotated[int | None, Field(ge=1, le=65535)] = None
+
+
+Role = Literal["viewer", "supervisor"]
+
+
+class UserSettings(_Strict):
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")]
+    role: Role
+    #: An argon2 hash (``tabled pit hash-password`` makes one); never the password itself.
+    password_hash: str
+
+    @field_validator("password_hash")
+    @classmethod
+    def _argon2(cls, value: str) -> str:
+        from argon2 import extract_parameters
+
+        try:
+            params = extract_parameters(value)
+        except (InvalidHashError, ValueError):
+            raise ValueError("not an argon2 hash (make one with `tabled pit hash-password`)"
+                             ) from None
+        if params.type is not Type.ID:
+            raise ValueError("use argon2id (`tabled pit hash-password` makes one)")
+        return value
+
+
+class LogSettings(_Strict):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["auto", "json", "console"] = "auto"
+
+
+class PitConfig(_Strict):
+    """The whole file."""
+
+    pit: PitSettings = Field(default_factory=PitSettings)
+    mqtt: MQTTSettings
+    store: StoreSettings = StoreSettings()
+    retention: RetentionSettings = RetentionSettings()
+    alerts: AlertSettings = AlertSettings()
+    #: None: no ``[web]`` section, no page (metrics only on ``[metrics] port``)
+    web: WebSettings | None = None
+    metrics: MetricsSettings = MetricsSettings()
+    users: list[UserSettings] = Field(default_factory=list)
+    log: LogSettings = LogSettings()
+
+    @field_validator("users")
+    @classmethod
+    def _unique(cls, value: list[UserSettings]) -> list[UserSettings]:
+        names = [u.name for u in value]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"user names must be unique; repeated: {', '.join(dupes)}")
+        return value
+
+    @property
+    def client_id(self) -> str:
+        return self.mqtt.client_id or f"tabled-pit-{self.pit.id}"
+
+
+class ConfigError(Exception):
+    """An unusable configuration. ``errors`` lists ``(key, reason)`` pairs, one per problem."""
+
+    def __init__(self, path: str, errors: list[tuple[str, str]]) -> None:
+        super().__init__(f"{path}: " + "; ".join(f"{k}: {r}" for k, r in errors))
+        self.path = path
+        self.errors = errors
+
+
+def _flatten(exc: ValidationError) -> list[tuple[str, str]]:
+    out = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+        out.append((loc or "(top level)", msg))
+    return out
+
+
+def parse_config(data: dict[str, Any], path: str = "<config>") -> PitConfig:
+    """Validate a decoded TOML document; raise :class:`ConfigError` listing every problem."""
+    try:
+        return PitConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(path, _flatten(exc)) from None
+
+
+def load_config(path: str | os.PathLike[str]) -> PitConfig:
+    """Read and validate a TOML config file; raise :class:`ConfigError` on any problem."""
+    name = str(path)
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(name, [("(file)", "no such file")]) from None
+    except OSError as exc:
+        raise ConfigError(name, [("(file)", f"cannot read: {exc.strerror}")]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(name, [("(file)", f"not valid TOML: {exc}")]) from None
+    return parse_config(data, name)
+
+
+def check_secrets(config: PitConfig) -> list[tuple[str, str]]:
+    """Read every secret file the config names; return ``(key, problem)`` for each one that is
+    missing, empty or readable by others (never its content)."""
+    from tabled.daemon.config import SecretError
+
+    named: list[tuple[str, Path | None]] = [
+        ("mqtt.password_file", config.mqtt.password_file),
+        ("mqtt.tls.key_file", config.mqtt.tls.key_file if config.mqtt.tls else None),
+        ("store.postgres.password_file",
+         config.store.postgres.password_file if config.store.postgres else None),
+        ("web.session_secret_file", config.web.session_secret_file if config.web else None),
+        ("web.tls_key_file", config.web.tls_key_file if config.web else None),
+    ]
+    problems = []
+    for key, path in named:
+        if path is None:
+            continue
+        try:
+            read_secret(path)
+        except SecretError as exc:
+            problems.append((key, str(exc)))
+    return problems

@@ -1,0 +1,109 @@
+"""Prometheus metrics of the pit (``prometheus-client``), in a registry of its own.
+
+Owns the metric names and nothing else. Counted as things happen: messages received per topic,
+duplicates, conflicts, malformed messages, gaps, store latency per operation and store errors,
+broker connections. Sampled at scrape time from the live model: tables by state, alerts not
+closed by severity and state.
+
+Served two ways (docs/pit.md): :meth:`PitMetrics.asgi_app` is mounted at ``/metrics`` on the web
+port by the web layer; with ``[metrics] port`` set, :meth:`PitMetrics.serve` also serves it on a
+port of its own (a pit without its web page, or a scraper kept off the web port).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    make_asgi_app,
+    start_http_server,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from tabled.pit.model import Floor
+from tabled.pit.store import SEVERITIES
+
+#: Store operations are a millisecond or so; a slow disk or a far database shows in the tail.
+STORE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+                 5.0, 10.0)
+
+
+class _FloorCollector(Collector):
+    def __init__(self, floor: Callable[[], Floor | None]) -> None:
+        self._floor = floor
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        floor = self._floor()
+        if floor is None:
+            return
+        tables = GaugeMetricFamily("pit_tables", "Tables by state", labels=["state"])
+        for state, count in floor.states().items():
+            tables.add_metric([state], count)
+        yield tables
+        alerts = GaugeMetricFamily("pit_alerts", "Alerts not closed, by severity and state",
+                                   labels=["severity", "state"])
+        counts = {(s, st): 0 for s in SEVERITIES for st in ("open", "acknowledged", "cleared")}
+        for alert in floor.alerts():
+            counts[(alert.severity, alert.state)] = counts.get(
+                (alert.severity, alert.state), 0) + 1
+        for (severity, state), count in sorted(counts.items()):
+            alerts.add_metric([severity, state], count)
+        yield alerts
+
+
+class PitMetrics:
+    """The pit's metrics. ``floor`` is read at scrape time."""
+
+    def __init__(self, floor: Floor | None = None) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.floor = floor
+        r = self.registry
+        self.received = Counter("pit_messages_received", "Messages received, by topic",
+                                ["topic"], registry=r)
+        self.recorded = Counter("pit_messages_recorded", "Messages newly recorded, by topic",
+                                ["topic"], registry=r)
+        self.duplicates = Counter("pit_messages_duplicate",
+                                  "Messages already recorded (QoS 1 re-deliveries, retained "
+                                  "copies, another pit server's share)", ["topic"], registry=r)
+        self.conflicts = Counter("pit_messages_conflict",
+                                 "A recorded table_seq arriving with other content",
+                                 ["topic"], registry=r)
+        self.malformed = Counter("pit_messages_malformed", "Messages that could not be used",
+                                 registry=r)
+        self.gaps = Counter("pit_seq_gaps", "table_seq gaps still open after the grace time",
+                            registry=r)
+        self.store_seconds = Histogram("pit_store_seconds", "Store operation latency",
+                                       ["operation"], buckets=STORE_BUCKETS, registry=r)
+        self.store_errors = Counter("pit_store_errors", "Store operations that failed",
+                                    registry=r)
+        self.broker_connected = Gauge("pit_broker_connected", "1 while connected to the broker",
+                                      registry=r)
+        self.broker_connects = Counter("pit_broker_connects", "Connections to the broker made",
+                                       registry=r)
+        self.alerts_published = Counter("pit_alerts_published",
+                                        "Alert changes published on …/pit/alert", registry=r)
+        r.register(_FloorCollector(lambda: self.floor))
+
+    def observe_store(self, operation: str, seconds: float) -> None:
+        self.store_seconds.labels(operation).observe(seconds)
+
+    def text(self) -> bytes:
+        """The exposition format, as a scrape gets it."""
+        return generate_latest(self.registry)
+
+    def asgi_app(self) -> Any:
+        """An ASGI app serving the metrics: the web layer mounts it at ``/metrics``."""
+        return make_asgi_app(self.registry)
+
+    def serve(self, host: str, port: int) -> Any:
+        """Serve ``/metrics`` on a port of its own (a thread of prometheus-client's); returns
+        the server (``shutdown()`` it on exit)."""
+        server, _thread = start_http_server(port, addr=host, registry=self.registry)
+        return server

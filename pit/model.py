@@ -1,0 +1,596 @@
+"""The live floor: one model per table, built from what the tables publish, and a change feed.
+
+Owns the picture the web page shows — per table: game, state (online / degraded / offline /
+unknown) and since when, each device's state, the last outcome in one line, outcomes in the last
+hour, open alerts, and a panel per game (craps: the last 50 rolls, the point, the session's
+totals and per-die face histograms; Q Poker: the last rounds with the seats' and the dealer's
+hands and the Dobo and Play results, voids with their article; baccarat: the last hands and the
+roads of :mod:`tabled.pit.roads`, the same code as ``tabled roads``). Pure and synchronous:
+records in, dicts out; no I/O but :meth:`Floor.rebuild` reading the store at start.
+
+It must never show a card the table has not shown: the panels are built from **outcome
+records only** (a Q Poker outcome is published at the reveal, with the dealer's cards), never
+from the event stream, where the dealer's cards arrive a moment before the outcome. The one
+event it reads is ``shoe_start`` (a new baccarat shoe starts new roads), which has no card.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+import structlog
+
+from tabled.pit.messages import Message
+from tabled.pit.roads import RecordError, Roads, hand_from_record
+from tabled.pit.store import SEVERITIES, Alert, StoredMessage
+
+if TYPE_CHECKING:
+    from tabled.pit.store import Store
+
+log = structlog.get_logger("tabled.pit.model")
+
+#: Rolls kept for the craps panel; Q Poker rounds and baccarat hands kept for theirs.
+CRAPS_ROLLS = 50
+QPOKER_ROUNDS = 10
+BACCARAT_HANDS = 80
+HOUR = 3600.0
+
+TableState = Literal["unknown", "online", "degraded", "offline"]
+
+
+# -- change notifications ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """Something the page shows changed: a table's tile or panel (``table``), the alerts of a
+    table (``alerts``), or anything (``floor``: redraw all, after a subscriber fell behind)."""
+
+    what: Literal["table", "alerts", "floor"]
+    site: str | None = None
+    table: str | None = None
+
+
+class Subscription:
+    """One listener's pending changes, coalesced: a table that changed ten times while the
+    listener was busy is one change. ``async for batch in subscription`` yields sets."""
+
+    #: More distinct pending changes than this collapse into one ``floor`` change.
+    LIMIT = 1000
+
+    def __init__(self, feed: ChangeFeed) -> None:
+        self._feed = feed
+        self._pending: set[Change] = set()
+        # asyncio.Event binds to a loop only when waited on (3.10+): a feed can be made anywhere
+        self._ready = asyncio.Event()
+
+    def _put(self, change: Change) -> None:
+        if len(self._pending) >= self.LIMIT:
+            self._pending = {Change("floor")}
+        else:
+            self._pending.add(change)
+        self._ready.set()
+
+    async def next(self) -> set[Change]:
+        """Wait for changes and take them all."""
+        while not self._pending:
+            self._ready.clear()
+            await self._ready.wait()
+        batch, self._pending = self._pending, set()
+        return batch
+
+    def __aiter__(self) -> AsyncIterator[set[Change]]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[set[Change]]:
+        while True:
+            yield await self.next()
+
+    def close(self) -> None:
+        self._feed._subscribers.discard(self)
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ChangeFeed:
+    """Publish "table X changed" / "alerts changed" to any number of listeners (the web page
+    pushes them to browsers). Publishing never blocks and never fails."""
+
+    def __init__(self) -> None:
+        self._subscribers: set[Subscription] = set()
+
+    def subscribe(self) -> Subscription:
+        sub = Subscription(self)
+        self._subscribers.add(sub)
+        return sub
+
+    def publish(self, change: Change) -> None:
+        for sub in list(self._subscribers):
+            sub._put(change)
+
+
+# -- per-game panels ----------------------------------------------------------------------------
+
+
+def _pays(bet: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not isinstance(bet, Mapping):
+        return None
+    out = {"result": bet.get("result")}
+    if "pays" in bet:
+        out["pays"] = bet["pays"]
+    return out
+
+
+@dataclass
+class CrapsPanel:
+    rolls: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=CRAPS_ROLLS))
+    point: int | None = None
+    session_rolls: int = 0
+    no_rolls: int = 0
+    totals: dict[int, int] = field(default_factory=lambda: dict.fromkeys(range(2, 13), 0))
+    die1: dict[int, int] = field(default_factory=lambda: dict.fromkeys(range(1, 7), 0))
+    die2: dict[int, int] = field(default_factory=lambda: dict.fromkeys(range(1, 7), 0))
+
+    def new_session(self) -> None:
+        self.session_rolls = self.no_rolls = 0
+        for hist in (self.totals, self.die1, self.die2):
+            for key in hist:
+                hist[key] = 0
+
+    def add(self, outcome: Mapping[str, Any]) -> None:
+        result = outcome.get("result") or {}
+        if outcome.get("no_roll"):
+            self.no_rolls += 1
+            self.rolls.append({"round": outcome.get("round"), "no_roll": True})
+            return
+        dice = result.get("dice")
+        if outcome.get("status") == "void" or not (
+                isinstance(dice, list) and len(dice) == 2
+                and all(isinstance(d, int) and 1 <= d <= 6 for d in dice)):
+            self.rolls.append({"round": outcome.get("round"), "void": True,
+                               "article": outcome.get("article")})
+            return
+        a, b = dice
+        self.rolls.append({"round": outcome.get("round"), "dice": [a, b], "total": a + b,
+                           "point_before": result.get("point_before"),
+                           "point_after": result.get("point_after")})
+        self.point = result.get("point_after")
+        self.session_rolls += 1
+        self.totals[a + b] += 1
+        self.die1[a] += 1
+        self.die2[b] += 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"game": "craps", "point": self.point, "rolls": list(self.rolls),
+                "session": {"rolls": self.session_rolls, "no_rolls": self.no_rolls,
+                            "totals": {str(k): v for k, v in self.totals.items()},
+                            "die1": {str(k): v for k, v in self.die1.items()},
+                            "die2": {str(k): v for k, v in self.die2.items()}}}
+
+
+@dataclass
+class QPokerPanel:
+    rounds: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=QPOKER_ROUNDS))
+    voids: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=QPOKER_ROUNDS))
+
+    def new_session(self) -> None:
+        pass
+
+    def add(self, outcome: Mapping[str, Any]) -> None:
+        # Only a published outcome gets here: the dealer's cards in it were shown at the reveal.
+        result = outcome.get("result") or {}
+        bets = outcome.get("bets") or {}
+        dealer = result.get("dealer") or {}
+        seats = {}
+        for seat, info in sorted((result.get("seats") or {}).items(),
+                                 key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0):
+            found = bets.get(seat)
+            seat_bets: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+            seats[str(seat)] = {"cards": info.get("cards"), "hand": info.get("hand"),
+                                "status": info.get("status"),
+                                "dobo": _pays(seat_bets.get("dobo")),
+                                "play": _pays(seat_bets.get("play"))}
+        entry = {"round": outcome.get("round"), "status": outcome.get("status"),
+                 "dealer": {"cards": dealer.get("cards"), "hand": dealer.get("hand"),
+                            "qualifies": dealer.get("qualifies")} if dealer else None,
+                 "seats": seats}
+        if outcome.get("status") == "void":
+            entry["void_reason"] = outcome.get("void_reason")
+            entry["article"] = outcome.get("article")
+            self.voids.append({"round": outcome.get("round"),
+                               "reason": outcome.get("void_reason"),
+                               "article": outcome.get("article")})
+        self.rounds.append(entry)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"game": "qpoker", "rounds": list(self.rounds), "voids": list(self.voids)}
+
+
+@dataclass
+class BaccaratPanel:
+    hands: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=BACCARAT_HANDS))
+    #: The shoe's scoreboard (docs/pit.md "Roads"), the same code as ``tabled roads``.
+    roads: Roads = field(default_factory=Roads)
+    shoe: int = 0
+
+    def new_session(self) -> None:
+        pass
+
+    def new_shoe(self) -> None:
+        self.shoe += 1
+        self.roads = Roads()
+
+    def add(self, outcome: Mapping[str, Any]) -> None:
+        result = outcome.get("result") or {}
+        bets = outcome.get("bets") or {}
+        self.hands.append({
+            "round": outcome.get("round"), "status": outcome.get("status"),
+            "demo": bool(outcome.get("demo")), "winner": result.get("winner"),
+            "player_total": result.get("player_total"),
+            "banker_total": result.get("banker_total"), "natural": result.get("natural"),
+            "player_cards": result.get("player_cards"), "banker_cards": result.get("banker_cards"),
+            "player_pair": (bets.get("player_pair") or {}).get("result") == "win",
+            "banker_pair": (bets.get("banker_pair") or {}).get("result") == "win",
+            "article": outcome.get("article"), "shoe": self.shoe})
+        try:
+            hand = hand_from_record(outcome)
+        except RecordError as exc:  # counted and logged by the caller's checks; never fatal
+            log.warning("roads_skipped", round=outcome.get("round"), reason=str(exc))
+            return
+        if hand is not None:
+            self.roads.add(hand)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"game": "baccarat", "shoe": self.shoe, "hands": list(self.hands),
+                "roads": self.roads.to_dict()}
+
+
+Panel = CrapsPanel | QPokerPanel | BaccaratPanel
+
+
+def describe(outcome: Mapping[str, Any]) -> str:
+    """The last outcome of a table in one line, for its tile."""
+    game, rnd = outcome.get("game"), outcome.get("round")
+    result = outcome.get("result") or {}
+    if outcome.get("status") == "void":
+        return f"#{rnd} void ({outcome.get('article')}): {outcome.get('void_reason')}"
+    if game == "baccarat":
+        if outcome.get("demo"):
+            return f"#{rnd} demonstration hand"
+        winner = result.get("winner")
+        head = "tie" if winner == "tie" else f"{winner} wins"
+        natural = " natural" if result.get("natural") else ""
+        return (f"#{rnd} {head} {result.get('player_total')}-{result.get('banker_total')}"
+                f"{natural}")
+    if game == "craps":
+        if outcome.get("no_roll"):
+            return f"#{rnd} no roll"
+        dice = result.get("dice") or ["?", "?"]
+        point = result.get("point_after")
+        return (f"#{rnd} {dice[0]}-{dice[1]} = {result.get('total')}, point "
+                f"{'off' if point is None else point}")
+    dealer = result.get("dealer") or {}
+    seats = result.get("seats") or {}
+    qualifies = "qualifies" if dealer.get("qualifies") else "does not qualify"
+    return f"#{rnd} dealer {dealer.get('hand')} ({qualifies}), {len(seats)} seats"
+
+
+# -- one table ----------------------------------------------------------------------------------
+
+
+@dataclass
+class DeviceView:
+    id: str
+    family: str | None
+    state: str
+    since: float
+    detail: str | None = None
+    #: the table's birth record names this device
+    declared: bool = True
+    seq: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "family": self.family, "state": self.state,
+                "since": self.since, "detail": self.detail, "declared": self.declared}
+
+
+def _when(payload: Mapping[str, Any], key: str, fallback: float) -> float:
+    value = payload.get(key)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(
+                UTC).timestamp()
+        except ValueError:
+            pass
+    return fallback
+
+
+@dataclass
+class TableModel:
+    site: str
+    table: str
+    game: str | None = None
+    state: TableState = "unknown"
+    since: float | None = None
+    reason: str | None = None
+    birth: dict[str, Any] = field(default_factory=dict)
+    started_at: str | None = None
+    status_seq: int | None = None
+    devices: dict[str, DeviceView] = field(default_factory=dict)
+    last_outcome: dict[str, Any] | None = None
+    outcome_times: deque[float] = field(default_factory=deque)
+    last_heard: float | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    panel: Panel | None = None
+    alerts: dict[int, Alert] = field(default_factory=dict)
+
+    def declared_devices(self) -> dict[str, str | None]:
+        devices = self.birth.get("devices")
+        if not isinstance(devices, list):
+            return {}
+        return {str(d.get("id")): d.get("family") for d in devices if isinstance(d, dict)}
+
+    def rounds_last_hour(self, now: float) -> int:
+        while self.outcome_times and self.outcome_times[0] < now - HOUR:
+            self.outcome_times.popleft()
+        return len(self.outcome_times)
+
+    def tile(self, now: float) -> dict[str, Any]:
+        by_severity = dict.fromkeys(SEVERITIES, 0)
+        for alert in self.alerts.values():
+            if alert.state in ("open", "cleared"):
+                by_severity[alert.severity] += 1
+        worst = next((s for s in SEVERITIES if by_severity[s]), None)
+        return {
+            "site": self.site, "table": self.table, "game": self.game, "state": self.state,
+            "since": self.since, "reason": self.reason,
+            "version": self.birth.get("version"), "started_at": self.started_at,
+            "options": self.birth.get("options"),
+            "devices": [d.to_dict() for d in sorted(self.devices.values(), key=lambda d: d.id)],
+            "last_outcome": self.last_outcome,
+            "rounds_last_hour": self.rounds_last_hour(now),
+            "last_heard": self.last_heard,
+            "alerts": {"not_closed": len(self.alerts),
+                       "unacknowledged": sum(by_severity.values()),
+                       "by_severity": by_severity, "worst": worst},
+            "metrics": self.metrics,
+        }
+
+
+# -- the floor ----------------------------------------------------------------------------------
+
+
+class Floor:
+    """Every table the pit has heard of."""
+
+    def __init__(self, *, changes: ChangeFeed | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.changes = changes or ChangeFeed()
+        self.clock = clock
+        self._tables: dict[tuple[str, str], TableModel] = {}
+
+    # -- reads (the web page) ---------------------------------------------------------------
+
+    def tables(self) -> list[TableModel]:
+        return [self._tables[k] for k in sorted(self._tables)]
+
+    def table(self, site: str, table: str) -> TableModel | None:
+        return self._tables.get((site, table))
+
+    def tiles(self) -> list[dict[str, Any]]:
+        now = self.clock()
+        return [t.tile(now) for t in self.tables()]
+
+    def tile(self, site: str, table: str) -> dict[str, Any] | None:
+        model = self.table(site, table)
+        return None if model is None else model.tile(self.clock())
+
+    def panel(self, site: str, table: str) -> dict[str, Any] | None:
+        model = self.table(site, table)
+        if model is None or model.panel is None:
+            return None
+        return model.panel.to_dict()
+
+    def alerts(self, site: str | None = None, table: str | None = None) -> list[Alert]:
+        """Alerts not closed, newest first."""
+        out = [a for t in self._tables.values() for a in t.alerts.values()
+               if (site is None or t.site == site) and (table is None or t.table == table)]
+        return sorted(out, key=lambda a: a.id, reverse=True)
+
+    def states(self) -> dict[str, int]:
+        counts = dict.fromkeys(("online", "degraded", "offline", "unknown"), 0)
+        for t in self._tables.values():
+            counts[t.state] += 1
+        return counts
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything, JSON-ready (``tabled pit status``)."""
+        return {"tables": [{**t.tile(self.clock()),
+                            "panel": None if t.panel is None else t.panel.to_dict()}
+                           for t in self.tables()],
+                "alerts": [a.to_dict() for a in self.alerts()]}
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def _model(self, site: str, table: str) -> TableModel:
+        key = (site, table)
+        model = self._tables.get(key)
+        if model is None:
+            model = self._tables[key] = TableModel(site, table)
+        return model
+
+    def heard(self, site: str, table: str, at: float) -> TableModel:
+        model = self._model(site, table)
+        model.last_heard = at if model.last_heard is None else max(model.last_heard, at)
+        return model
+
+    def apply(self, message: Message) -> bool:
+        """A new message from a table; True if its tile or panel changed."""
+        return self._apply(message.site, message.table, message.stream, message.table_seq,
+                           message.payload, message.received_at)
+
+    def apply_stored(self, stored: StoredMessage) -> bool:
+        return self._apply(stored.site, stored.table, stored.stream, stored.table_seq,
+                           stored.payload, stored.received_at)
+
+    def _apply(self, site: str, table: str, stream: str, seq: int | None,
+               payload: Mapping[str, Any], received_at: float) -> bool:
+        model = self.heard(site, table, received_at)
+        if stream == "status":
+            changed = self._status(model, seq, payload, received_at)
+        elif stream.startswith("device/"):
+            changed = self._device(model, stream.split("/")[1], seq, payload, received_at)
+        elif stream == "outcome":
+            changed = self._outcome(model, payload, received_at)
+        elif stream == "event":
+            changed = self._event(model, payload)
+        elif stream == "metrics":
+            changed = self._metrics(model, payload)
+        else:
+            changed = False
+        if changed:
+            self.changes.publish(Change("table", site, table))
+        return changed
+
+    def _status(self, model: TableModel, seq: int | None, payload: Mapping[str, Any],
+                received_at: float) -> bool:
+        state = payload.get("state")
+        started = payload.get("started_at")
+        new_run = state == "online" and isinstance(started, str) and started != model.started_at
+        # status numbers survive restarts: an older number is a late or retained copy
+        if not new_run and model.status_seq is not None and seq is not None \
+                and seq <= model.status_seq:
+            return False
+        model.status_seq = seq
+        if isinstance(started, str) and "game" in payload:
+            model.birth = {k: payload.get(k) for k in (
+                "version", "game", "options", "devices", "started_at", "pid", "commands")}
+            if new_run or model.started_at is None:
+                model.started_at = started
+                for device in model.devices.values():
+                    device.seq = None  # a new run numbers its device statuses anew
+                if model.panel is not None:
+                    model.panel.new_session()
+            game = payload.get("game")
+            if isinstance(game, str):
+                self._set_game(model, game)
+            declared = model.declared_devices()
+            for device_id, device in model.devices.items():
+                device.declared = device_id in declared
+        if state in ("online", "degraded", "offline") and state != model.state:
+            model.state = state
+            model.since = _when(payload, "ts", received_at) if state != "offline" \
+                else received_at  # a last will carries no time: when the broker sent it
+        reason = payload.get("reason")
+        model.reason = reason if isinstance(reason, str) else None
+        return True
+
+    def _device(self, model: TableModel, device_id: str, seq: int | None,
+                payload: Mapping[str, Any], received_at: float) -> bool:
+        device = model.devices.get(device_id)
+        if device is not None and device.seq is not None and seq is not None \
+                and seq <= device.seq:
+            return False
+        state = str(payload.get("state"))
+        family = payload.get("family")
+        detail = payload.get("error") or payload.get("reason")
+        declared = model.declared_devices()
+        if device is None:
+            device = model.devices[device_id] = DeviceView(
+                device_id, family if isinstance(family, str) else None, state,
+                _when(payload, "since", received_at))
+        elif device.state != state:
+            device.since = _when(payload, "since", received_at)
+        device.state = state
+        if isinstance(family, str):
+            device.family = family
+        device.detail = str(detail) if detail is not None else None
+        device.declared = not declared or device_id in declared
+        device.seq = seq
+        return True
+
+    def _set_game(self, model: TableModel, game: str) -> None:
+        if model.game == game and model.panel is not None:
+            return
+        model.game = game
+        if game == "craps":
+            model.panel = CrapsPanel()
+        elif game == "qpoker":
+            model.panel = QPokerPanel()
+        elif game == "baccarat":
+            model.panel = BaccaratPanel()
+        else:
+            model.panel = None
+
+    def _outcome(self, model: TableModel, payload: Mapping[str, Any],
+                 received_at: float) -> bool:
+        game = payload.get("game")
+        if isinstance(game, str) and model.game is None:
+            self._set_game(model, game)
+        if game != model.game:
+            log.warning("outcome_of_another_game", site=model.site, table=model.table,
+                        game=game, table_game=model.game)
+            return False
+        model.outcome_times.append(received_at)
+        model.rounds_last_hour(received_at)
+        model.last_outcome = {"round": payload.get("round"), "status": payload.get("status"),
+                              "line": describe(payload), "at": received_at}
+        if model.panel is not None:
+            model.panel.add(payload)
+        return True
+
+    def _event(self, model: TableModel, payload: Mapping[str, Any]) -> bool:
+        # Only a new shoe matters here; nothing of the event stream is shown (module docstring).
+        if payload.get("type") == "shoe_start" and isinstance(model.panel, BaccaratPanel):
+            model.panel.new_shoe()
+            return True
+        return False
+
+    def _metrics(self, model: TableModel, payload: Mapping[str, Any]) -> bool:
+        model.metrics = {k: payload.get(k) for k in (
+            "uptime_s", "events", "outcomes", "queue_depth", "degraded", "broker_connects",
+            "journal_failures") if k in payload}
+        return False  # a tile need not be redrawn for a metrics sample
+
+    # -- alerts -------------------------------------------------------------------------------
+
+    def alert_changed(self, alert: Alert) -> None:
+        model = self._model(alert.site, alert.table)
+        known = model.alerts.get(alert.id)
+        if known is not None and known.updated_at > alert.updated_at:
+            return  # an older copy (another process's change read late)
+        if alert.state == "closed":
+            if model.alerts.pop(alert.id, None) is None:
+                return
+        else:
+            model.alerts[alert.id] = alert
+        self.changes.publish(Change("alerts", alert.site, alert.table))
+
+    def set_alerts(self, alerts: Iterable[Alert]) -> None:
+        for model in self._tables.values():
+            model.alerts.clear()
+        for alert in alerts:
+            if alert.state != "closed":
+                self._model(alert.site, alert.table).alerts[alert.id] = alert
+        self.changes.publish(Change("floor"))
+
+    # -- start-up -----------------------------------------------------------------------------
+
+    async def rebuild(self, store: Store) -> int:
+        """The floor as the record has it: each table's latest birth, status and device
+        statuses, its recent outcomes, and the alerts not closed. Returns the tables."""
+        for site, table in await store.tables():
+            for stored in await store.rebuild_records(site, table):
+                self.apply_stored(stored)
+        self.set_alerts(await store.alerts())
+        return len(self._tables)

@@ -1,0 +1,403 @@
+"""``tabled pit``: the pit monitor as a service.
+
+Owns start-up order, the message pipeline, the timers and shutdown:
+
+1. open the store (migrating its schema), rebuild the floor and the open alerts from it, so a
+   restart forgets neither;
+2. connect to the broker (:mod:`pit.ingest`) and, for every message, in arrival order:
+   check it (a malformed one is recorded as such, counted and logged), record it, update the
+   live model, run the alert rules. A store that fails is retried with backoff while the
+   message waits (the broker connection keeps receiving into memory): nothing is dropped;
+3. timers: gap checks and silent tables (half a second), the alerts outbox (publishes every
+   alert change on ``<prefix>/<site>/pit/alert``, QoS 1, once, even with several pit servers,
+   and picks up changes other processes made, such as ``tabled pit ack``), retention;
+4. systemd: READY once the store is open and the broker connected (or after a short wait),
+   STATUS lines, the watchdog from the event loop; SIGTERM stops cleanly.
+
+Nothing in a message can stop the service: every handler failure is logged and counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import structlog
+
+from tabled.daemon.backoff import Backoff
+from tabled.daemon.systemd import Notifier
+from tabled.pit.alerts import AlertEngine
+from tabled.pit.config import PitConfig
+from tabled.pit.ingest import Ingest, wait_connected
+from tabled.pit.messages import Malformed, parse_message
+from tabled.pit.metrics import PitMetrics
+from tabled.pit.model import ChangeFeed, Floor
+from tabled.pit.store import Alert, AlertChange, AuditEntry, Store, StoreError
+
+log = structlog.get_logger("tabled.pit.service")
+
+T = TypeVar("T")
+
+#: How long start-up waits for the broker before READY, seconds (READY anyway: the pit shows
+#: the record and reconnects).
+T_READY = 3.0
+#: The alert timers (gap checks, silence) run this often, seconds.
+T_TICK = 0.5
+#: The outbox and other processes' alert changes are looked at this often, seconds.
+T_OUTBOX = 0.25
+#: Audit entries written this recently are read again (PostgreSQL commits ids out of order).
+T_AUDIT_WINDOW = 10.0
+#: With a shared subscription, how often the other servers' records are read, seconds.
+T_FOLLOW = 0.5
+#: How often the STATUS line is refreshed, seconds.
+T_STATUS = 2.0
+
+
+def rfc3339(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")
+
+
+def alert_payload(alert: Alert, audit: AuditEntry, pit_id: str) -> dict[str, Any]:
+    """What ``…/pit/alert`` carries for one change: the alert after it, the change itself
+    (action, actor, note, audit id) and the pit server that published it."""
+    body = alert.to_dict()
+    for key in ("opened_at", "updated_at", "cleared_at", "closed_at"):
+        body[key] = rfc3339(body[key])
+    if body["acknowledged"] is not None:
+        body["acknowledged"] = {**body["acknowledged"], "at": rfc3339(alert.acked_at)}
+    return {"v": 1, "type": "alert", **body,
+            "change": {"audit_id": audit.id, "action": audit.action, "actor": audit.actor,
+                       "note": audit.note, "at": rfc3339(audit.at)},
+            "pit": pit_id, "ts": rfc3339(time.time())}
+
+
+def open_store(config: PitConfig, *, readonly: bool = False) -> Store:
+    """The configured store, not yet opened."""
+    if config.store.postgres is not None:
+        from tabled.pit.store_postgres import PostgresStore
+
+        return PostgresStore(config.store.postgres)
+    from tabled.pit.store_sqlite import SqliteStore
+
+    return SqliteStore(config.store.sqlite_path, readonly=readonly)
+
+
+class PitService:
+    """One pit server. ``await run()`` until :meth:`request_stop`."""
+
+    def __init__(self, config: PitConfig, *, notifier: Notifier | None = None,
+                 store: Store | None = None) -> None:
+        self.config = config
+        self.notifier = notifier or Notifier()
+        self.actor = f"pit:{config.pit.id}"
+        self.metrics = PitMetrics()
+        self.store = store or open_store(config)
+        self.store.observe = self.metrics.observe_store
+        self.changes = ChangeFeed()
+        self.floor = Floor(changes=self.changes)
+        self.metrics.floor = self.floor
+        self.engine = AlertEngine(self.store, self.floor, config.alerts, actor=self.actor,
+                                  on_change=self._alert_changed)
+        #: what the web layer calls for people's actions (role-checked, audited)
+        self.desk = self.engine.desk
+        self.ingest = Ingest(config.mqtt, client_id=config.client_id,
+                             on_message=self.received, on_connect=self._connected)
+        self.store_failure: str | None = None
+        self.handler_errors = 0
+        self._stop = asyncio.Event()
+        self._outbox_wake = asyncio.Event()
+        self._audit_cursor = 0
+        self._audit_seen: dict[int, float] = {}
+        #: ids of the records already applied to the floor (a shared subscription's follower)
+        self._applied: dict[int, float] = {}
+        self._record_cursor = 0
+        self._metrics_server: Any = None
+        #: the web page (:mod:`tabled.pit.web`), when the config has a ``[web]`` section
+        self.web: Any = None
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open the store and rebuild the floor (what ``run`` does before connecting)."""
+        await self.store.open()
+        tables = await self.floor.rebuild(self.store)
+        await self.engine.start()
+        recent = await self.store.audit(limit=1)
+        self._audit_cursor = recent[0].id if recent else 0
+        self._record_cursor = await self.store.last_message_id()
+        log.info("store_open", store=self.store.description, tables=tables,
+                 alerts=len(self.floor.alerts()))
+
+    async def run(self) -> int:
+        cfg = self.config
+        if cfg.web is not None:  # its secret and certificate are checked before anything opens
+            from tabled.pit.web.server import WebServer
+
+            self.web = WebServer(self, cfg.web)
+        await self.start()
+        if cfg.metrics.port is not None:
+            self._metrics_server = self.metrics.serve(cfg.metrics.host, cfg.metrics.port)
+            log.info("metrics_serving", host=cfg.metrics.host, port=cfg.metrics.port)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop)
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [
+                    group.create_task(_guarded("ingest", self.ingest.run)),
+                    group.create_task(_guarded("timers", self._timers)),
+                    group.create_task(_guarded("outbox", self._outbox)),
+                    group.create_task(_guarded("retention", self._retention)),
+                    group.create_task(_guarded("status", self._status_loop)),
+                    group.create_task(self.notifier.watchdog(), name="watchdog"),
+                ]
+                if cfg.mqtt.share_group:
+                    tasks.append(group.create_task(_guarded("share", self._follow_records)))
+                web = None
+                if self.web is not None:
+                    web = group.create_task(_guarded("web", self.web.run))
+                await wait_connected(self.ingest, T_READY)
+                self.notifier.ready(self.status_line())
+                log.info("ready", status=self.status_line())
+                await self._stop.wait()
+                self.notifier.stopping()
+                log.info("stopping")
+                if web is not None:  # its live streams end, open requests finish
+                    await self.web.stop()
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(5):
+                            await asyncio.shield(web)
+                    web.cancel()
+                for task in tasks:
+                    task.cancel()
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+            if self._metrics_server is not None:
+                await asyncio.to_thread(self._metrics_server.shutdown)
+            await self.store.close()
+            self.notifier.close()
+        log.info("stopped")
+        return 0
+
+    def status_line(self) -> str:
+        states = self.floor.states()
+        broker = "up" if self.ingest.connected.is_set() else "down"
+        store = f"FAILING ({self.store_failure})" if self.store_failure else "ok"
+        return (f"tables {states['online']} online, {states['degraded']} degraded, "
+                f"{states['offline']} offline; alerts {len(self.floor.alerts())}; broker "
+                f"{broker}; store {store}")
+
+    # -- the pipeline ---------------------------------------------------------------------------
+
+    async def received(self, topic: str, payload: bytes, retained: bool) -> None:
+        """One message from the broker. Never raises (a bug is logged and counted)."""
+        try:
+            await self._received(topic, payload, retained)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self.handler_errors += 1
+            log.exception("message_failed", topic=topic, bytes=len(payload))
+
+    async def _received(self, topic: str, payload: bytes, retained: bool) -> None:
+        now = time.time()
+        try:
+            message = parse_message(self.config.mqtt.topic_prefix, topic, payload, now,
+                                    retained)
+        except Malformed as exc:
+            self.metrics.malformed.inc()
+            log.warning("malformed_message", topic=topic, reason=str(exc), bytes=len(payload))
+            reason = str(exc)
+            await self._retrying("record_malformed", lambda: self.store.record_malformed(
+                topic, reason, payload, now, self.actor))
+            return
+        family = message.topic.family
+        self.metrics.received.labels(family).inc()
+        if family == "metrics":  # a sample: not recorded (pit.store)
+            self.floor.apply(message)
+            await self._retrying("alerts", lambda: self.engine.message(message, None, False))
+            return
+        recorded = await self._retrying("record", lambda: self.store.record(message,
+                                                                            self.actor))
+        if recorded.new:
+            self.metrics.recorded.labels(family).inc()
+        elif recorded.status == "duplicate":
+            self.metrics.duplicates.labels(family).inc()
+        else:
+            self.metrics.conflicts.labels(family).inc()
+            log.error("seq_conflict", site=message.site, table=message.table,
+                      stream=message.stream, table_seq=message.table_seq)
+        applied = False
+        if recorded.new:
+            applied = self.floor.apply(message)
+            if recorded.id is not None and self.config.mqtt.share_group:
+                self._applied[recorded.id] = time.monotonic()
+        elif recorded.status == "duplicate" and family in ("status", "device"):
+            # every server of a floor receives the state topics, and one of them recorded this
+            # copy first: still news to this server's model (which keeps its own order by
+            # table_seq); the alert rules ran where it was recorded
+            self.floor.apply(message)
+        await self._retrying("alerts", lambda: self.engine.message(message, recorded, applied))
+
+    async def _retrying(self, what: str, operation: Callable[[], Awaitable[T]]) -> T:
+        """Until the store takes it: the message is not dropped because the database is
+        down; the broker connection keeps receiving meanwhile."""
+        backoff = Backoff(0.2, 5.0)
+        while True:
+            try:
+                result = await operation()
+            except StoreError as exc:
+                self.metrics.store_errors.inc()
+                if self.store_failure is None:
+                    log.error("store_failing", operation=what, error=str(exc))
+                self.store_failure = str(exc)
+                await asyncio.sleep(backoff.next())
+                continue
+            if self.store_failure is not None:
+                log.info("store_recovered", operation=what)
+                self.store_failure = None
+            return result
+
+    async def _follow_records(self) -> None:
+        """With a shared subscription this server receives only its share of the outcomes;
+        the other servers' share reaches its live model through the shared record, within
+        about half a second (alerts need no such path: they are in the record already)."""
+        while True:
+            await asyncio.sleep(T_FOLLOW)
+            try:
+                records = await self.store.recorded_by_others(self._record_cursor,
+                                                              T_AUDIT_WINDOW, self.actor)
+            except StoreError as exc:
+                self.metrics.store_errors.inc()
+                log.warning("follow_store_error", error=str(exc))
+                continue
+            cutoff = time.monotonic() - 2 * T_AUDIT_WINDOW
+            for key in [k for k, seen in self._applied.items() if seen < cutoff]:
+                del self._applied[key]
+            for stored in records:
+                self._record_cursor = max(self._record_cursor, stored.id)
+                if stored.id in self._applied:
+                    continue
+                self._applied[stored.id] = time.monotonic()
+                self.floor.apply_stored(stored)
+
+    # -- alerts out ---------------------------------------------------------------------------
+
+    def _alert_changed(self, change: AlertChange) -> None:
+        self._audit_seen[change.audit.id] = time.monotonic()
+        self._outbox_wake.set()
+
+    def _connected(self) -> None:
+        self.metrics.broker_connects.inc()
+        self._outbox_wake.set()
+
+    async def _outbox(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(T_OUTBOX):
+                    await self._outbox_wake.wait()
+            self._outbox_wake.clear()
+            self.metrics.broker_connected.set(1 if self.ingest.connected.is_set() else 0)
+            try:
+                await self._follow()
+                if self.config.alerts.publish and self.ingest.connected.is_set():
+                    await self._publish_pending()
+            except StoreError as exc:
+                self.metrics.store_errors.inc()
+                log.warning("outbox_store_error", error=str(exc))
+                await asyncio.sleep(1.0)
+
+    async def _follow(self) -> None:
+        """Alert changes made elsewhere (the command line, another pit server) reach the live
+        model (and the web page through the change feed)."""
+        entries = await self.store.audit_after(self._audit_cursor, T_AUDIT_WINDOW)
+        cutoff = time.monotonic() - 2 * T_AUDIT_WINDOW
+        for key in [k for k, seen in self._audit_seen.items() if seen < cutoff]:
+            del self._audit_seen[key]
+        reload: set[int] = set()
+        for entry in entries:
+            self._audit_cursor = max(self._audit_cursor, entry.id)
+            if entry.id in self._audit_seen:
+                continue
+            self._audit_seen[entry.id] = time.monotonic()
+            reload.add(entry.alert_id)
+        for alert_id in sorted(reload):
+            alert = await self.store.alert(alert_id)
+            if alert is not None:
+                self.floor.alert_changed(alert)
+
+    async def _publish_pending(self) -> None:
+        prefix = self.config.mqtt.topic_prefix
+        for entry, alert in await self.store.pending_publications():
+            if not await self.store.claim_publication(entry.id, self.actor, time.time()):
+                continue  # another pit server has it
+            body = alert_payload(alert, entry, self.config.pit.id)
+            sent = await self.ingest.publish(f"{prefix}/{alert.site}/pit/alert",
+                                             json.dumps(body, separators=(",", ":")))
+            if not sent:
+                await self.store.release_publication(entry.id)
+                return  # the connection is gone; the next connection publishes it
+            await self.store.mark_published(entry.id, time.time())
+            self.metrics.alerts_published.inc()
+
+    # -- timers -------------------------------------------------------------------------------
+
+    async def _timers(self) -> None:
+        while True:
+            await asyncio.sleep(T_TICK)
+            try:
+                await self.engine.tick()
+            except StoreError as exc:
+                self.metrics.store_errors.inc()
+                log.warning("timers_store_error", error=str(exc))
+
+    async def _retention(self) -> None:
+        r = self.config.retention
+        while True:
+            now = time.time()
+            try:
+                gone = await self.store.purge(now - r.days * 86400, now - r.alert_days * 86400)
+            except StoreError as exc:
+                self.metrics.store_errors.inc()
+                log.warning("retention_failed", error=str(exc))
+            else:
+                if any(gone.values()):
+                    log.info("retention_purged", **gone)
+            await asyncio.sleep(r.interval)
+
+    async def _status_loop(self) -> None:
+        last = ""
+        while True:
+            await asyncio.sleep(T_STATUS)
+            line = self.status_line()
+            if line != last:
+                self.notifier.status(line)
+                last = line
+
+
+async def _guarded(name: str, body: Callable[[], Awaitable[None]]) -> None:
+    """A long-lived part of the pit: if it fails unexpectedly, log it and start it again."""
+    while True:
+        try:
+            await body()
+            return
+        except Exception:
+            log.exception("task_failed", task=name)
+            await asyncio.sleep(1.0)
+
+
+async def run_pit(config: PitConfig) -> int:
+    return await PitService(config).run()

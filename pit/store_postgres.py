@@ -1,0 +1,111 @@
+"""The record in PostgreSQL (psycopg 3, async, with a connection pool): the store of a floor
+where several pit servers share one record.
+
+Owns the connections and the few words of SQL that differ from SQLite; the logic is
+:class:`pit.store.SqlStore`'s. Several servers writing at once stay correct through the
+database, not through the pits: idempotency and the one-alert-per-condition rule are unique
+indexes (``INSERT … ON CONFLICT DO NOTHING``), alert rows are locked while they change
+(``SELECT … FOR UPDATE``), migrations run under an advisory lock, and each outbox row is claimed
+by one server before it is published.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from tabled.daemon.config import read_secret
+from tabled.pit.config import PostgresSettings
+from tabled.pit.store import T_STORE, Row, SqlStore, StoreError, Tx, schema
+
+#: Any advisory lock id, the same for every pit: migrations run one server at a time.
+MIGRATION_LOCK = 0x7AB1ED
+#: A statement the server has not finished in this time is cancelled by the server, ms.
+STATEMENT_TIMEOUT_MS = int(T_STORE * 1000)
+#: Connecting (TCP, TLS, authentication) must take less, seconds.
+T_CONNECT = 5
+
+
+def _placeholders(sql: str) -> str:
+    # The shared SQL uses "?"; psycopg wants "%s". No statement has a "?" or "%" of its own.
+    return sql.replace("?", "%s")
+
+
+class _PgTx(Tx):
+    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        self._conn = conn
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        cur = await self._conn.execute(_placeholders(sql), tuple(params))
+        return cur.rowcount
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        cur = await self._conn.execute(_placeholders(sql), tuple(params))
+        return [tuple(r) for r in await cur.fetchall()]
+
+
+class PostgresStore(SqlStore):
+    for_update = " FOR UPDATE"
+
+    def __init__(self, settings: PostgresSettings, *, open_timeout: float = T_STORE) -> None:
+        self.settings = settings
+        #: how long :meth:`open` keeps trying to connect before it gives up, seconds
+        self.open_timeout = open_timeout
+        self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
+
+    @property
+    def description(self) -> str:
+        safe = " ".join(p for p in self.settings.conninfo.split()
+                        if not p.startswith("password"))
+        return f"postgres ({safe})"
+
+    def migrations(self) -> list[list[str]]:
+        return [schema("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "DOUBLE PRECISION",
+                       "BIGINT")]
+
+    async def open(self) -> None:
+        kwargs: dict[str, Any] = {
+            "connect_timeout": T_CONNECT,
+            "options": f"-c statement_timeout={STATEMENT_TIMEOUT_MS}",
+            "application_name": "tabled-pit",
+        }
+        if self.settings.password_file is not None:
+            kwargs["password"] = read_secret(self.settings.password_file).decode()
+        pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
+            self.settings.conninfo, min_size=self.settings.pool_min,
+            max_size=self.settings.pool_max, kwargs=kwargs, open=False, timeout=T_STORE,
+            name="tabled-pit")
+        try:
+            await pool.open(wait=True, timeout=self.open_timeout)
+        except (PoolTimeout, psycopg.Error) as exc:
+            await pool.close()
+            raise StoreError(f"{self.description}: cannot connect: {exc}") from exc
+        self._pool = pool
+        await self._run("migrate", self._migrate_locked)
+
+    async def _migrate_locked(self, tx: Tx) -> None:
+        await tx.execute(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
+        await self._migrate(tx)
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close(timeout=T_STORE)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self, write: bool = True) -> AsyncIterator[Tx]:
+        if self._pool is None:
+            raise StoreError(f"{self.description}: not open")
+        try:
+            async with self._pool.connection(timeout=T_STORE) as conn, conn.transaction():
+                if not write:
+                    await conn.execute("SET TRANSACTION READ ONLY")
+                yield _PgTx(conn)
+        except PoolTimeout as exc:
+            raise StoreError(f"{self.description}: no connection: {exc}") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"{self.description}: {exc}") from exc

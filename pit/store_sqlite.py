@@ -1,0 +1,129 @@
+"""The record in one SQLite file (WAL): the embedded default, for one pit server.
+
+Owns the connection and nothing else: the stdlib ``sqlite3`` on one thread of its own, so that
+no query ever runs on the event loop; statements of one transaction run there in order, one
+transaction at a time. ``synchronous=NORMAL`` in WAL: a commit is not an fsync (the WAL is synced
+at checkpoints). The pit acknowledges a QoS 1 message to the broker when it receives it (aiomqtt
+has no manual acknowledgement), so a crash may lose the last messages either way; such a loss is
+not silent: the next message of that stream shows the jump and raises ``seq_gap``.
+
+Other processes (``tabled pit alerts ack``, ``tabled pit status``, tests) may open the same file:
+WAL lets them read while the service writes, and the busy timeout lets them write in turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tabled.pit.store import Row, SqlStore, StoreError, Tx, schema
+
+T = TypeVar("T")
+
+#: How long a writer waits for another process's write lock, milliseconds.
+BUSY_TIMEOUT_MS = 5000
+
+
+class _SqliteTx(Tx):
+    def __init__(self, store: SqliteStore) -> None:
+        self._store = store
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        def run(db: sqlite3.Connection) -> int:
+            return db.execute(sql, tuple(params)).rowcount
+
+        return await self._store.call(run)
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        def run(db: sqlite3.Connection) -> list[Row]:
+            return [tuple(r) for r in db.execute(sql, tuple(params)).fetchall()]
+
+        return await self._store.call(run)
+
+
+class SqliteStore(SqlStore):
+    """``SqliteStore(path)``; ``await open()`` creates the file (mode 0600) and migrates."""
+
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+        self.path = Path(path)
+        self.readonly = readonly
+        self._executor: ThreadPoolExecutor | None = None
+        self._db: sqlite3.Connection | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def description(self) -> str:
+        return f"sqlite {self.path}"
+
+    def migrations(self) -> list[list[str]]:
+        return [schema("INTEGER PRIMARY KEY AUTOINCREMENT", "REAL", "INTEGER")]
+
+    async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(connection)`` on the store's thread."""
+        if self._executor is None or self._db is None:
+            raise StoreError(f"{self.description}: not open")
+        db = self._db
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, fn, db)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.description}: {exc}") from exc
+
+    async def open(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pit-sqlite")
+        loop = asyncio.get_running_loop()
+
+        def connect() -> sqlite3.Connection:
+            if self.readonly:
+                db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
+                                     isolation_level=None, check_same_thread=False)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                self.path.touch(mode=0o600, exist_ok=True)
+                db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            if not self.readonly:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+            return db
+
+        try:
+            self._db = await loop.run_in_executor(self._executor, connect)
+        except (sqlite3.Error, OSError) as exc:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+            raise StoreError(f"{self.description}: cannot open: {exc}") from exc
+        if not self.readonly:
+            await self._run("migrate", self._migrate)
+
+    async def close(self) -> None:
+        executor, db = self._executor, self._db
+        self._executor, self._db = None, None
+        if executor is None:
+            return
+        if db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                await asyncio.get_running_loop().run_in_executor(executor, db.close)
+        executor.shutdown(wait=True)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self, write: bool = True) -> AsyncIterator[Tx]:
+        # One transaction at a time on the one connection. A write transaction takes SQLite's
+        # write lock at once (IMMEDIATE), so that its reads and writes see one state.
+        async with self._lock:
+            await self.call(lambda db: db.execute("BEGIN IMMEDIATE" if write and not
+                                                  self.readonly else "BEGIN"))
+            try:
+                yield _SqliteTx(self)
+            except BaseException:
+                # shielded: a cancelled or timed-out operation still rolls back before the next
+                # transaction begins (the thread runs them in order)
+                with contextlib.suppress(StoreError, sqlite3.Error):
+                    await asyncio.shield(self.call(lambda db: db.execute("ROLLBACK")))
+                raise
+            await self.call(lambda db: db.execute("COMMIT"))

@@ -1,0 +1,411 @@
+"""The page's routes: the floor, a table, recall, the alerts desk, sign-in, the live stream.
+
+============================  ===============================================================
+``GET /``                     the floor: a tile per table
+``GET /table/{site}/{table}`` a table: its state and devices, and its game's panel (baccarat
+                              scoreboard, craps rolls and histograms, Q Poker rounds)
+``GET …/recall``              the table's last 10 rounds from the record: every event, card
+                              and settlement (GLI-11 recall)
+``GET /alerts``               every alert (``?state=`` filter) and the latest actions
+``GET /alerts/{id}``          one alert, its audit trail, and (for a supervisor) its actions
+``POST /alerts/{id}/acknowledge``, ``POST /alerts/{id}/close``  through the alert desk
+``GET|POST /login``, ``POST /logout``  sign-in (argon2 via :mod:`tabled.pit.auth`)
+``GET /events``               the page's server-sent events (:mod:`tabled.pit.web.live`)
+``GET /healthz``              the service's health (JSON; 503 while the store fails)
+``/metrics``                  Prometheus (``service.metrics``)
+``/static/…``                 the stylesheet, the page script, vendored htmx
+============================  ===============================================================
+
+Every page needs a signed-in user (``viewer`` or ``supervisor``) unless ``[web]
+anonymous_view``; acting needs a supervisor, which the desk checks and audits (a refused
+attempt is audited there, so this layer never pre-empts it). Sessions are Starlette's signed
+cookie (itsdangerous), ``HttpOnly``, ``SameSite=Strict``, ``Secure`` over TLS; every
+state-changing request needs the CSRF token (:mod:`tabled.pit.web.security`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import jinja2
+import structlog
+from sse_starlette import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from tabled.pit.auth import Forbidden, User, Users
+from tabled.pit.config import WebSettings
+from tabled.pit.model import Change
+from tabled.pit.store import LIVE_STATES, AlertActionError, StoreError
+from tabled.pit.web import present
+from tabled.pit.web.live import View, stream
+from tabled.pit.web.security import SecurityHeaders, SignInThrottle, csrf_protect
+
+if TYPE_CHECKING:
+    from tabled.pit.service import PitService
+
+log = structlog.get_logger("tabled.pit.web")
+
+HERE = Path(__file__).resolve().parent
+SESSION_COOKIE = "pit_session"
+#: Alerts listed on the alerts page, and actions in its "latest actions".
+ALERTS_LISTED = 300
+AUDIT_LISTED = 40
+#: The alerts panel shown on every page lists this many (the rest: a count and a link).
+PANEL_ALERTS = 12
+#: Longest note accepted (the desk cuts at its own limit too).
+MAX_FIELD = 4000
+STATE_FILTERS: dict[str, tuple[str, ...]] = {
+    "live": LIVE_STATES, "open": ("open",), "acknowledged": ("acknowledged",),
+    "cleared": ("cleared",), "closed": ("closed",), "all": (*LIVE_STATES, "closed"),
+}
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
+                             autoescape=True, trim_blocks=True, lstrip_blocks=True,
+                             undefined=jinja2.StrictUndefined)
+    env.filters.update(card=present.card, cards=present.cards, clock=present.clock,
+                       stamp=present.stamp, iso=present.iso,
+                       quote=lambda s: quote(str(s), safe=""))
+    env.globals.update(ROAD_TITLES=present.ROAD_TITLES, PIPS=present.PIPS, ago=present.ago)
+    return env
+
+
+class PitWeb:
+    """The web layer of one running pit service."""
+
+    def __init__(self, service: PitService, settings: WebSettings, secret: str) -> None:
+        self.service = service
+        self.settings = settings
+        self.users = Users(service.config.users)
+        self.throttle = SignInThrottle(settings.sign_in_failures, settings.sign_in_window)
+        self.env = _environment()
+        #: set when the server stops: the live streams end, so shutdown does not wait
+        self.stopping = asyncio.Event()
+        routes = [
+            Route("/", self.floor_page),
+            Route("/table/{site}/{table}", self.table_page),
+            Route("/table/{site}/{table}/recall", self.recall_page),
+            Route("/alerts", self.alerts_page),
+            Route("/alerts/{alert_id:int}", self.alert_page),
+            Route("/alerts/{alert_id:int}/{action:str}", self.alert_action, methods=["POST"]),
+            Route("/login", self.login_page, methods=["GET", "POST"]),
+            Route("/logout", self.logout, methods=["POST"]),
+            Route("/events", self.events),
+            Route("/healthz", self.healthz),
+            Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+            Route("/metrics", _Asgi(service.metrics.asgi_app())),
+        ]
+        inner = Starlette(routes=routes, middleware=[Middleware(
+            SessionMiddleware, secret_key=secret, session_cookie=SESSION_COOKIE,
+            max_age=settings.session_max_age, same_site="strict",
+            https_only=settings.uses_tls)])
+        self.app: ASGIApp = SecurityHeaders(
+            csrf_protect(inner, secret=secret, tls=settings.uses_tls,
+                         refused=self._csrf_refused), tls=settings.uses_tls)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def user(self, request: Request) -> User | None:
+        name = request.session.get("user")
+        return self.users.get(name) if isinstance(name, str) else None
+
+    def may_view(self, user: User | None) -> bool:
+        return (user is not None and user.may("view")) or self.settings.anonymous_view
+
+    def render(self, request: Request, name: str, status: int = 200,
+               **context: Any) -> HTMLResponse:
+        user = self.user(request)
+        token = request.scope["csrftoken"]() if "csrftoken" in request.scope else ""
+        visible = self.may_view(user)  # nothing of the floor before sign-in
+        live_url = context.pop("live_url", None)
+        html = self.env.get_template(name).render(
+            request=request, user=user, csrf=token, now=time.time(),
+            summary=self.summary() if visible else None,
+            panel_alerts=self.panel_alerts() if visible else [],
+            live_url=live_url if visible else None, **context)
+        return HTMLResponse(html, status_code=status)
+
+    def fragment(self, name: str, **context: Any) -> str:
+        return self.env.get_template(name).render(now=time.time(), **context)
+
+    def summary(self) -> dict[str, Any]:
+        floor = self.service.floor
+        states = floor.states()
+        alerts = floor.alerts()
+        return {"tables": sum(states.values()), **states, "alerts": len(alerts),
+                "unacknowledged": sum(1 for a in alerts if a.state in ("open", "cleared")),
+                "critical": sum(1 for a in alerts if a.severity == "critical"
+                                and a.state in ("open", "cleared")),
+                "broker": self.service.ingest.connected.is_set(),
+                "store": self.service.store_failure is None}
+
+    def panel_alerts(self) -> list[Any]:
+        return present.worst_first(self.service.floor.alerts())
+
+    def login_redirect(self, request: Request) -> RedirectResponse:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
+
+    def error(self, request: Request, status: int, title: str, text: str) -> HTMLResponse:
+        return self.render(request, "error.html", status=status, title=title, text=text)
+
+    # -- pages ------------------------------------------------------------------------------
+
+    async def floor_page(self, request: Request) -> Response:
+        if not self.may_view(self.user(request)):
+            return self.login_redirect(request)
+        return self.render(request, "floor.html", tiles=self.service.floor.tiles(),
+                           live_url="/events?view=floor")
+
+    def table_context(self, site: str, table: str) -> dict[str, Any] | None:
+        floor = self.service.floor
+        tile = floor.tile(site, table)
+        if tile is None:
+            return None
+        panel = floor.panel(site, table) or {}
+        game = panel.get("game")
+        view: dict[str, Any] = {}
+        if game == "baccarat":
+            view = present.baccarat_view(panel)
+        elif game == "craps":
+            view = present.craps_view(panel)
+        elif game == "qpoker":
+            view = present.qpoker_view(panel)
+        return {"tile": tile, "game": game, "view": view,
+                "table_alerts": present.worst_first(floor.alerts(site, table))}
+
+    async def table_page(self, request: Request) -> Response:
+        if not self.may_view(self.user(request)):
+            return self.login_redirect(request)
+        site, table = request.path_params["site"], request.path_params["table"]
+        context = self.table_context(site, table)
+        if context is None:
+            return self.error(request, 404, "No such table",
+                              f"The pit has heard nothing from {site}/{table}.")
+        return self.render(request, "table.html", site=site, table=table, **context,
+                           live_url=f"/events?view=table&site={quote(site)}"
+                                    f"&table={quote(table)}")
+
+    async def recall_page(self, request: Request) -> Response:
+        if not self.may_view(self.user(request)):
+            return self.login_redirect(request)
+        site, table = request.path_params["site"], request.path_params["table"]
+        tile = self.service.floor.tile(site, table)
+        try:
+            rounds = await self.service.store.recall(site, table, 10)
+        except StoreError as exc:
+            return self.error(request, 503, "The record is not answering", str(exc))
+        if tile is None and not rounds:
+            return self.error(request, 404, "No such table",
+                              f"The record has nothing of {site}/{table}.")
+        return self.render(request, "recall.html", site=site, table=table, tile=tile,
+                           rounds=list(reversed(rounds)), settlement=present.settlement,
+                           event_line=present.event_line, event_cards=present.event_cards,
+                           live_url="/events?view=static")
+
+    async def alerts_context(self, state: str) -> dict[str, Any]:
+        store = self.service.store
+        alerts = await store.alerts(states=STATE_FILTERS[state], limit=ALERTS_LISTED)
+        audit = await store.audit(limit=AUDIT_LISTED)
+        return {"alerts": alerts, "audit": audit, "state": state,
+                "filters": list(STATE_FILTERS)}
+
+    async def alerts_page(self, request: Request) -> Response:
+        if not self.may_view(self.user(request)):
+            return self.login_redirect(request)
+        state = request.query_params.get("state", "live")
+        if state not in STATE_FILTERS:
+            state = "live"
+        try:
+            context = await self.alerts_context(state)
+        except StoreError as exc:
+            return self.error(request, 503, "The record is not answering", str(exc))
+        return self.render(request, "alerts.html", **context,
+                           live_url=f"/events?view=alerts&state={state}")
+
+    async def alert_context(self, alert_id: int) -> dict[str, Any] | None:
+        alert = await self.service.store.alert(alert_id)
+        if alert is None:
+            return None
+        return {"alert": alert, "trail": await self.service.store.audit(alert_id)}
+
+    async def alert_page(self, request: Request) -> Response:
+        if not self.may_view(self.user(request)):
+            return self.login_redirect(request)
+        alert_id = int(request.path_params["alert_id"])
+        try:
+            context = await self.alert_context(alert_id)
+        except StoreError as exc:
+            return self.error(request, 503, "The record is not answering", str(exc))
+        if context is None:
+            return self.error(request, 404, "No such alert", f"There is no alert {alert_id}.")
+        alert = context["alert"]
+        return self.render(request, "alert.html", **context,
+                           live_url=f"/events?view=alert&id={alert_id}"
+                                    f"&site={quote(alert.site)}&table={quote(alert.table)}")
+
+    # -- actions ----------------------------------------------------------------------------
+
+    async def alert_action(self, request: Request) -> Response:
+        user = self.user(request)
+        if user is None:
+            return self.login_redirect(request)
+        alert_id = int(request.path_params["alert_id"])
+        action = request.path_params["action"]
+        if action not in ("acknowledge", "close"):
+            return self.error(request, 404, "No such action", action)
+        form = await request.form(max_fields=10, max_files=0)
+        note = str(form.get("note") or "")[:MAX_FIELD] or None
+        desk = self.service.desk
+        try:
+            if action == "acknowledge":
+                await desk.acknowledge(alert_id, user, note)
+            else:
+                await desk.close(alert_id, user, note)
+        except Forbidden as exc:  # audited by the desk
+            return self.error(request, 403, "Not allowed", str(exc))
+        except AlertActionError as exc:
+            return self.error(request, 409, "That cannot be done", str(exc))
+        except StoreError as exc:
+            return self.error(request, 503, "The record is not answering", str(exc))
+        return RedirectResponse(f"/alerts/{alert_id}", status_code=303)
+
+    async def login_page(self, request: Request) -> Response:
+        target = _local(request.query_params.get("next"))
+        if request.method == "GET":
+            return self.render(request, "login.html", next=target, failed=None)
+        form = await request.form(max_fields=10, max_files=0)
+        name = str(form.get("name") or "")[:128]
+        password = str(form.get("password") or "")[:MAX_FIELD]
+        target = _local(str(form.get("next") or "")) or target
+        client = request.client.host if request.client else "?"
+        if not self.throttle.allowed(client, name):
+            log.warning("sign_in_throttled", user=name, client=client)
+            return self.render(request, "login.html", status=429, next=target,
+                               failed="Too many failed sign-ins: wait a few minutes.")
+        user = await asyncio.to_thread(self.users.authenticate, name, password)
+        if user is None:
+            self.throttle.failed(client, name)
+            log.warning("sign_in_failed", user=name, client=client)
+            return self.render(request, "login.html", status=401, next=target,
+                               failed="Sign-in failed.")
+        request.session.clear()
+        request.session.update({"user": user.name, "at": time.time()})
+        log.info("signed_in", user=user.name, role=user.role, client=client)
+        return RedirectResponse(target or "/", status_code=303)
+
+    async def logout(self, request: Request) -> Response:
+        user = request.session.get("user")
+        request.session.clear()
+        if user:
+            log.info("signed_out", user=user)
+        return RedirectResponse("/login", status_code=303)
+
+    async def _csrf_refused(self, scope: Scope, send: Send, reason: Any) -> None:
+        log.warning("csrf_refused", path=scope.get("path"), method=scope.get("method"),
+                    reason=getattr(reason, "name", str(reason)))
+        html = self.fragment("refused.html")
+        response = HTMLResponse(html, status_code=403)
+        await response({"type": "http"}, _nothing, send)
+
+    # -- live ---------------------------------------------------------------------------------
+
+    async def events(self, request: Request) -> Response:
+        user = self.user(request)
+        if not self.may_view(user):
+            return Response("sign in first", status_code=401)
+        q = request.query_params
+        view = View(q.get("view", "floor"), q.get("site"), q.get("table"),
+                    int(q["id"]) if q.get("id", "").isdigit() else None,
+                    q.get("state") if q.get("state") in STATE_FILTERS else "live")
+        known: set[tuple[str, str]] = set()
+
+        async def fragments(batch: set[Change] | None) -> AsyncIterator[tuple[str, str]]:
+            everything = batch is None or any(c.what == "floor" for c in batch)
+            mine = [c for c in batch or () if view.concerns(c)]
+            yield "summary", self.fragment("_summary.html", summary=self.summary())
+            if everything or any(c.what == "alerts" for c in batch or ()):
+                yield "alerts-panel", self.fragment("_alerts_panel.html", user=user,
+                                                    panel_alerts=self.panel_alerts())
+            if view.name == "floor":
+                tiles = {(t["site"], t["table"]): t for t in self.service.floor.tiles()}
+                changed = {(c.site, c.table) for c in mine if c.site and c.table}
+                if everything or not changed <= known:
+                    known.clear()
+                    known.update(tiles)
+                    yield "floor", self.fragment("_floor.html", tiles=list(tiles.values()))
+                    return
+                for key in sorted(changed):
+                    if key in tiles:
+                        yield (f"tile:{key[0]}/{key[1]}",
+                               self.fragment("_tile.html", t=tiles[key]))
+            elif view.name == "table" and view.site and view.table:
+                if everything or mine:
+                    context = self.table_context(view.site, view.table)
+                    if context is not None:
+                        yield "table", self.fragment("_table_live.html", user=user, **context)
+            elif view.name == "alerts" and (everything or mine):
+                try:
+                    context = await self.alerts_context(view.state or "live")
+                except StoreError:
+                    return
+                yield "alerts-table", self.fragment("_alerts_table.html", user=user,
+                                                    **context)
+                yield "audit-log", self.fragment("_audit_log.html", **context)
+            elif view.name == "alert" and view.alert_id is not None and (everything or mine):
+                try:
+                    found = await self.alert_context(view.alert_id)
+                except StoreError:
+                    return
+                if found is not None:
+                    yield "alert", self.fragment("_alert_state.html", user=user, **found)
+
+        return EventSourceResponse(
+            stream(self.service.changes.subscribe(), fragments, self.stopping), ping=15,
+            headers={"cache-control": "no-store", "x-accel-buffering": "no"})
+
+    async def healthz(self, request: Request) -> Response:
+        service = self.service
+        body: Mapping[str, Any] = {
+            "status": "ok" if service.store_failure is None else "store_failing",
+            "broker": "up" if service.ingest.connected.is_set() else "down",
+            "store": service.store_failure or "ok",
+            "tables": service.floor.states(),
+            "alerts": len(service.floor.alerts()),
+        }
+        return JSONResponse(body, status_code=200 if service.store_failure is None else 503)
+
+
+class _Asgi:
+    """An ASGI app as a route's endpoint (Starlette calls an object that is not a function
+    as ASGI): ``/metrics`` itself, with no redirect to ``/metrics/``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+
+async def _nothing() -> Any:
+    return {"type": "http.disconnect"}
+
+
+def _local(target: str | None) -> str | None:
+    """A redirect target only within this site (no ``//host``, no scheme)."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return None
+    return target

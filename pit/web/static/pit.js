@@ -1,0 +1,39 @@
+// tabled pit: the little the page does by itself. htmx and its SSE extension swap the
+// server-rendered fragments in; this keeps "how long ago" labels current and shows whether the
+// live stream is connected. No inline script anywhere (the CSP forbids it).
+(function () {
+  "use strict";
+
+  function ago(seconds) {
+    var s = Math.max(0, Math.floor(seconds));
+    if (s < 60) return s + "s";
+    if (s < 3600) return Math.floor(s / 60) + "m " + String(s % 60).padStart(2, "0") + "s";
+    if (s < 86400) return Math.floor(s / 3600) + "h " + String(Math.floor(s % 3600 / 60)).padStart(2, "0") + "m";
+    return Math.floor(s / 86400) + "d " + Math.floor(s % 86400 / 3600) + "h";
+  }
+
+  function tick() {
+    var now = Date.now() / 1000;
+    document.querySelectorAll("[data-ago]").forEach(function (el) {
+      var ts = parseFloat(el.getAttribute("data-ago"));
+      if (!isNaN(ts)) el.textContent = ago(now - ts);
+    });
+  }
+
+  function live(state) {
+    var el = document.getElementById("live");
+    if (!el) return;
+    el.classList.toggle("on", state === "on");
+    el.classList.toggle("off", state === "off");
+    el.textContent = state === "on" ? "live" : "reconnecting";
+  }
+
+  document.addEventListener("htmx:sseOpen", function () { live("on"); });
+  document.addEventListener("htmx:sseError", function () { live("off"); });
+  document.addEventListener("htmx:sseClose", function () { live("off"); });
+  // the time of the last swap, for the tests' delay measurements and for a person's glance
+  document.addEventListener("htmx:sseMessage", function () {
+    document.documentElement.setAttribute("data-last-update", String(Date.now()));
+  });
+  setInterval(tick, 1000);
+})();

@@ -1,0 +1,170 @@
+"""The live floor model: tiles, per-game panels (craps histograms, Q Poker hands only from the
+outcome, baccarat roads through the roads plug), the change feed, and a rebuild from the store
+equal to the live model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from typing import Any
+
+from tabled.pit.model import Change, ChangeFeed, Floor
+from tabled.pit.store_sqlite import SqliteStore
+from tests.pit.conftest import baccarat_outcome, birth, device, event, msg, will
+
+
+def craps_outcome(round_no: int, seq: int, dice: tuple[int, int],
+                  point_after: int | None) -> Any:
+    body = {"v": 1, "type": "outcome", "game": "craps", "round": round_no,
+            "status": "complete",
+            "result": {"dice": list(dice), "total": sum(dice), "point_before": None,
+                       "point_after": point_after}, "bets": {"pass": {"result": "open"}}}
+    return msg("outcome", body, seq)
+
+
+def test_the_craps_panel_keeps_50_rolls_the_point_and_the_sessions_histograms() -> None:
+    floor = Floor()
+    floor.apply(birth("craps", devices=[{"id": "dice-1", "family": "dice"}]))
+    rng = random.Random(3)
+    rolls = [(rng.randint(1, 6), rng.randint(1, 6)) for _ in range(80)]
+    for n, dice in enumerate(rolls):
+        floor.apply(craps_outcome(n + 1, n, dice, 6 if n == 79 else None))
+    floor.apply(msg("outcome", {"v": 1, "type": "outcome", "game": "craps", "round": 81,
+                                "status": "complete", "no_roll": True, "result": {},
+                                "bets": {}}, 80))
+    panel = floor.panel("lab", "t1")
+    assert panel is not None and panel["game"] == "craps"
+    assert len(panel["rolls"]) == 50 and panel["rolls"][-1] == {"round": 81, "no_roll": True}
+    assert panel["rolls"][-2]["dice"] == list(rolls[-1])
+    assert panel["point"] == 6
+    session = panel["session"]
+    assert session["rolls"] == 80 and session["no_rolls"] == 1
+    assert sum(session["totals"].values()) == 80
+    assert session["totals"]["7"] == sum(1 for a, b in rolls if a + b == 7)
+    assert session["die1"]["3"] == sum(1 for a, _ in rolls if a == 3)
+    assert session["die2"]["6"] == sum(1 for _, b in rolls if b == 6)
+    # a new run of the daemon is a new session; the last rolls stay on screen
+    floor.apply(birth("craps", seq=1, started_at="2026-12-02T10:00:00.000Z",
+                      devices=[{"id": "dice-1", "family": "dice"}]))
+    panel = floor.panel("lab", "t1")
+    assert panel is not None and panel["session"]["rolls"] == 0 and len(panel["rolls"]) == 50
+    tile = floor.tile("lab", "t1")
+    assert tile is not None and tile["last_outcome"]["line"] == "#81 no roll"
+    assert tile["rounds_last_hour"] == 81
+
+
+def qpoker_events_and_outcome() -> tuple[list[Any], Any]:
+    """A Q Poker round as the daemon publishes it: the deal withheld, the seats' cards after the
+    deal, the dealer's just before the outcome."""
+    events = [
+        event({"type": "round_start", "seats": [1]}, 0),
+        event({"type": "withheld", "seat": 1, "count": 3}, 1),
+        event({"type": "withheld", "seat": "dealer", "count": 3}, 2),
+        event({"type": "hand", "seat": 1, "cards": ["2S", "2H", "9C"], "withheld": True}, 3),
+        event({"type": "decision", "seat": 1, "play": True}, 4),
+        event({"type": "hand", "seat": "dealer", "cards": ["KS", "KH", "4D"],
+               "withheld": True}, 5),
+        event({"type": "reveal"}, 6),
+    ]
+    outcome = msg("outcome", {
+        "v": 1, "type": "outcome", "game": "qpoker", "round": 1, "status": "complete",
+        "result": {"dealer": {"cards": ["KS", "KH", "4D"], "hand": "pair", "qualifies": True},
+                   "seats": {"1": {"cards": ["2S", "2H", "9C"], "hand": "pair",
+                                   "status": "active"}}},
+        "bets": {"1": {"dobo": {"result": "lose"}, "play": {"result": "lose"}}}}, 0)
+    return events, outcome
+
+
+def test_the_qpoker_panel_never_shows_a_dealer_card_before_the_outcome() -> None:
+    floor = Floor()
+    floor.apply(birth("qpoker", devices=[{"id": "shuffler-1", "family": "shuffler"}]))
+    events, outcome = qpoker_events_and_outcome()
+    for e in events:  # the dealer's hand event has arrived: the outcome has not
+        floor.apply(e)
+        shown = json.dumps(floor.snapshot())
+        assert "KS" not in shown and "KH" not in shown and "4D" not in shown
+    floor.apply(outcome)
+    panel = floor.panel("lab", "t1")
+    assert panel is not None
+    (rnd,) = panel["rounds"]
+    assert rnd["dealer"] == {"cards": ["KS", "KH", "4D"], "hand": "pair", "qualifies": True}
+    assert rnd["seats"]["1"]["dobo"] == {"result": "lose"}
+    assert rnd["seats"]["1"]["cards"] == ["2S", "2H", "9C"]
+
+
+def test_a_qpoker_void_carries_its_article() -> None:
+    floor = Floor()
+    floor.apply(birth("qpoker", devices=[{"id": "shuffler-1", "family": "shuffler"}]))
+    floor.apply(msg("outcome", {"v": 1, "type": "outcome", "game": "qpoker", "round": 4,
+                                "status": "void", "void_reason": "shuffler_failure",
+                                "article": "qpoker.art11.5", "result": {}, "bets": {}}, 0))
+    panel = floor.panel("lab", "t1")
+    assert panel is not None
+    assert panel["voids"] == [{"round": 4, "reason": "shuffler_failure",
+                               "article": "qpoker.art11.5"}]
+    tile = floor.tile("lab", "t1")
+    assert tile is not None and "qpoker.art11.5" in tile["last_outcome"]["line"]
+
+
+def test_the_baccarat_roads_are_fed_each_outcome_and_start_anew_with_a_shoe() -> None:
+    floor = Floor()
+    floor.apply(birth())
+    floor.apply(baccarat_outcome(1, 0, winner="banker"))
+    floor.apply(baccarat_outcome(2, 1, winner="player"))
+    panel = floor.panel("lab", "t1")
+    assert panel is not None
+    roads = panel["roads"]
+    assert [b["winner"] for b in roads["bead_plate"]] == ["banker", "player"]
+    assert [(e["col"], e["row"], e["winner"]) for e in roads["big_road"]] == [
+        (0, 0, "banker"), (1, 0, "player")]
+    floor.apply(event({"type": "shoe_start", "decks": 8}, 0))
+    floor.apply(baccarat_outcome(3, 2, winner="tie"))
+    panel = floor.panel("lab", "t1")
+    assert panel is not None and panel["shoe"] == 1
+    assert [b["winner"] for b in panel["roads"]["bead_plate"]] == ["tie"]
+    assert panel["roads"]["big_road"] == []  # a leading tie waits for the first result
+    assert len(panel["hands"]) == 3
+
+
+async def test_changes_reach_a_listener_coalesced() -> None:
+    feed = ChangeFeed()
+    floor = Floor(changes=feed)
+    with feed.subscribe() as sub:
+        floor.apply(birth())
+        floor.apply(baccarat_outcome(1, 0))
+        floor.apply(birth(table="t2", seq=0))
+        async with asyncio.timeout(1):
+            batch = await sub.next()
+        assert batch == {Change("table", "lab", "t1"), Change("table", "lab", "t2")}
+        waiting = asyncio.create_task(sub.next())
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        floor.apply(will(1))
+        async with asyncio.timeout(1):
+            assert await waiting == {Change("table", "lab", "t1")}
+    assert not feed._subscribers
+
+
+async def test_a_rebuild_from_the_store_shows_the_floor_as_it_was(tmp_path: Any) -> None:
+    store = SqliteStore(tmp_path / "pit.sqlite")
+    await store.open()
+    live = Floor()
+    stream = [birth(), device("shoe-1", "connected", 0), baccarat_outcome(1, 0),
+              baccarat_outcome(2, 1), device("shoe-1", "lost", 1), will(1),
+              birth(seq=2, table="t2"), baccarat_outcome(1, 0, table="t2")]
+    for m in stream:
+        await store.record(m, "pit:test")
+        live.apply(m)
+    rebuilt = Floor()
+    assert await rebuilt.rebuild(store) == 2
+    await store.close()
+
+    def comparable(floor: Floor) -> list[dict[str, Any]]:
+        return [{k: v for k, v in t.items() if k not in ("last_heard",)} for t in floor.tiles()]
+
+    assert comparable(rebuilt) == comparable(live)
+    tile = rebuilt.tile("lab", "t1")
+    assert tile is not None and tile["state"] == "offline"
+    assert tile["devices"][0]["state"] == "lost"
+    assert tile["last_outcome"]["round"] == 2
