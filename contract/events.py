@@ -31,6 +31,17 @@ Seat: TypeAlias = int | Literal["dealer"]
 DEALER: Literal["dealer"] = "dealer"
 #: The device families a ``fault`` event's optional ``family`` field names (a lost device).
 DEVICE_FAMILIES = ("shuffler", "shoe", "dice")
+#: What a dealer may declare on the console (a ``declare`` event), by game: the result the
+#: dealer calls out, which the pit compares with the rules core's outcome. Baccarat: the
+#: winner. Craps, the stickman's call of a throw: on a come-out roll ``natural`` (7 or 11),
+#: ``craps`` (2, 3, 12) or ``point`` (a point is set); with a point on, ``seven_out``,
+#: ``point_made`` or ``no_decision``. Q Poker: whether the dealer qualifies (Art. 9.4).
+DECLARATIONS: dict[str, tuple[str, ...]] = {
+    "baccarat": ("banker", "player", "tie"),
+    "craps": ("natural", "craps", "point", "seven_out", "point_made", "no_decision"),
+    "qpoker": ("dealer_qualifies", "dealer_does_not_qualify"),
+}
+_DECLARED: frozenset[str] = frozenset(word for words in DECLARATIONS.values() for word in words)
 
 
 class EventError(ValueError):
@@ -193,6 +204,18 @@ class Withheld(Event):
     count: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Declare(Event):
+    """An addition to contract v1: the result the dealer declares on the console (``result``,
+    one of :data:`DECLARATIONS`), for round ``round`` or, without one, for the round decided
+    last. It decides nothing: the rules core accepts it and changes nothing; the pit compares
+    it with the round's outcome (``result_mismatch``)."""
+
+    TYPE: ClassVar[str] = "declare"
+    result: str
+    round: int | None = None
+
+
 #: The extra field of a ``hand`` (or ``card``) event that lists which of its cards were seen face
 #: up when not all of them were: the event stays face down (``face_up`` false) and only the listed
 #: cards are public (Q Poker Art. 11.2). A ``withheld`` placeholder carries it too, so that the
@@ -229,7 +252,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls
     for cls in (
         ShoeStart, Burn, CutCard, Demo, CardDealt, RoundStart, HandDealt, Decision, Reveal,
-        Roll, NoRoll, Fault, Void, Withheld,
+        Roll, NoRoll, Fault, Void, Withheld, Declare,
     )
 }
 
@@ -250,6 +273,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "fault": ("code", "detail"),
     "void": ("reason",),
     "withheld": ("seat", "count"),
+    "declare": ("result", "round"),
 }
 
 
@@ -450,6 +474,21 @@ def _parse_void(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event
     return Void(reason=_optional_str(obj, "reason"), meta=meta, extra=extra)
 
 
+def parse_declaration(result: Any, round_no: Any = None) -> tuple[str, int | None]:
+    """A declared ``result`` and its optional ``round``, checked (shared with the console
+    command), or :class:`EventError`."""
+    if not isinstance(result, str) or result not in _DECLARED:
+        raise EventError(f"result {result!r} is not one of {', '.join(sorted(_DECLARED))}")
+    if round_no is not None and not (_is_int(round_no) and round_no >= 1):
+        raise EventError(f"round {round_no!r} is not a positive integer")
+    return result, round_no
+
+
+def _parse_declare(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
+    result, round_no = parse_declaration(_required(obj, "result", "declare"), obj.get("round"))
+    return Declare(result=result, round=round_no, meta=meta, extra=extra)
+
+
 def _fieldless(cls: type[Event]) -> _Parser:
     def parse(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
         return cls(meta=meta, extra=extra)
@@ -461,7 +500,7 @@ _PARSERS: dict[str, _Parser] = {
     "round_start": _parse_round_start, "shoe_start": _parse_shoe_start, "burn": _parse_burn,
     "fault": _parse_fault, "no_roll": _parse_no_roll, "withheld": _parse_withheld,
     "void": _parse_void, "cut_card": _fieldless(CutCard), "demo": _fieldless(Demo),
-    "reveal": _fieldless(Reveal),
+    "reveal": _fieldless(Reveal), "declare": _parse_declare,
 }
 assert _PARSERS.keys() == EVENT_TYPES.keys()
 

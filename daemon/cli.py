@@ -60,6 +60,13 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
 
     print(f"{args.file}: ok ({config.table.game} at {config.table.site}/{config.table.id}, "
           f"{len(config.devices)} devices, options {declare(config.game_options())})")
+    if config.table.game == "qpoker" and not config.commands.enabled:
+        # valid, and useless: only a dealer console sends Q Poker's decisions and reveal
+        print(f"{args.file}: warning: commands: a Q Poker table needs its dealer console, and "
+              "[commands] enabled = false: no decision or reveal can reach the daemon, so every "
+              "round will end void (qpoker.art11.1, the reveal was due). Set [commands] "
+              "enabled = true and hmac_key_file (`tabled console keygen --out FILE` makes a "
+              "key; docs/console.md).", file=sys.stderr)
     return 0
 
 

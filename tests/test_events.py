@@ -74,6 +74,11 @@ event_dicts = st.one_of(
     st.tuples(seats, st.integers(1, 3)).flatmap(
         lambda t: _with({"type": "withheld", "seat": t[0], "count": t[1]})
     ),
+    st.tuples(st.sampled_from(["banker", "seven_out", "dealer_qualifies"]),
+              st.one_of(st.none(), st.integers(1, 10**6))).flatmap(
+        lambda t: _with({"type": "declare", "result": t[0],
+                         **({} if t[1] is None else {"round": t[1]})})
+    ),
 )
 
 

@@ -127,6 +127,9 @@ _IMPOSSIBLE_FIELDS: tuple[dict[str, Any], ...] = (
     {"type": "shoe_start", "decks": 13}, {"type": "shoe_start", "decks": 500},
     {"type": "burn"}, {"type": "burn", "card": "TD"}, {"type": "cut_card"}, {"type": "demo"},
     {"type": "withheld", "seat": "dealer", "count": 3}, {"type": "withheld", "seat": 2, "count": 1},
+    {"type": "declare", "result": "banker"}, {"type": "declare", "result": "tie", "round": 3},
+    {"type": "declare", "result": "seven_out"},
+    {"type": "declare", "result": "dealer_does_not_qualify", "round": 1},
 )
 IMPOSSIBLE: tuple[Event, ...] = tuple(parse_event({"v": 1, **fields})
                                       for fields in _IMPOSSIBLE_FIELDS)
