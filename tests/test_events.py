@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from tabled.contract.events import (
     CARD_CODES,
+    DECLARATIONS,
     CardDealt,
     Decision,
     EventError,
@@ -181,13 +182,14 @@ FIELD_KINDS: dict[str, dict[str, str]] = {
     "fault": {"code": "text", "detail": "string"},
     "void": {"reason": "string"},
     "withheld": {"seat": "seat", "count": "count"},
+    "declare": {"result": "declared", "round": "positive_int"},
 }
 META_KINDS = {"device": "string", "seq": "non_negative_int", "ts": "string"}
 # What each type cannot do without (CONTRACT.md's table; "v" and "type" for every event).
 REQUIRED: dict[str, tuple[str, ...]] = {
     "shoe_start": ("decks",), "card": ("card",), "hand": ("seat", "cards"),
     "decision": ("seat", "play"), "roll": ("dice",), "no_roll": ("reason",),
-    "fault": ("code",), "withheld": ("seat", "count"),
+    "fault": ("code",), "withheld": ("seat", "count"), "declare": ("result",),
 }
 # What one game requires beyond that: Q Poker deals every card to a seat, and a round_start
 # lists the seats with a bet.
@@ -214,6 +216,8 @@ def acceptable(kind: str, value: Any) -> bool:
         return type(value) is str and value != ""
     if kind == "card":
         return type(value) is str and value in CARD_CODES
+    if kind == "declared":  # docs/contract.md: a word one of the games lets its dealer call
+        return type(value) is str and any(value in words for words in DECLARATIONS.values())
     if kind == "cards":
         return type(value) is list and all(acceptable("card", c) for c in value)
     if kind == "player_seat":
@@ -249,6 +253,7 @@ good_values: dict[str, st.SearchStrategy[Any]] = {
     "positive_int": st.integers(1, 2**40), "non_negative_int": st.integers(0, 2**40),
     "count": st.integers(1, 3), "bool": st.booleans(), "string": st.text(max_size=8),
     "text": st.text(min_size=1, max_size=8), "card": cards,
+    "declared": st.sampled_from(sorted({w for ws in DECLARATIONS.values() for w in ws})),
     "cards": st.lists(cards, max_size=4), "player_seat": st.integers(1, 20),
     "seat": seats, "player_seats": st.lists(st.integers(1, 20), unique=True, max_size=5),
     "dice": st.lists(st.integers(1, 6), min_size=2, max_size=2),
@@ -325,7 +330,8 @@ def test_what_is_accepted_comes_back_unchanged_so_nothing_was_invented(
 @pytest.mark.parametrize(("etype", "field"), [(t, f) for t, fs in REQUIRED.items() for f in fs])
 def test_a_missing_required_field_is_named(etype: str, field: str) -> None:
     obj = {"v": 1, "type": etype, "decks": 8, "card": "AS", "seat": 1, "cards": ["AS"],
-           "play": True, "dice": [1, 2], "reason": "off_table", "code": "x", "count": 1}
+           "play": True, "dice": [1, 2], "reason": "off_table", "code": "x", "count": 1,
+           "result": "tie"}
     obj = {k: v for k, v in obj.items() if k in {"v", "type", *FIELD_KINDS[etype]}}
     del obj[field]
     with pytest.raises(EventError, match=f"missing required field '{field}'"):
