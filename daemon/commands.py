@@ -117,6 +117,11 @@ class CommandGate:
         self._clock = clock
         self._nonces: OrderedDict[str, float] = OrderedDict()
 
+    def forget(self, nonce: str) -> None:
+        """A nonce whose command never took effect (the journal refused it): the console may
+        send that command again."""
+        self._nonces.pop(nonce, None)
+
     def remember(self, nonce: str, ts: float) -> None:
         """A nonce already used (at start, from the journal)."""
         self._nonces[nonce] = ts

@@ -56,7 +56,7 @@ _RARE_EVENTS: tuple[dict[str, Any], ...] = (
     {"v": 1, "type": "card", "card": "9H", "seat": "dealer", "face_up": False},
     {"v": 1, "type": "burn"},
     {"v": 1, "type": "void"},
-    {"v": 1, "type": "no_roll"},
+    {"v": 1, "type": "no_roll", "reason": "die_off_table"},
     {"v": 1, "type": "fault", "code": "device_lost", "detail": "unplugged",
      "family": "shuffler"},
     {"v": 1, "type": "round_start"},
