@@ -1,11 +1,11 @@
-"""Footprint: one daemon with three devices attached, how much memory and CPU it takes idle and
-at a real table's pace, and how soon after start it says READY.
+"""Footprint: one daemon with every device its game can use attached, how much memory and CPU it
+takes idle and at a real table's pace, and how soon after start it says READY.
 
-The table is a baccarat table with a reading shoe, a shuffler-dealer (baccarat mode, idle: it
-prepares the next shoe) and a dice sensor (idle), each on its simulator, so the daemon runs three
-links, their heartbeats and its broker connection. READY is the time from spawning ``tabled run``
-to its ``READY=1`` on the notify socket (systemd's own measure), over several starts; CPU is the
-daemon process's user + system time over a window (100 % = one core).
+The table is a baccarat table with a reading shoe and a shuffler-dealer (baccarat mode, idle: it
+prepares the next shoe), each on its simulator, so the daemon runs two links, their heartbeats and
+its broker connection (a table's config names only devices its game uses). READY is the time from
+spawning ``tabled run`` to its ``READY=1`` on the notify socket (systemd's own measure), over
+several starts; CPU is the daemon process's user + system time over a window (100 % = one core).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from bench.rig import (
     Collector,
     DaemonProcess,
     device_connected,
-    socket_path,
     topic_base,
     write_config,
 )
@@ -44,11 +43,9 @@ def peak_rss(pid: int) -> int:
 async def run(broker: Mosquitto, workdir: Path, *, starts: int, idle_s: float, pace_s: float,
               card_every: float = TABLE_CARD_EVERY, say: Any = print) -> dict[str, Any]:
     shoe, shuffler = dev.PtyFamilyDevice("shoe"), dev.PtyFamilyDevice("shuffler")
-    dice = dev.UsbFamilyDevice(socket_path("dice.sock"))
-    for device in (shoe, shuffler, dice):
+    for device in (shoe, shuffler):
         await device.start()
-    attached = [("shoe-1", "shoe", shoe.url), ("shuffler-1", "shuffler", shuffler.url),
-                ("dice-1", "dice", dice.url)]
+    attached = [("shoe-1", "shoe", shoe.url), ("shuffler-1", "shuffler", shuffler.url)]
     config = write_config(workdir / f"{TABLE}.toml", table=TABLE, game="baccarat",
                           journal=workdir / f"{TABLE}.sqlite", broker_url=broker.url,
                           devices=[{"id": i, "family": f, "url": u} for i, f, u in attached])
@@ -72,7 +69,7 @@ async def run(broker: Mosquitto, workdir: Path, *, starts: int, idle_s: float, p
                     await asyncio.to_thread(daemon.stop)
                     collector.take()
     finally:
-        for device in (shoe, shuffler, dice):
+        for device in (shoe, shuffler):
             await device.close()
     return {
         "devices": [f for _, f, _ in attached],

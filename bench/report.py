@@ -50,7 +50,7 @@ def _goals(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
                       best >= 2000 and lost == 0))
     foot = r.get("footprint")
     if foot:
-        goals.append(("RSS, three devices", "< 60 MB", f"{foot['peak_rss_mb']:.1f} MB (peak)",
+        goals.append(("RSS, a table's devices", "< 60 MB", f"{foot['peak_rss_mb']:.1f} MB (peak)",
                       foot["peak_rss_mb"] < 60))
         goals.append(("CPU idle", "< 0.5 % of a core", f"{foot['idle']['cpu_percent']:.2f} %",
                       foot["idle"]["cpu_percent"] < 0.5))
@@ -138,7 +138,7 @@ def _footprint(r: dict[str, Any]) -> list[str]:
     f = r["footprint"]
     idle, pace = f["idle"], f["table_pace"]
     starts = ", ".join(f"{s:.2f}" for s in f["ready_s"]["starts"])
-    out = ["## Footprint: one daemon, three devices attached", "",
+    out = ["## Footprint: one daemon, its table's devices attached", "",
            f"A baccarat table with {', '.join(f['devices'])} on their simulators (three live "
            "links with heartbeats, the broker connection, metrics every 5 s). CPU is the "
            "daemon's user + system time over the window, 100 % = one core.", ""]
@@ -307,7 +307,7 @@ def _reason(r: dict[str, Any], name: str) -> str:
     if name.startswith("READY"):
         return "the start-up times listed under Footprint."
     if name.startswith("CPU idle"):
-        return ("an idle daemon with three devices still runs their links: each serial link "
+        return ("an idle daemon with its devices still runs their links: each serial link "
                 "sends and receives a heartbeat frame every 2 s, the dice driver reads the "
                 "sensor's STATUS report every second through a worker thread, and metrics "
                 "(with their sequence number written to the journal) go out every 5 s: a few "

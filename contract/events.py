@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import json
 import json.scanner
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeAlias
 
 from tabled.contract import CONTRACT_VERSION
+from tabled.contract.devices import DEVICE_KINDS
 
 RANKS = "A23456789TJQK"
 SUITS = "SHCD"
@@ -29,8 +31,9 @@ CARD_CODES: frozenset[str] = frozenset(r + s for r in RANKS for s in SUITS)
 
 Seat: TypeAlias = int | Literal["dealer"]
 DEALER: Literal["dealer"] = "dealer"
-#: The device families a ``fault`` event's optional ``family`` field names (a lost device).
-DEVICE_FAMILIES = ("shuffler", "shoe", "dice")
+#: What a ``fault`` event's optional ``family`` (the driver family of the device, a plugin's
+#: name) must look like.
+_FAMILY_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 #: What a dealer may declare on the console (a ``declare`` event), by game: the result the
 #: dealer calls out, which the pit compares with the rules core's outcome. Baccarat: the
 #: winner. Craps, the stickman's call of a throw: on a come-out roll ``natural`` (7 or 11),
@@ -449,11 +452,14 @@ def _parse_burn(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event
 
 def _parse_fault(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
     code = _text(obj, "code", "fault")
-    # The rules read the family of a lost device (qpoker.art11.5): a misspelt one must not
-    # pass for another device's.
-    if "family" in obj and obj["family"] not in DEVICE_FAMILIES:
-        raise EventError(f"family {obj['family']!r} is not one of "
-                         f"{', '.join(DEVICE_FAMILIES)}")
+    # The rules read the kind of a lost device (qpoker.art11.5): a misspelt one must not pass
+    # for another device's.
+    family = obj.get("family", "")
+    if "family" in obj and not (isinstance(family, str) and _FAMILY_NAME.fullmatch(family)):
+        raise EventError(f"family {family!r} is not a device family's name")
+    kind = obj.get("kind", "")
+    if "kind" in obj and not (isinstance(kind, str) and kind in DEVICE_KINDS):
+        raise EventError(f"kind {kind!r} is not one of {', '.join(DEVICE_KINDS)}")
     return Fault(code=code, detail=_optional_str(obj, "detail"), meta=meta, extra=extra)
 
 
@@ -694,3 +700,10 @@ def event_to_dict(ev: Event) -> dict[str, Any]:
 def encode_event(ev: Event) -> str:
     """One compact JSON line (without the newline) for an event."""
     return json.dumps(event_to_dict(ev), separators=(",", ":"))
+
+
+def lost_kind(fault: Fault) -> str | None:
+    """The kind of device a ``device_lost`` fault says is gone (``kind``; a fault from before
+    kinds were named carries only ``family``, which then was the kind), or None."""
+    kind = fault.extra.get("kind", fault.extra.get("family"))
+    return kind if isinstance(kind, str) and kind in DEVICE_KINDS else None

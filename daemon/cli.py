@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from tabled.contract.outcome import GAMES
+from tabled.drivers.registry import family_names
 
 
 def parse_option(text: str) -> tuple[str, str]:
@@ -84,8 +85,9 @@ def _load_config_or_exit(path: str) -> object:
 def _cmd_run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from tabled.daemon.config import Config, SecretError, check_secrets
+    from tabled.daemon.config import Config, check_secrets
     from tabled.daemon.logs import configure
+    from tabled.daemon.secrets import SecretError
     from tabled.daemon.service import run_service
 
     config = _load_config_or_exit(args.config)
@@ -265,7 +267,8 @@ def register(sub: Any) -> None:
         action.set_defaults(func=_cmd_journal)
 
     lp = sub.add_parser("listen", help="print the normalized events a device sends (JSON lines)")
-    lp.add_argument("--driver", required=True, choices=("shoe", "shuffler", "dice"))
+    lp.add_argument("--driver", required=True, choices=family_names(), metavar="FAMILY",
+                    help=f"the device family: {', '.join(family_names())}")
     lp.add_argument("url", help="a serial port, by-id name, pty, socket://, or usb://VID:PID")
     lp.add_argument("--device-id", default="listen")
     lp.add_argument("--count", type=int, help="stop after N events")

@@ -9,11 +9,10 @@ table's game (``[rules]``) are validated by the rules core's own option types, s
 from __future__ import annotations
 
 import os
-import stat
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -25,16 +24,15 @@ from pydantic import (
     model_validator,
 )
 
-from tabled.daemon.rules.options import OPTION_TYPES, GameOptions, OptionError
+from tabled.daemon.rules import game_policy
+from tabled.daemon.rules.options import GameOptions, OptionErrors, build_options
+from tabled.daemon.secrets import read_secret
+from tabled.drivers.registry import family as device_family
+from tabled.drivers.registry import family_names
 
-Family = Literal["shoe", "shuffler", "dice"]
 GameName = Literal["baccarat", "craps", "qpoker"]
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # safe inside an MQTT topic level
-#: The longest serial number a device's identity carries (docs/protocols: the serial families'
-#: INFO), and a dice sensor's GET_INFO.
-SERIAL_MAX = 32
-DICE_SERIAL_MAX = 16
 
 
 class _Strict(BaseModel):
@@ -69,7 +67,9 @@ class DeviceSettings(_Strict):
     or ``match`` (udev discovery and hot-plug), not both."""
 
     id: Annotated[str, Field(pattern=_NAME)]
-    family: Family
+    #: An installed device family (``tabled.drivers`` entry points: shoe, shuffler, dice, and
+    #: any vendor's, docs/drivers.md).
+    family: str
     url: str | None = None
     match: DeviceMatchSettings | None = None
     #: The device's own serial number, as its identity gives it (the INFO of its protocol): a
@@ -85,14 +85,12 @@ class DeviceSettings(_Strict):
     #: corrected and is voided (baccarat.art10).
     lost_void_after: Annotated[float, Field(ge=0, le=3600)] = 10.0
 
-    @field_validator("serial")
+    @field_validator("family")
     @classmethod
-    def _serial(cls, value: str | None) -> str | None:
-        if value is not None and not (
-                1 <= len(value) <= SERIAL_MAX and value == value.strip()
-                and all(" " <= ch <= "~" for ch in value)):
-            raise ValueError(f"a serial number is 1 to {SERIAL_MAX} printable ASCII characters, "
-                             "without leading or trailing spaces")
+    def _family(cls, value: str) -> str:
+        if value not in family_names():
+            raise ValueError(f"unknown device family {value!r} (installed: "
+                             f"{', '.join(family_names())})")
         return value
 
     @model_validator(mode="after")
@@ -101,17 +99,16 @@ class DeviceSettings(_Strict):
             raise ValueError("give exactly one of url or match")
         if self.reconnect_min > self.reconnect_max:
             raise ValueError("reconnect_min is greater than reconnect_max")
-        if self.serial is not None and self.family == "dice":
-            if len(self.serial) > DICE_SERIAL_MAX or " " in self.serial:
-                raise ValueError(f"serial: a dice sensor's serial number has at most "
-                                 f"{DICE_SERIAL_MAX} characters, and no space")
-            # A dice sensor's USB serial number is its own: url and match may name it too.
-            named = set(parse_qs(urlsplit(self.url or "").query).get("serial", []))
-            if self.match is not None and self.match.serial is not None:
-                named.add(self.match.serial)
-            if named - {self.serial}:
-                raise ValueError(f"serial {self.serial!r} contradicts the serial number the "
-                                 f"url or match names ({', '.join(sorted(named))})")
+        family = device_family(self.family)
+        problems = family.check(self.url, self.serial)
+        # A USB family's udev serial number is the device's own (not an adapter's, as for a
+        # serial family behind a USB-serial bridge): it must agree with the configured one.
+        if (family.transport == "usb" and self.serial is not None and self.match is not None
+                and self.match.serial not in (None, self.serial)):
+            problems.append(("serial", f"{self.serial!r} contradicts the serial number the "
+                                       f"match names ({self.match.serial!r})"))
+        if problems:
+            raise Problems(problems)
         return self
 
 
@@ -248,21 +245,14 @@ class Config(_Strict):
     """The whole file."""
 
     table: TableSettings
-    rules: dict[str, Any] = Field(default_factory=dict)
+    #: ``[rules]``: the regulated options; once validated, the rules core's typed object.
+    rules: Annotated[Any, Field(default_factory=dict, validate_default=True)]
     devices: list[DeviceSettings] = Field(default_factory=list)
     mqtt: MQTTSettings = MQTTSettings()
     commands: CommandSettings = CommandSettings()
     console: ConsoleSettings = ConsoleSettings()
     journal: JournalSettings = JournalSettings()
     log: LogSettings = LogSettings()
-
-    @field_validator("rules")
-    @classmethod
-    def _rules(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        table = info.data.get("table")
-        if isinstance(table, TableSettings):  # else the [table] error is reported already
-            game_options(table.game, value)  # the rules core validates; errors name the key
-        return value
 
     @field_validator("devices")
     @classmethod
@@ -273,40 +263,47 @@ class Config(_Strict):
             raise ValueError(f"device ids must be unique; repeated: {', '.join(dupes)}")
         return value
 
+    @field_validator("rules")
+    @classmethod
+    def _rules(cls, value: Any, info: ValidationInfo) -> Any:
+        """The regulated options, validated once, by the rules core's own parser (each error
+        names its ``rules.KEY``)."""
+        if not isinstance(value, dict):
+            raise ValueError("[rules] is a table of the game's options")
+        table = info.data.get("table")
+        if not isinstance(table, TableSettings):
+            return value  # the [table] error is reported already
+        try:
+            return build_options(table.game, value)
+        except OptionErrors as exc:
+            raise Problems([(e.key, e.reason) for e in exc.errors]) from None
+
+    @model_validator(mode="after")
+    def _devices_for_the_game(self) -> Config:
+        """The devices the game needs and can use (its policy, by device kind)."""
+        problems: list[tuple[str, str]] = []
+        # A table with no device yet (one being installed) takes only console commands:
+        # check-config warns. Devices it has must be what the game deals with.
+        if self.devices:
+            kinds = [device_family(d.family).kind for d in self.devices]
+            problems += [("devices", f"a {self.table.game} table {why}")
+                         for why in game_policy(self.table.game).check_devices(kinds)]
+        if problems:
+            raise Problems(problems)
+        return self
+
     def game_options(self) -> GameOptions:
         """The table's regulated options as the rules core's typed object."""
-        return game_options(self.table.game, self.rules)
+        options: GameOptions = self.rules
+        return options
 
 
-class OptionErrors(ValueError):
-    """Every problem of a ``[rules]`` table, each an OptionError naming its key."""
+class Problems(ValueError):
+    """Several problems of a config, each with the key it is about (not a field's own)."""
 
-    def __init__(self, errors: list[OptionError]) -> None:
-        super().__init__("; ".join(str(e) for e in errors))
-        self.errors = errors
-
-
-def game_options(game: str, rules: dict[str, Any]) -> GameOptions:
-    """Typed options for ``game`` from a TOML ``[rules]`` table; OptionErrors names each key."""
-    cls = OPTION_TYPES[game]
-    known = set(cls.__dataclass_fields__)
-    errors: list[OptionError] = []
-    for key, value in rules.items():
-        if key not in known:
-            errors.append(OptionError(
-                key, f"unknown for {game} (known: {', '.join(sorted(known))})"))
-            continue
-        default = getattr(cls(), key)
-        if type(value) is not type(default):
-            errors.append(OptionError(key, f"{value!r} is not a {type(default).__name__}"))
-            continue
-        try:
-            cls(**{key: value})  # each option's own range check (Art. 1, 9, 17 ...)
-        except OptionError as exc:
-            errors.append(exc)
-    if errors:
-        raise OptionErrors(errors)
-    return cls(**rules)
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        super().__init__("; ".join(f"{k}: {r}" for k, r in problems))
+        self.problems = problems
 
 
 class ConfigError(Exception):
@@ -324,8 +321,9 @@ def _flatten(exc: ValidationError) -> list[tuple[str, str]]:
         loc = ".".join(str(p) for p in err["loc"])
         msg = err["msg"]
         ctx_error = (err.get("ctx") or {}).get("error")
-        if isinstance(ctx_error, OptionErrors):
-            out += [(f"rules.{e.key}", e.reason) for e in ctx_error.errors]
+        if isinstance(ctx_error, Problems):  # keys below the validated model's own location
+            out += [(f"{loc}.{key}" if loc else key, reason)
+                    for key, reason in ctx_error.problems]
             continue
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
@@ -354,33 +352,6 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(name, [("(file)", f"not valid TOML: {exc}")]) from None
     return parse_config(data, name)
-
-
-class SecretError(Exception):
-    """A secret file that is missing, empty, or readable by others than the service."""
-
-
-def read_secret(path: Path) -> bytes:
-    """Read a secret (a password, an HMAC key) from a file only its owner may read.
-
-    The file must not be readable or writable by group or others: a secret that the whole
-    machine can read is refused, with the path and the mode in the error (never the content).
-    """
-    try:
-        st = os.stat(path)
-        if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-            raise SecretError(
-                f"{path} is accessible by group or others (mode {stat.filemode(st.st_mode)}); "
-                "chmod 600 it"
-            )
-        data = Path(path).read_bytes().strip()
-    except FileNotFoundError:
-        raise SecretError(f"{path}: no such file") from None
-    except PermissionError:
-        raise SecretError(f"{path}: permission denied") from None
-    if not data:
-        raise SecretError(f"{path} is empty")
-    return data
 
 
 def check_secrets(config: Config) -> None:

@@ -44,8 +44,9 @@ from aiomqtt.exceptions import MqttConnectError
 
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.backoff import Backoff
-from tabled.daemon.config import MQTTSettings, read_secret
+from tabled.daemon.config import MQTTSettings
 from tabled.daemon.journal import Journal, JournalError, StoredOutput
+from tabled.daemon.secrets import read_secret
 
 log = structlog.get_logger("tabled.mqtt")
 

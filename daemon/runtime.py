@@ -2,11 +2,11 @@
 
 Owns the synchronous path from an accepted event to durable records. For each event it runs the
 rules core, works out what may be published (the game's own
-:meth:`~tabled.daemon.rules.Table.publication`: Q Poker withholds face-down cards), and stages
-the event and everything it caused; :meth:`TableRuntime.commit` writes the staged records in one journal
-transaction. Only after that commit does anything reach MQTT (the publisher reads the journal),
-and only after it do the drivers acknowledge the device's frames: a crash before the commit
-leaves the event with the device, which sends it again.
+:meth:`~tabled.daemon.rules.Table.publication`: Q Poker withholds face-down cards), and stages the
+event and everything it caused; :meth:`TableRuntime.commit` writes the staged records in one journal
+transaction. Only after that commit does anything reach MQTT (the publisher reads the journal), and
+only after it do the drivers acknowledge the device's frames: a crash before the commit leaves the
+event with the device, which sends it again.
 
 The path is transactional: if anything on it raises once the rules core has been fed (the rules
 core itself, the redaction, building the records), the event is *not applied*. The rules state is

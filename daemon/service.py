@@ -27,11 +27,12 @@ from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon import __version__
 from tabled.daemon.broker import Mosquitto
 from tabled.daemon.commands import CommandGate, CommandRejected, parse_ts
-from tabled.daemon.config import Config, read_secret
+from tabled.daemon.config import Config
 from tabled.daemon.journal import Journal, JournalError, OutputEntry
 from tabled.daemon.mqtt import MqttService, Topics
 from tabled.daemon.rules.options import declare
 from tabled.daemon.runtime import Degraded, TableRuntime
+from tabled.daemon.secrets import read_secret
 from tabled.daemon.supervisor import DeviceSupervisor
 from tabled.daemon.systemd import Notifier
 
@@ -155,8 +156,9 @@ class Service:
             assert m is not None
             matches[device_id] = DeviceMatch(
                 vendor_id=m.vendor_id, model_id=m.model_id, serial=m.serial, by_id=m.by_id,
-                # a USB serial adapter shows up as its USB device and as its tty
-                subsystem="usb" if sup.settings.family == "dice" else "tty")
+                # a USB serial adapter shows up as its USB device and as its tty: the
+                # family says which one it is opened through
+                subsystem=sup.family.udev_subsystem)
         async with Discovery(matches, udev=True) as discovery:
             async for change in discovery:
                 record = change.record

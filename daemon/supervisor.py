@@ -1,15 +1,17 @@
 """Device supervision: one loop per configured device — connect, watch, lose, back off, retry.
 
-Owns the life of each device's driver and the consequences of losing one (the rules decide what
-a loss means; this module decides *when* to tell them):
+Owns the life of each device's driver and *when* the rules hear of a loss; *what* a loss means
+is the game's (its :class:`~tabled.daemon.rules.policy.GamePolicy`, by the device's kind):
 
-- on loss, the ``device_lost`` fault goes to the rules core at once: a shuffler lost while
-  dealing voids the Q Poker round (qpoker.art11.5), a dice sensor lost means no roll until it is
-  back (nothing to decide);
-- a shoe lost mid-hand voids the hand if it is not back within ``lost_void_after`` seconds: the
-  deal cannot be corrected (baccarat.art10); back in time, the hand simply continues (the shoe
-  re-sends what the daemon had not acknowledged);
-- after a restart with a round open, a shuffler or shoe that does not come back within
+- on loss, the ``device_lost`` fault (with the device's family and kind) goes to the rules core
+  at once: a shuffler lost while dealing voids the Q Poker round (qpoker.art11.5), a dice sensor
+  lost means no roll until it is back (nothing to decide);
+- a device whose kind the game's policy says ``Loss.VOID`` for (a baccarat shoe or
+  shuffler-dealer), lost mid-hand and not back within ``lost_void_after`` seconds, voids the hand:
+  the deal cannot be corrected (baccarat.art10); back in time, the hand simply continues (the
+  device re-sends what the daemon had not acknowledged); ``Loss.FAULT`` sends the rules the
+  ``device_lost`` fault again then (Q Poker decides from it);
+- after a restart with a round open, such a device that does not come back within
   ``lost_void_after`` is treated as lost mid-round the same way; one that does resumes the round.
 
 Reconnection uses bounded exponential backoff that resets once a link is up. A device with a
@@ -26,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import structlog
@@ -35,10 +38,11 @@ from tabled.contract.faults import DEVICE_LOST, VOID_DEVICE_LOST, WRONG_DEVICE
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.backoff import Backoff
 from tabled.daemon.config import DeviceSettings
+from tabled.daemon.rules.policy import Loss
 from tabled.daemon.runtime import Degraded, TableRuntime
 from tabled.drivers.errors import DeviceError
 from tabled.drivers.link import Resume
-from tabled.drivers.registry import Device, open_device
+from tabled.drivers.registry import Device, family
 
 log = structlog.get_logger("tabled.supervisor")
 
@@ -46,15 +50,16 @@ StatusSink = Callable[[str, dict[str, Any]], None]
 
 
 class DeviceSink:
-    """The drivers' ``emit``: stages each event in the runtime; ``commit()`` is the durability
-    barrier the driver calls before acknowledging the device's frames."""
+    """A driver's :class:`~tabled.drivers.sink.EventSink`: ``emit`` stages each event in the
+    runtime; ``commit`` is the durability barrier the driver calls before acknowledging the
+    device's frames."""
 
     def __init__(self, runtime: TableRuntime, device_id: str) -> None:
         self.runtime = runtime
         self.source = f"device:{device_id}"
         self._refused = False
 
-    def __call__(self, event: Event) -> None:
+    def emit(self, event: Event) -> None:
         try:
             self.runtime.stage(event, self.source)
         except Degraded:
@@ -81,6 +86,9 @@ class DeviceSupervisor:
         options: dict[str, Any] | None = None,
     ) -> None:
         self.settings = settings
+        self.family = family(settings.family)
+        #: What this device staying away means for an open round of the table's game.
+        self.loss = runtime.table.policy.loss(self.family.kind)
         self.runtime = runtime
         self.on_status = on_status
         self.next_seq = first_seq
@@ -104,7 +112,7 @@ class DeviceSupervisor:
     async def run(self) -> None:
         s = self.settings
         backoff = Backoff(s.reconnect_min, s.reconnect_max)
-        if self.runtime.table.round_open and s.family in ("shoe", "shuffler"):
+        if self.runtime.table.round_open and self.loss is not Loss.NOTHING:
             # A restart in the middle of a round: the round resumes if the device comes back.
             self._arm_lost_timer("not back after a restart")
         while True:
@@ -115,9 +123,9 @@ class DeviceSupervisor:
             # restarted daemon numbered the device's events from 0 again).
             options = self._driver_options()
             try:
-                driver = await open_device(s.family, url, device_id=s.id,
-                                           emit=DeviceSink(self.runtime, s.id),
-                                           first_seq=self.next_seq, **options)
+                driver = await self.family.open(url, device_id=s.id,
+                                                sink=DeviceSink(self.runtime, s.id),
+                                                first_seq=self.next_seq, **options)
             except DeviceError as exc:
                 if exc.reason == WRONG_DEVICE:
                     self._refused(url, str(exc))
@@ -204,7 +212,8 @@ class DeviceSupervisor:
         log.error("wrong_device", device=s.id, family=s.family, url=url, detail=detail)
         self._accept(Fault(code=WRONG_DEVICE, detail=f"{s.family} {s.id} at {url}: {detail}",
                            meta=Meta(device=s.id, ts=rfc3339_now()),
-                           extra={"family": s.family, "source": "daemon"}),
+                           extra={"family": s.family, "kind": self.family.kind,
+                                  "source": "daemon"}),
                      "wrong device")
 
     # -- loss and its consequence ------------------------------------------------------------
@@ -216,8 +225,9 @@ class DeviceSupervisor:
                     reason=reason)
         self._status("lost", reason=reason)
         fault = driver.lost_fault()
-        self._accept(fault, "the device is lost")
-        if self.settings.family == "shoe" and self.runtime.table.round_open:
+        self._accept(replace(fault, extra={**fault.extra, "kind": self.family.kind}),
+                     "the device is lost")
+        if self.loss is not Loss.NOTHING and self.runtime.table.round_open:
             self._arm_lost_timer(reason)
 
     def _arm_lost_timer(self, reason: str) -> None:
@@ -238,7 +248,7 @@ class DeviceSupervisor:
             return
         detail = f"{self.settings.family} {self.settings.id} not back within " \
                  f"{self.settings.lost_void_after:g} s ({reason})"
-        if self.settings.family == "shoe":
+        if self.loss is Loss.VOID:
             # baccarat.art10: a dealing error that cannot be corrected voids the hand. Nobody at
             # the table pressed anything, so the void says the dealer may still be dealing it:
             # the cards the shoe sends when it is back are that hand's, not the next one's.
@@ -247,7 +257,8 @@ class DeviceSupervisor:
                          "hand cannot be corrected")
         else:
             self._accept(Fault(code=DEVICE_LOST, detail=detail,
-                               extra={"family": self.settings.family, "source": "daemon"}),
+                               extra={"family": self.settings.family, "kind": self.family.kind,
+                                      "source": "daemon"}),
                          "device not back")
 
     def _accept(self, event: Event, why: str) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from types import MappingProxyType
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from tabled.contract.devices import DEVICE_KINDS, DeviceKind
 from tabled.contract.events import Fault
@@ -31,7 +31,7 @@ class Device(Protocol):
     """What the supervisor and ``tabled listen`` need of any driver."""
 
     device_id: str
-    family: str
+    family: ClassVar[str]
     next_seq: int
     close_reason: str | None
     info: dict[str, Any]
@@ -61,8 +61,10 @@ class DeviceFamily:
     ``kind``: what its devices do at a table (:data:`~tabled.contract.devices.DEVICE_KINDS`;
     the games' policies are written in kinds). ``transport``: ``serial`` (a tty: a device path,
     a ``/dev/serial/by-id`` name, a pty, ``socket://``) or ``usb`` (``usb://VVVV:PPPP``); it
-    decides the udev subsystem discovery watches. ``check_url`` says why a URL cannot be one of
-    this family's devices (None: it can), so that ``check-config`` refuses what ``run`` would.
+    decides the udev subsystem discovery watches. ``check(url, serial)`` says what is wrong
+    with a device's settings for this family — a URL it cannot open (``None``: the device is
+    found by udev instead), a serial number its identity could not carry — as ``(setting,
+    reason)`` pairs, none when they can work: ``check-config`` refuses what ``run`` would.
     """
 
     name: str
@@ -70,10 +72,10 @@ class DeviceFamily:
     transport: Literal["serial", "usb"]
     summary: str
     open: OpenDevice
-    check_url: Callable[[str], str | None]
+    check: Callable[[str | None, str | None], list[tuple[str, str]]]
 
     @property
-    def udev_subsystem(self) -> str:
+    def udev_subsystem(self) -> Literal["tty", "usb"]:
         """The udev subsystem its devices appear in (docs/udev.md)."""
         return "usb" if self.transport == "usb" else "tty"
 
@@ -84,6 +86,11 @@ class UnknownFamily(DriverError, LookupError):
 
 class BadFamily(DriverError):
     """An installed entry point of ``tabled.drivers`` is not a usable family declaration."""
+
+
+def family_names() -> list[str]:
+    """The installed families' names, without loading them (for a command line's choices)."""
+    return sorted({entry.name for entry in entry_points(group=ENTRY_POINTS)})
 
 
 @functools.cache

@@ -50,9 +50,9 @@ T_OPEN = 5.0
 class SerialDevice(asyncio.Protocol):
     """Base of a serial family's driver: one device, one connection, events out.
 
-    ``sink`` (:mod:`tabled.drivers.sink`) receives every normalized event, stamped with the device id, this driver's own
-    increasing sequence number (starting at ``first_seq``, so a supervisor can continue a
-    device's numbering across reconnects) and a timestamp.
+    ``sink`` (:mod:`tabled.drivers.sink`) receives every normalized event, stamped with the device
+    id, this driver's own increasing sequence number (starting at ``first_seq``, so a supervisor can
+    continue a device's numbering across reconnects) and a timestamp.
     """
 
     family: ClassVar[str] = ""
@@ -277,15 +277,28 @@ async def open_serial(
 SERIAL_SCHEMES = ("socket://", "rfc2217://", "loop://")
 
 
-def check_serial_url(url: str) -> str | None:
-    """Why ``url`` cannot be a serial device (None: it can): a path, or a pyserial URL of the
-    schemes above. Says nothing about whether the device is there (that is run time's)."""
-    if "://" in url:
-        if url.startswith(SERIAL_SCHEMES):
-            return None
+#: The longest serial number a serial family's INFO carries (docs/protocols/framing.md).
+SERIAL_MAX = 32
+
+
+def check_serial_settings(url: str | None, serial: str | None) -> list[tuple[str, str]]:
+    """What is wrong with a serial device's settings (:attr:`DeviceFamily.check`): its URL is a
+    path or a pyserial URL of the schemes above, its serial number what an INFO can carry. Says
+    nothing about whether the device is there (that is run time's)."""
+    problems = []
+    if url is not None and "://" in url and not url.startswith(SERIAL_SCHEMES):
         scheme = url.partition("://")[0]
-        return (f"{scheme}:// is not a serial port (a device path such as /dev/ttyUSB0, a "
-                f"/dev/serial/by-id/... name, or {', '.join(SERIAL_SCHEMES)})")
-    if not url.startswith("/"):
-        return "a serial port is an absolute path such as /dev/ttyUSB0"
-    return None
+        problems.append(("url", f"{scheme}:// is not a serial port (a device path such as "
+                                f"/dev/ttyUSB0, a /dev/serial/by-id/... name, or "
+                                f"{', '.join(SERIAL_SCHEMES)})"))
+    elif url is not None and "://" not in url and not url.startswith("/"):
+        problems.append(("url", "a serial port is an absolute path such as /dev/ttyUSB0"))
+    if serial is not None and not _printable(serial, SERIAL_MAX):
+        problems.append(("serial", f"a serial number is 1 to {SERIAL_MAX} printable ASCII "
+                                   "characters, without leading or trailing spaces"))
+    return problems
+
+
+def _printable(text: str, longest: int) -> bool:
+    return 1 <= len(text) <= longest and text == text.strip() and all(
+        " " <= ch <= "~" for ch in text)

@@ -72,8 +72,8 @@ def _check_config(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tabled.daemon.config import SecretError
     from tabled.daemon.logs import configure
+    from tabled.daemon.secrets import SecretError
     from tabled.pit.config import PitConfig, check_secrets
     from tabled.pit.service import run_pit
     from tabled.pit.store import StoreError
@@ -181,7 +181,7 @@ def _audit(args: argparse.Namespace) -> int:
 
 def _password(args: argparse.Namespace) -> str:
     if args.password_file:
-        from tabled.daemon.config import read_secret
+        from tabled.daemon.secrets import read_secret
 
         return read_secret(Path(args.password_file)).decode()
     if sys.stdin.isatty():

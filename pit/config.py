@@ -3,7 +3,7 @@
 Owns the schema of ``config/pit.example.toml`` and nothing else: it reads the file, checks every
 key and returns typed settings. It never opens a socket or a database. Secrets (the broker
 password, the database password, the web session secret) are named by file and read with the
-daemon's :func:`~tabled.daemon.config.read_secret`, which refuses a file others can read.
+daemon's :func:`~tabled.daemon.secrets.read_secret`, which refuses a file others can read.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from argon2.exceptions import InvalidHashError
 from argon2.low_level import Type
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from tabled.daemon.config import read_secret
+from tabled.daemon.secrets import read_secret
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # safe inside an MQTT topic level and a client id
 _LEVEL = r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$"
@@ -377,7 +377,7 @@ def load_config(path: str | os.PathLike[str]) -> PitConfig:
 def check_secrets(config: PitConfig) -> list[tuple[str, str]]:
     """Read every secret file the config names; return ``(key, problem)`` for each one that is
     missing, empty or readable by others (never its content)."""
-    from tabled.daemon.config import SecretError
+    from tabled.daemon.secrets import SecretError
 
     named: list[tuple[str, Path | None]] = [
         ("mqtt.password_file", config.mqtt.password_file),

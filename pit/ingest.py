@@ -36,7 +36,7 @@ import aiomqtt
 import structlog
 
 from tabled.daemon.backoff import Backoff
-from tabled.daemon.config import read_secret
+from tabled.daemon.secrets import read_secret
 from tabled.pit.config import MQTTSettings
 
 log = structlog.get_logger("tabled.pit.ingest")

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from tabled.daemon.config import read_secret
+from tabled.daemon.secrets import read_secret
 from tabled.pit.config import PostgresSettings
 from tabled.pit.store import T_STORE, Row, SqlStore, StoreError, Tx, schema
 

@@ -28,7 +28,7 @@ import structlog
 
 from tabled.contract.events import Event, EventError, parse_event
 from tabled.contract.outcome import GAMES, Game
-from tabled.daemon.rules.options import OPTION_TYPES, GameOptions, OptionError, parse_options
+from tabled.daemon.rules.options import OPTION_TYPES, GameOptions, OptionError, build_options
 from tabled.pit.alerts import AlertEngine
 from tabled.pit.config import IntegritySettings
 from tabled.pit.integrity import Finding, GameSettings, Settings, TableMonitors, slug_index
@@ -59,13 +59,13 @@ def options_of(game: Game, declared: Any) -> GameOptions:
     """The options a birth record declares (keys this pit does not know are left out; values
     it cannot read give the defaults, and a warning)."""
     known = {f.name for f in fields(OPTION_TYPES[game])}
-    raw = {str(k): str(v) for k, v in declared.items() if k in known} \
+    values = {k: v for k, v in declared.items() if k in known} \
         if isinstance(declared, dict) else {}
     try:
-        return parse_options(game, raw)
+        return build_options(game, values)
     except OptionError as exc:
         log.warning("integrity_options_unreadable", game=game, error=str(exc))
-        return parse_options(game, {})
+        return build_options(game, {})
 
 
 def seconds(ts: Any, fallback: float) -> float:

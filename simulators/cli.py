@@ -1,8 +1,9 @@
 """``tabled-sim shoe|shuffler|dice``: serve one simulated device.
 
 Owns only the command line: each family's simulator (a plugin of the ``tabled.simulators``
-entry-point group, :mod:`tabled.simulators.registry`) adds its own arguments and serves. The serial devices appear on a pseudo-terminal (the path to open is
-printed first), the dice sensor behind a pyusb backend reached over a local socket.
+entry-point group, :mod:`tabled.simulators.registry`) adds its own arguments and serves. The serial
+devices appear on a pseudo-terminal (the path to open is printed first), the dice sensor behind a
+pyusb backend reached over a local socket.
 
 However a simulator ends (its script done, SIGTERM, SIGINT, SIGHUP, an exception), its device is
 unplugged and the path it printed (``--link``, the dice's socket) is removed: a stale link to a

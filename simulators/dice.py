@@ -557,7 +557,8 @@ async def serve(args: argparse.Namespace) -> int:
 SIMULATOR = SimulatorPlugin(
     family="dice",
     summary="an electronic dice sensor (USB, through the simulated pyusb backend)",
-    description="""A simulated electronic dice sensor behind a pyusb backend reached over a local socket: each
+    description="""\
+A simulated electronic dice sensor behind a pyusb backend reached over a local socket: each
 throw's two faces, no-rolls (a die off the table), cocked dice and sensor faults, seeded or from
 --rolls, optionally loaded (--bias). It prints the usb:// URL to open first (tabled run, tabled
 listen --driver dice URL). Any way it ends removes its socket.""",

@@ -638,12 +638,13 @@ async def serve(args: argparse.Namespace) -> int:
 SIMULATOR = SimulatorPlugin(
     family="shoe",
     summary="a baccarat card-reading shoe (serial)",
-    description="""A dealer plays baccarat through a simulated card-reading shoe on a pseudo-terminal: new shoe,
-burns, demonstration hands, real hands dealt by the drawing rules, the cut card, and the dealer's
-buttons. It prints "path: /dev/pts/N" (or the --link path) first: open that with the shoe
-family's driver (tabled run, tabled listen --driver shoe PATH). Faults at the N-th card pulled
-(--fault KIND@N): unreadable, dirty, empty, burn, void, and byte faults on the wire. It ends
-when its hands are dealt (or never, with --forever); any way it ends removes its --link.""",
+    description="""\
+A dealer plays baccarat through a simulated card-reading shoe on a pseudo-terminal: new shoe,
+burns, demonstration hands, real hands dealt by the drawing rules, the cut card, and the
+dealer's buttons. It prints "path: /dev/pts/N" (or the --link path) first: open that with the
+shoe family's driver (tabled run, tabled listen --driver shoe PATH). Faults at the N-th card
+pulled (--fault KIND@N): unreadable, dirty, empty, burn, void, and byte faults on the wire. It
+ends when its hands are dealt (or never, with --forever); any way it ends removes its --link.""",
     add_arguments=add_arguments,
     serve=serve,
 )

@@ -525,7 +525,8 @@ async def serve(args: argparse.Namespace) -> int:
 SIMULATOR = SimulatorPlugin(
     family="shuffler",
     summary="an automatic shuffler-dealer, Q Poker or baccarat mode (serial)",
-    description="""A simulated automatic shuffler-dealer on a pseudo-terminal: in Q Poker mode it shuffles a deck
+    description="""\
+A simulated automatic shuffler-dealer on a pseudo-terminal: in Q Poker mode it shuffles a deck
 per round and deals each seat with a bet three cards at a time, the dealer last; in baccarat
 mode it deals one card at a time face up from an 8-deck set. It prints "path: /dev/pts/N" (or
 the --link path) first. Faults (--fault KIND@N): jam, failure, door, exposed, short and long

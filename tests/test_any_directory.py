@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tabled.drivers.registry import FAMILIES
+from tabled.drivers.registry import family_names
 
 PROBE = """
 import asyncio, sys
@@ -18,7 +18,7 @@ from tabled.drivers.registry import open_device
 
 async def main(family, url):
     try:
-        await open_device(family, url, device_id="x", emit=print)
+        await open_device(family, url, device_id="x", sink=print)
     except DeviceError as exc:
         print("device_error", exc.reason)
 
@@ -26,7 +26,7 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
 """
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", family_names())
 def test_every_family_opens_from_outside_the_source_tree(family: str, tmp_path: Path) -> None:
     """Regression: the registry imported ``drivers.<family>`` (the source folder's name), which
     only resolved with the repository as the working directory: ``tabled run`` started by

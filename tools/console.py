@@ -37,8 +37,9 @@ import aiomqtt
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.backoff import Backoff
 from tabled.daemon.commands import COMMANDS, sign
-from tabled.daemon.config import ConfigError, SecretError, load_config, read_secret
+from tabled.daemon.config import ConfigError, load_config
 from tabled.daemon.mqtt import BrokerAddress
+from tabled.daemon.secrets import SecretError, read_secret
 from tabled.tools.show import describe
 
 #: Exit statuses of ``tabled console``.

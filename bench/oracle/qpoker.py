@@ -293,7 +293,8 @@ class QPokerOracle:
             raise OutOfScope("an event the daemon could not apply")
         elif kind == "fault" and self.open and not self.dealt and (
             event["code"] in SHUFFLER_FAILURES
-            or (event["code"] == DEVICE_LOST and event.get("family") == "shuffler")
+            or (event["code"] == DEVICE_LOST
+                and event.get("kind", event.get("family")) == "shuffler")
         ):
             self._void("qpoker.art11.5")  # the machine was dealing the round: from its start
         # Anything else (other games' events, a reveal or void with no round) is only noticed.

@@ -39,7 +39,13 @@ from tabled.contract.faults import (
     VOID_DEVICE_LOST,
 )
 from tabled.contract.outcome import BetResult, Game, Notice, Outcome, Output
-from tabled.daemon.rules.options import BaccaratMethod, BaccaratOptions, Commission
+from tabled.daemon.rules.options import (
+    MAX_DECKS,
+    MIN_DECKS,
+    BaccaratMethod,
+    BaccaratOptions,
+    Commission,
+)
 from tabled.daemon.rules.policy import GamePolicy, Loss, PublishAll
 
 Winner: TypeAlias = Literal["player", "banker", "tie"]
@@ -61,9 +67,6 @@ CARD_NOT_FOLLOWED: Final = "card_not_followed"
 
 #: Art. 2.2: at most three demonstration hands per shoe.
 DEMO_HANDS_PER_SHOE: Final = 3
-#: Art. 1: a shoe holds 6 to 12 decks.
-MIN_DECKS: Final = 6
-MAX_DECKS: Final = 12
 CARDS_PER_DECK: Final = 52
 
 #: Art. 5: T, J, Q, K count 0, the others their face value (A = 1); keyed by rank character.

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
+
+#: Art. 1: a baccarat shoe holds 6 to 12 decks (the one place these numbers are written).
+MIN_DECKS: Final = 6
+MAX_DECKS: Final = 12
 
 BaccaratMethod: TypeAlias = Literal[1, 2]
 Commission: TypeAlias = Literal["five_percent", "half_on_four"]
@@ -28,7 +32,7 @@ class OptionError(ValueError):
 @dataclass(frozen=True, slots=True)
 class BaccaratOptions:
     """Art. 9 drawing method (which also picks the Art. 16 pay table), Art. 17 commission mode,
-    Art. 3 last-hand rule, and the number of decks a shoe holds by default (Art. 1: 6-12)."""
+    Art. 3 last-hand rule, and the number of decks a shoe holds by default (Art. 1)."""
 
     method: BaccaratMethod = 1
     commission: Commission = "five_percent"
@@ -44,8 +48,9 @@ class BaccaratOptions:
             )
         if self.last_hand not in ("this", "one_more"):
             raise OptionError("last_hand", f"{self.last_hand!r} is not this or one_more (Art. 3)")
-        if not 6 <= self.decks <= 12:
-            raise OptionError("decks", f"{self.decks!r} is not 6 to 12 (Art. 1)")
+        if not (isinstance(self.decks, int) and MIN_DECKS <= self.decks <= MAX_DECKS):
+            raise OptionError("decks", f"{self.decks!r} is not {MIN_DECKS} to {MAX_DECKS} "
+                                       "(Art. 1)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +81,17 @@ OPTION_TYPES: dict[str, type[GameOptions]] = {
 }
 
 
-def _convert(key: str, raw: str, default: Any) -> Any:
+class OptionErrors(OptionError):
+    """Every problem of a set of options, each an :class:`OptionError` naming its key."""
+
+    def __init__(self, errors: list[OptionError]) -> None:
+        ValueError.__init__(self, "; ".join(str(e) for e in errors))
+        self.key = errors[0].key
+        self.reason = errors[0].reason
+        self.errors = errors
+
+
+def _from_text(key: str, raw: str, default: Any) -> Any:
     if isinstance(default, bool):
         if raw.lower() in ("true", "yes", "1", "on"):
             return True
@@ -84,24 +99,46 @@ def _convert(key: str, raw: str, default: Any) -> Any:
             return False
         raise OptionError(key, f"{raw!r} is not true or false")
     if isinstance(default, int):
-        try:
-            return int(raw)
-        except ValueError:
-            raise OptionError(key, f"{raw!r} is not an integer") from None
+        if not (raw.isascii() and raw.isdigit()):
+            raise OptionError(key, f"{raw!r} is not an integer")
+        return int(raw)
     return raw
+
+
+def build_options(game: str, values: Mapping[str, Any], *, text: bool = False) -> GameOptions:
+    """The game's typed options from ``values``: a config's ``[rules]`` table (each value of
+    the option's own type; a bool is not an int) or, with ``text``, ``KEY=VALUE`` strings
+    (``tabled replay --option``). Raises :class:`OptionErrors` naming every bad key: unknown,
+    of the wrong type, or outside what the rules allow. The one parser of options."""
+    cls = OPTION_TYPES[game]
+    defaults = cls()
+    known = {f.name for f in fields(cls)}
+    typed: dict[str, Any] = {}
+    errors: list[OptionError] = []
+    for key, value in values.items():
+        if key not in known:
+            errors.append(OptionError(
+                key, f"unknown for {game} (known: {', '.join(sorted(known))})"))
+            continue
+        default = getattr(defaults, key)
+        try:
+            if text:
+                value = _from_text(key, str(value), default)
+            elif type(value) is not type(default):
+                raise OptionError(key, f"{value!r} is not a {type(default).__name__}")
+            cls(**{key: value})  # each option's own range check (Art. 1, 2, 9, 17 ...)
+        except OptionError as exc:
+            errors.append(exc)
+            continue
+        typed[key] = value
+    if errors:
+        raise OptionErrors(errors)
+    return cls(**typed)
 
 
 def parse_options(game: str, raw: Mapping[str, str]) -> GameOptions:
     """Options from ``KEY=VALUE`` strings (``tabled replay --option``), or :class:`OptionError`."""
-    cls = OPTION_TYPES[game]
-    defaults = cls()
-    known = {f.name for f in fields(cls)}
-    values: dict[str, Any] = {}
-    for key, text in raw.items():
-        if key not in known:
-            raise OptionError(key, f"unknown for {game} (known: {', '.join(sorted(known))})")
-        values[key] = _convert(key, text, getattr(defaults, key))
-    return cls(**values)
+    return build_options(game, raw, text=True)
 
 
 def declare(options: GameOptions) -> dict[str, Any]:

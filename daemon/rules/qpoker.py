@@ -35,6 +35,7 @@ from tabled.contract.events import (
     Void,
     Withheld,
     exposed_cards,
+    lost_kind,
 )
 from tabled.contract.faults import (
     DEVICE_LOST,
@@ -71,8 +72,8 @@ DEALER_VOID_ARTICLES: Final = frozenset(f"qpoker.art11.{n}" for n in range(1, 6)
 WITHHELD_MARK: Final = "withheld"
 
 CARDS_PER_POSITION: Final = 3  # Art. 7
-#: The shuffling machine's lost link is its failure too (Art. 11.5); the fault's ``family``.
-SHUFFLER_FAMILY: Final = "shuffler"
+#: The shuffling machine's lost link is its failure too (Art. 11.5): the lost device's kind.
+SHUFFLER_KIND: Final = "shuffler"
 
 DealingMode: TypeAlias = Literal["card", "hand"]  # Art. 7(1) from the shoe, 7(2) from the machine
 SeatStatus: TypeAlias = Literal["active", "void"]
@@ -606,7 +607,7 @@ class QPokerTable:
             return self._not_applied(fault)
         rnd = self._round
         shuffler_failed = fault.code in SHUFFLER_FAILURES or (
-            fault.code == DEVICE_LOST and fault.extra.get("family") == SHUFFLER_FAMILY
+            fault.code == DEVICE_LOST and lost_kind(fault) == SHUFFLER_KIND
         )
         if rnd is None or not shuffler_failed or rnd.dealing_complete:
             return []

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tabled.drivers.registry import DeviceFamily
-from tabled.drivers.serial_device import BAUDRATE, check_serial_url, open_serial
+from tabled.drivers.serial_device import BAUDRATE, check_serial_settings, open_serial
 from tabled.drivers.shoe.driver import ShoeDriver
 from tabled.drivers.sink import EventSink
 
@@ -35,5 +35,5 @@ async def open_device(
 FAMILY = DeviceFamily(
     name="shoe", kind="shoe", transport="serial",
     summary="a baccarat card-reading shoe (serial)",
-    open=open_device, check_url=check_serial_url,
+    open=open_device, check=check_serial_settings,
 )

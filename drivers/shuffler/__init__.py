@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tabled.drivers.registry import DeviceFamily
-from tabled.drivers.serial_device import check_serial_url, open_serial
+from tabled.drivers.serial_device import check_serial_settings, open_serial
 from tabled.drivers.shuffler.driver import ShufflerDriver
 from tabled.drivers.sink import EventSink
 
@@ -37,7 +37,7 @@ async def open_device(
 FAMILY = DeviceFamily(
     name="shuffler", kind="shuffler", transport="serial",
     summary="an automatic shuffler-dealer, Q Poker or baccarat mode (serial)",
-    open=open_device, check_url=check_serial_url,
+    open=open_device, check=check_serial_settings,
 )
 
 __all__ = ["FAMILY", "ShufflerDriver", "open_device"]

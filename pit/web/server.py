@@ -22,7 +22,7 @@ import structlog
 import uvicorn
 
 from tabled.daemon.backoff import Backoff
-from tabled.daemon.config import SecretError, read_secret
+from tabled.daemon.secrets import SecretError, read_secret
 from tabled.pit.config import WebSettings
 from tabled.pit.web.app import PitWeb
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tabled.daemon.config import ConfigError, SecretError, load_config, parse_config, read_secret
+from tabled.daemon.config import ConfigError, load_config, parse_config
 from tabled.daemon.rules.options import BaccaratOptions, CrapsOptions
+from tabled.daemon.secrets import SecretError, read_secret
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config" / "tabled.example.toml"
@@ -66,10 +67,31 @@ def test_every_key_of_the_schema_appears_in_the_example() -> None:
         (minimal(devices=[{"id": "a", "family": "shoe"}]), "devices.0",
          "exactly one of url or match"),
         (minimal(devices=[{"id": "a", "family": "fan", "url": "/dev/x"}]), "devices.0.family",
-         "'shoe'"),
+         "unknown device family 'fan' (installed: dice, shoe, shuffler)"),
         (minimal(devices=[{"id": "a", "family": "shoe", "url": "/x"},
-                          {"id": "a", "family": "dice", "url": "/y"}]), "devices",
+                          {"id": "a", "family": "shuffler", "url": "/y"}]), "devices",
          "repeated: a"),
+        # what run refuses, check-config refuses (issue 10 item 3)
+        (minimal(devices=[{"id": "a", "family": "shoe", "url": "ftp://x/y"}]), "devices.0.url",
+         "ftp:// is not a serial port"),
+        (minimal(devices=[{"id": "a", "family": "shoe", "url": "usb://1209:0001"}]),
+         "devices.0.url", "usb:// is not a serial port"),
+        (minimal(devices=[{"id": "a", "family": "shoe", "url": "ttyUSB0"}]), "devices.0.url",
+         "absolute path"),
+        (minimal(table={"site": "s", "id": "t", "game": "craps"},
+                 devices=[{"id": "a", "family": "dice", "url": "usb://zz:1"}]),
+         "devices.0.url", "hexadecimal ids"),
+        (minimal(table={"site": "s", "id": "t", "game": "craps"},
+                 devices=[{"id": "a", "family": "dice", "url": "/dev/ttyUSB0"}]),
+         "devices.0.url", "is not a usb:// URL"),
+        (minimal(devices=[{"id": "a", "family": "dice", "url": "usb://1209:0001"}]), "devices",
+         "a baccarat table needs a shoe or a shuffler"),
+        (minimal(devices=[{"id": "s", "family": "shoe", "url": "/x"},
+                          {"id": "a", "family": "dice", "url": "usb://1209:0001"}]), "devices",
+         "a baccarat table has no use for a dice"),
+        (minimal(table={"site": "s", "id": "t", "game": "qpoker"},
+                 devices=[{"id": "a", "family": "shoe", "url": "/x"}]), "devices",
+         "a qpoker table needs a shuffler"),
         (minimal(mqtt={"url": "http://x"}), "mqtt.url", "mqtt://host:port"),
         (minimal(mqtt={"url": "mqtts://x:8883"}), "mqtt", "needs a [mqtt.tls]"),
         (minimal(mqtt={"password_file": "/p"}), "mqtt", "needs a username"),
@@ -136,15 +158,17 @@ def test_secrets_must_be_private_files(tmp_path: Path) -> None:
     ({"family": "shuffler", "url": "/x", "serial": " SD7"}, "without leading or trailing"),
     ({"family": "shuffler", "url": "/x", "serial": "S" * 33}, "1 to 32 printable ASCII"),
     ({"family": "shoe", "url": "/x", "serial": "caf\u00e9"}, "printable ASCII"),
-    ({"family": "dice", "url": "usb://1209:0001", "serial": "D" * 17}, "at most 16"),
+    ({"family": "dice", "url": "usb://1209:0001", "serial": "D" * 17}, "1 to 16 characters"),
     ({"family": "dice", "url": "usb://1209:0001?serial=DS-0001", "serial": "DS-0002"},
-     "contradicts the serial number the url or match names (DS-0001)"),
+     "contradicts the serial number the url names ('DS-0001')"),
     ({"family": "dice", "match": {"serial": "DS-0001"}, "serial": "DS-0002"}, "contradicts"),
 ])
 def test_a_pinned_serial_number_is_checked(device: dict, reason: str) -> None:
     """devices[].serial pins the device's own serial number (issue 16 item 6)."""
+    game = "craps" if device["family"] == "dice" else "baccarat"
     with pytest.raises(ConfigError) as info:
-        parse_config(minimal(devices=[{"id": "d", **device}]))
+        parse_config(minimal(table={"site": "s", "id": "t", "game": game},
+                             devices=[{"id": "d", **device}]))
     assert any(k.startswith("devices.0") and reason in r for k, r in info.value.errors), \
         info.value.errors
 
@@ -152,9 +176,11 @@ def test_a_pinned_serial_number_is_checked(device: dict, reason: str) -> None:
 def test_a_pinned_serial_number_is_kept() -> None:
     config = parse_config(minimal(devices=[
         {"id": "s", "family": "shuffler", "url": "/x", "serial": "SD7-004217"},
-        {"id": "d", "family": "dice", "url": "usb://1209:0001?serial=DS-1", "serial": "DS-1"},
         # a shoe's udev serial (its USB-serial adapter's) is not the shoe's own
         {"id": "h", "family": "shoe", "match": {"serial": "FTDI-77"}, "serial": "SHOE-1"}]))
-    assert [d.serial for d in config.devices] == ["SD7-004217", "DS-1", "SHOE-1"]
+    assert [d.serial for d in config.devices] == ["SD7-004217", "SHOE-1"]
+    craps = parse_config(minimal(table={"site": "s", "id": "t", "game": "craps"}, devices=[
+        {"id": "d", "family": "dice", "url": "usb://1209:0001?serial=DS-1", "serial": "DS-1"}]))
+    assert craps.devices[0].serial == "DS-1"
     assert parse_config(minimal(devices=[{"id": "s", "family": "shoe", "url": "/x"}])
                         ).devices[0].serial is None

@@ -107,7 +107,7 @@ async def supervise(sim: Sim, emit: Any, **options: Any) -> list[DiceDriver]:
     async with asyncio.timeout(25):
         while True:
             try:
-                driver = await open_device(sim.url, device_id="dice-1", emit=emit,
+                driver = await open_device(sim.url, device_id="dice-1", sink=emit,
                                            first_seq=next_seq, **options)
             except DeviceError:
                 if not sim.running:
@@ -252,7 +252,7 @@ class Journal:
         self.refuse = refuse
         self.keep_refused = keep_refused
 
-    def __call__(self, event: Event) -> None:
+    def emit(self, event: Event) -> None:
         self.staged.append(event)
 
     def commit(self) -> bool:
@@ -284,12 +284,12 @@ async def test_resume_acknowledges_what_the_journal_already_holds_without_emitti
         async with asyncio.timeout(10):
             while first is None:
                 with contextlib.suppress(DeviceError):
-                    first = await open_device(sim.url, device_id="dice-1", emit=journal)
+                    first = await open_device(sim.url, device_id="dice-1", sink=journal)
             await first.wait_closed()
             assert first.close_reason == "link_down: not_durable"
             committed = journal.durable[-1]
             resume = Resume(committed.extra["device_boot"], committed.extra["device_msg"])
-            second = await open_device(sim.url, device_id="dice-1", emit=journal,
+            second = await open_device(sim.url, device_id="dice-1", sink=journal,
                                        first_seq=first.next_seq, resume=resume)
             await second.wait_closed()
     assert rolls_of(journal.durable) == [(3, 4), (6, 6)]
@@ -309,7 +309,7 @@ async def test_reset_clears_the_latched_sensor_fault() -> None:
     async with no_leaks():
         with simulator("--rolls", "3-4", "--pace", str(PACE), "--fault", "sensor@1:2",
                        "--forever") as sim:
-            driver = await open_device(sim.url, device_id="dice-1", emit=events.append)
+            driver = await open_device(sim.url, device_id="dice-1", sink=events.append)
             await until(lambda: driver.status is not None and driver.status.fault is not None)
             assert driver.status is not None
             assert driver.status.fault == SensorFaultCode.ILLUMINATION_FAILURE
@@ -332,13 +332,13 @@ async def test_close_returns_within_one_read_timeout_and_releases_the_interface(
 
     async with no_leaks():
         with simulator("--rolls", "3-4", "--pace", "0.01", "--forever") as sim:
-            driver = await open_device(sim.url, device_id="dice-1", emit=emit)
+            driver = await open_device(sim.url, device_id="dice-1", sink=emit)
             started = time.monotonic()
             driver.close("shutdown")
             await driver.wait_closed()
             assert time.monotonic() - started < READ_TIMEOUT + 0.5
             # released: another host can claim the sensor at once
-            again = await open_device(sim.url, device_id="dice-1", emit=emit)
+            again = await open_device(sim.url, device_id="dice-1", sink=emit)
             async with asyncio.timeout(5):
                 await arrived.wait()
             again.close()
@@ -349,16 +349,16 @@ async def test_close_returns_within_one_read_timeout_and_releases_the_interface(
 
 async def test_open_errors_are_device_errors_with_a_reason(tmp_path: Any) -> None:
     with pytest.raises(DeviceError) as info:
-        await open_device("usb://zz:01", device_id="dice-1", emit=print)
+        await open_device("usb://zz:01", device_id="dice-1", sink=print)
     assert info.value.reason == "bad_url"
     with pytest.raises(DeviceError) as info:
         await open_device(f"usb://1209:0001?backend=sim:{tmp_path}/none.sock",
-                          device_id="dice-1", emit=print)
+                          device_id="dice-1", sink=print)
     assert (info.value.reason, info.value.device) == ("not_found", "dice-1")
     with simulator("--rolls", "3-4", "--forever") as sim:
         with pytest.raises(DeviceError) as info:
             await open_device(sim.url.replace("DS-0001", "DS-9999"), device_id="dice-1",
-                              emit=print)
+                              sink=print)
         assert info.value.reason == "not_found"
 
 

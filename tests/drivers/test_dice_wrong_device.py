@@ -36,11 +36,11 @@ async def test_a_sensor_with_another_serial_number_is_refused_and_keeps_its_repo
         await asyncio.sleep(0.3)  # the sensor has made its reports; nobody has read them
         for _ in range(2):
             with pytest.raises(DeviceError) as info:
-                await open_device(url, device_id="dice-1", emit=print, serial="DS-0001")
+                await open_device(url, device_id="dice-1", sink=print, serial="DS-0001")
             assert info.value.reason == "wrong_device"
             assert "serial number 'DS-0002', not the configured 'DS-0001'" in str(info.value)
         events: list[Event] = []
-        driver = await open_device(url, device_id="dice-1", emit=events.append,
+        driver = await open_device(url, device_id="dice-1", sink=events.append,
                                    serial="DS-0002")
         async with asyncio.timeout(10):
             while len(events) < len(ROLLS):  # noqa: ASYNC110
@@ -109,7 +109,7 @@ async def test_a_device_that_is_not_this_drivers_sensor_is_refused(model: type[D
     async with served(model) as (url, device):
         await asyncio.sleep(0.1)
         with pytest.raises(DeviceError) as info:
-            await open_device(url, device_id="dice-1", emit=print)
+            await open_device(url, device_id="dice-1", sink=print)
         assert info.value.reason == "wrong_device" and info.value.device == "dice-1"
         assert says in str(info.value)
         assert len(device.memory) == len(ROLLS)  # no report acknowledged

@@ -126,7 +126,7 @@ class DurableSink:
         self.durable: list[Event] = []
         self.fail = False
 
-    def __call__(self, event: Event) -> None:
+    def emit(self, event: Event) -> None:
         self.staged.append(event)
 
     def commit(self) -> bool:

@@ -29,6 +29,7 @@ from tabled.drivers.link_runner import LinkRunner
 from tabled.drivers.shoe import ShoeDriver, open_device
 from tabled.drivers.shoe.driver import normalize
 from tabled.drivers.shoe.protocol import InfoRequest, Report, ShoeState, ShoeStatus, encode
+from tabled.drivers.sink import EventSink
 from tabled.simulators import shoe as shoe_sim
 from tabled.simulators.faults import ByteFault
 from tabled.simulators.shoe import (
@@ -93,7 +94,7 @@ def resume_after(events: list[Event]) -> Resume | None:
 
 
 async def receive(device: ShoeDevice, events: list[Event], count: int,
-                  emit: Callable[[Event], None] | None = None) -> list[ShoeDriver]:
+                  sink: EventSink | Callable[[Event], None] | None = None) -> list[ShoeDriver]:
     """Play the supervisor: open the shoe, reopen it whenever it goes away (numbering on from
     the last driver, telling the link what it already has), until ``count`` events arrived and
     the shoe has nothing unacknowledged."""
@@ -107,7 +108,7 @@ async def receive(device: ShoeDevice, events: list[Event], count: int,
                 first_seq = drivers[-1].next_seq if drivers else 0
                 with contextlib.suppress(DeviceError):  # plugged in again a moment later
                     drivers.append(await open_device(device.path, device_id=DEVICE_ID,
-                                                     emit=events.append if emit is None else emit,
+                                                     sink=events.append if sink is None else sink,
                                                      first_seq=first_seq,
                                                      resume=resume_after(events)))
             await asyncio.sleep(0.01)
@@ -289,7 +290,7 @@ async def test_a_replug_mid_shoe_loses_and_duplicates_nothing(tmp_path) -> None:
     reports = list(dealer.reports())
     half = len(reports) // 2
     events: list[Event] = []
-    first = await open_device(device.path, device_id=DEVICE_ID, emit=events.append)
+    first = await open_device(device.path, device_id=DEVICE_ID, sink=events.append)
     async with asyncio.timeout(10):
         await first.connected.wait()
         for report in reports[:half]:
@@ -308,7 +309,7 @@ async def test_a_replug_mid_shoe_loses_and_duplicates_nothing(tmp_path) -> None:
 async def receive_from(device: ShoeDevice, events: list[Event], count: int,
                        first_seq: int) -> list[ShoeDriver]:
     """Reconnect after a replug, numbering on from ``first_seq``, until ``count`` events."""
-    driver = await open_device(device.path, device_id=DEVICE_ID, emit=events.append,
+    driver = await open_device(device.path, device_id=DEVICE_ID, sink=events.append,
                                first_seq=first_seq, resume=resume_after(events))
     async with asyncio.timeout(10):
         await until(lambda: len(events) >= count and not device.backlog)
@@ -321,7 +322,7 @@ class Journal(list[Event]):
 
     commits = 0
 
-    def __call__(self, event: Event) -> None:
+    def emit(self, event: Event) -> None:
         self.append(event)
 
     def commit(self) -> bool:
@@ -337,7 +338,7 @@ async def test_what_the_host_already_has_is_not_delivered_twice(tmp_path) -> Non
     await device.start()
     play(device, dealer)
     journal = Journal()
-    drivers = await receive(device, journal, len(expected), emit=journal)
+    drivers = await receive(device, journal, len(expected), sink=journal)
     assert_intact(journal, expected)
     assert drivers[0].close_reason == "link_down: not_durable"
     assert drivers[1].link_counters()["resent_already_durable"] > 0
@@ -462,7 +463,7 @@ async def test_the_shoe_identifies_itself_in_the_link_handshake(tmp_path) -> Non
     any report, and asks nothing (issue 16 item 6)."""
     device = ShoeDevice(link_path=str(tmp_path / "shoe"))
     await device.start()
-    driver = await open_device(device.path, device_id=DEVICE_ID, emit=lambda e: None)
+    driver = await open_device(device.path, device_id=DEVICE_ID, sink=lambda e: None)
     async with asyncio.timeout(5):
         await driver.connected.wait()
     assert driver.info == {"firmware": FIRMWARE, "serial": SERIAL}
@@ -480,7 +481,7 @@ async def test_a_message_the_shoe_must_not_send_is_refused_and_never_acknowledge
     device = ShoeDevice(link_path=str(tmp_path / "shoe"))
     await device.start()
     events: list[Event] = []
-    driver = await open_device(device.path, device_id=DEVICE_ID, emit=events.append)
+    driver = await open_device(device.path, device_id=DEVICE_ID, sink=events.append)
     async with asyncio.timeout(5):
         await driver.connected.wait()
         device.report(device.reader.load(8))
@@ -493,7 +494,7 @@ async def test_a_message_the_shoe_must_not_send_is_refused_and_never_acknowledge
                                           "card-reading shoe message (kind 0x20")
     assert driver.link_counters()["refused"] == 1 and "bad_message" not in driver.link_counters()
     assert driver.refused is not None
-    again = await open_device(device.path, device_id=DEVICE_ID, emit=events.append,
+    again = await open_device(device.path, device_id=DEVICE_ID, sink=events.append,
                               refused=driver.refused)
     async with asyncio.timeout(5):
         await again.wait_closed()
@@ -507,7 +508,7 @@ async def test_a_message_the_shoe_must_not_send_is_refused_and_never_acknowledge
 async def test_a_host_request_the_shoe_does_not_know_is_ignored(tmp_path) -> None:
     device = ShoeDevice(link_path=str(tmp_path / "shoe"))
     await device.start()
-    driver = await open_device(device.path, device_id=DEVICE_ID, emit=lambda e: None)
+    driver = await open_device(device.path, device_id=DEVICE_ID, sink=lambda e: None)
     async with asyncio.timeout(5):
         await driver.connected.wait()
         driver.send(0x7E, b"")
@@ -518,7 +519,7 @@ async def test_a_host_request_the_shoe_does_not_know_is_ignored(tmp_path) -> Non
 
 async def test_opening_a_missing_shoe_is_a_device_error(tmp_path) -> None:
     with pytest.raises(DeviceError) as info:
-        await open_device(str(tmp_path / "none"), device_id=DEVICE_ID, emit=lambda e: None)
+        await open_device(str(tmp_path / "none"), device_id=DEVICE_ID, sink=lambda e: None)
     assert info.value.reason == "open_failed"
 
 
@@ -553,7 +554,7 @@ async def test_tabled_sim_shoe_prints_the_path_serves_a_whole_shoe_and_ends(tmp_
     assert len(expected) > shoe_sim.MAX_BACKLOG
     served = await start_serving(args, link)
     events: list[Event] = []
-    driver = await open_device(link, device_id=DEVICE_ID, emit=events.append)
+    driver = await open_device(link, device_id=DEVICE_ID, sink=events.append)
     async with asyncio.timeout(10):
         assert await served == 0
     assert_intact(events, expected)
@@ -568,7 +569,7 @@ async def test_tabled_sim_shoe_forever_stays_plugged_in_until_cancelled(tmp_path
     served = await start_serving(cli_args("--cards", "AS,KH", "--forever", "--pace", "0.01",
                                           "--link", link), link)
     events: list[Event] = []
-    driver = await open_device(link, device_id=DEVICE_ID, emit=events.append)
+    driver = await open_device(link, device_id=DEVICE_ID, sink=events.append)
     async with asyncio.timeout(5):
         await until(lambda: len(events) == 3)
         await asyncio.sleep(0.1)

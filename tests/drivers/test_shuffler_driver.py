@@ -89,7 +89,7 @@ async def reopen(device: ShufflerSimulator, events: list[Event],
     while True:
         await until(lambda: not device.unplugged.is_set())
         try:
-            return await open_device(device.path, device_id=DEVICE_ID, emit=events.append,
+            return await open_device(device.path, device_id=DEVICE_ID, sink=events.append,
                                      first_seq=first_seq, resume=resume)
         except DeviceError:
             await asyncio.sleep(0.05)
@@ -252,7 +252,7 @@ async def test_the_machine_identifies_itself_in_the_link_handshake(tmp_path) -> 
     a device that gives none is refused at once (DeviceError ``wrong_device``)."""
     device = ShufflerSimulator(p.Mode.QPOKER, link_path=str(tmp_path / "shuffler"))
     await device.start()
-    driver = await open_device(device.path, device_id=DEVICE_ID, emit=lambda e: None)
+    driver = await open_device(device.path, device_id=DEVICE_ID, sink=lambda e: None)
     async with asyncio.timeout(SESSION_TIMEOUT):
         assert await driver.identified() == {"firmware": FIRMWARE, "serial": SERIAL_NUMBER}
     driver.close()
@@ -260,7 +260,7 @@ async def test_the_machine_identifies_itself_in_the_link_handshake(tmp_path) -> 
     await device.stop()
     anonymous = PtyDevice(link_path=str(tmp_path / "anonymous"))
     await anonymous.start()
-    mute = await open_device(anonymous.path, device_id=DEVICE_ID, emit=lambda e: None)
+    mute = await open_device(anonymous.path, device_id=DEVICE_ID, sink=lambda e: None)
     async with asyncio.timeout(SESSION_TIMEOUT):
         with pytest.raises(DeviceError) as info:
             await mute.identified()
@@ -275,7 +275,7 @@ async def test_a_host_request_from_the_machine_is_refused_and_never_acknowledged
     device = ShufflerSimulator(p.Mode.QPOKER, link_path=str(tmp_path / "shuffler"))
     await device.start()
     events: list[Event] = []
-    driver = await open_device(device.path, device_id=DEVICE_ID, emit=events.append)
+    driver = await open_device(device.path, device_id=DEVICE_ID, sink=events.append)
     async with asyncio.timeout(SESSION_TIMEOUT):
         await driver.connected.wait()
         await until(lambda: driver.status is not None and not device.backlog)
@@ -296,7 +296,7 @@ async def test_a_hand_the_driver_cannot_decode_is_never_acknowledged(tmp_path) -
     device = ShufflerSimulator(p.Mode.QPOKER, link_path=str(tmp_path / "shuffler"))
     await device.start()
     events: list[Event] = []
-    driver = await open_device(device.path, device_id=DEVICE_ID, emit=events.append)
+    driver = await open_device(device.path, device_id=DEVICE_ID, sink=events.append)
     async with asyncio.timeout(SESSION_TIMEOUT):
         await driver.connected.wait()
         await until(lambda: driver.status is not None and not device.backlog)
@@ -309,7 +309,7 @@ async def test_a_hand_the_driver_cannot_decode_is_never_acknowledged(tmp_path) -
 
 async def test_opening_a_missing_port_is_a_device_error(tmp_path) -> None:
     with pytest.raises(DeviceError) as info:
-        await open_device(str(tmp_path / "nothing"), device_id=DEVICE_ID, emit=lambda e: None)
+        await open_device(str(tmp_path / "nothing"), device_id=DEVICE_ID, sink=lambda e: None)
     assert info.value.reason == "open_failed"
 
 
@@ -428,7 +428,7 @@ async def test_tabled_sim_shuffler_prints_its_path_and_serves_a_seeded_session(t
             line = (await proc.stdout.readline()).decode()
             assert line == f"path: {tmp_path / 'shuffler'}\n"
             driver = await open_device(line.split(": ", 1)[1].strip(), device_id=DEVICE_ID,
-                                       emit=events.append)
+                                       sink=events.append)
             assert await proc.wait() == 0  # it exits once the host has every message
             await driver.wait_closed()
     finally:

@@ -77,7 +77,7 @@ def start(family: str, args: list[str], path: Path, *, boom: bool = False
 
 async def connect(family: str, url: str) -> tuple[object, list[Event]]:
     events: list[Event] = []
-    driver = await open_device(family, url, device_id="dev", emit=events.append)
+    driver = await open_device(family, url, device_id="dev", sink=events.append)
     async with asyncio.timeout(10):
         await driver.connected.wait()
         while not events:  # noqa: ASYNC110 - the device is serving this host
@@ -146,7 +146,7 @@ async def test_an_exception_removes_the_path(family: str, tmp_path: Path) -> Non
     driver = None
     try:
         if family == "shuffler":  # it plays once a host is there
-            driver = await open_device(family, str(path), device_id="dev", emit=lambda e: None)
+            driver = await open_device(family, str(path), device_id="dev", sink=lambda e: None)
         status = await asyncio.to_thread(ended, proc, 10.0)
         assert status != 0
         assert not os.path.lexists(path)

@@ -47,7 +47,7 @@ async def dealt_shoe(tmp_path, hands: int = 3) -> tuple[ShoeDevice, list[str]]:
 async def refused(open_device, path: str, **options) -> object:
     """Open ``path`` with a family's driver and wait for it to close (it must not come up)."""
     events: list[Event] = []
-    driver = await open_device(path, device_id=DEVICE_ID, emit=events.append, **options)
+    driver = await open_device(path, device_id=DEVICE_ID, sink=events.append, **options)
     async with asyncio.timeout(5):
         await driver.wait_closed()
     assert not driver.connected.is_set() and events == []
@@ -68,7 +68,7 @@ async def test_a_shuffler_driver_refuses_a_shoe_and_the_shoe_keeps_everything(tm
         assert "bad_message" not in driver.link_counters()
     assert device.backlog >= backlog  # nothing was acknowledged (plus its link-up statuses)
     events: list[Event] = []
-    shoe = await shoe_family.open_device(device.path, device_id=DEVICE_ID, emit=events.append)
+    shoe = await shoe_family.open_device(device.path, device_id=DEVICE_ID, sink=events.append)
     async with asyncio.timeout(10):
         await until(lambda: len(events) >= len(expected) and not device.backlog)
     assert [e.type for e in events] == expected
@@ -111,7 +111,7 @@ async def test_a_device_with_another_serial_number_is_refused(family: str, tmp_p
     assert f"with serial number {theirs!r}, not the configured {ours!r}" in driver.close_reason
     assert device.backlog >= 1
     events: list[Event] = []
-    right = await opener(device.path, device_id=DEVICE_ID, emit=events.append, serial=theirs)
+    right = await opener(device.path, device_id=DEVICE_ID, sink=events.append, serial=theirs)
     async with asyncio.timeout(5):
         await right.connected.wait()
         await until(lambda: len(events) == 1)

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from tabled.contract.events import EventError, Fault, Void, parse_event, parse_line
+from tabled.contract.events import EventError, Fault, Void, lost_kind, parse_event, parse_line
 from tabled.daemon.commands import CommandGate, CommandRejected, parse_ts, sign
 from tabled.drivers.framing import DLE, ESCAPE_XOR, ETX, MAX_BODY, STX, CorruptFrame, FrameDecoder
 
@@ -73,17 +73,35 @@ def test_a_real_astral_character_is_still_welcome() -> None:
     assert isinstance(event, Void) and event.reason == "\U0001f0a1 \u4e2d"
 
 
-@pytest.mark.parametrize("family", ["printer", "Shuffler", None, 3, ["shoe"]])
+@pytest.mark.parametrize("family", ["Shuffler", "shoe!", "", None, 3, ["shoe"]])
 def test_a_fault_family_the_schema_refuses_is_an_event_error(family: object) -> None:
-    """contract/schemas/event.schema.json allows only shuffler, shoe and dice; qpoker.art11.5
-    reads the family, so a misspelt one must not pass for a device's."""
+    """contract/schemas/event.schema.json allows a family's name (lowercase letters, digits,
+    underscores); what the schema refuses, the parser refuses."""
     with pytest.raises(EventError, match="family"):
         parse_event({"v": 1, "type": "fault", "code": "device_lost", "family": family})
 
 
+@pytest.mark.parametrize("kind", ["printer", "Shuffler", None, 3, ["shoe"]])
+def test_a_lost_device_kind_the_schema_refuses_is_an_event_error(kind: object) -> None:
+    """qpoker.art11.5 reads the lost device's kind, so a misspelt one must not pass for a
+    shuffler's."""
+    with pytest.raises(EventError, match="kind"):
+        parse_event({"v": 1, "type": "fault", "code": "device_lost", "kind": kind})
+
+
 def test_a_fault_family_of_a_device_is_kept() -> None:
-    event = parse_event({"v": 1, "type": "fault", "code": "device_lost", "family": "shuffler"})
-    assert isinstance(event, Fault) and event.extra == {"family": "shuffler"}
+    event = parse_event({"v": 1, "type": "fault", "code": "device_lost", "family": "acme_shoe",
+                         "kind": "shoe"})
+    assert isinstance(event, Fault) and event.extra == {"family": "acme_shoe", "kind": "shoe"}
+    assert lost_kind(event) == "shoe"
+
+
+def test_a_lost_device_from_before_kinds_is_read_by_its_family() -> None:
+    """Journals written before kinds were named carry only the family, then always a kind."""
+    old = parse_event({"v": 1, "type": "fault", "code": "device_lost", "family": "shuffler"})
+    vendor = parse_event({"v": 1, "type": "fault", "code": "device_lost", "family": "acme"})
+    assert isinstance(old, Fault) and lost_kind(old) == "shuffler"
+    assert isinstance(vendor, Fault) and lost_kind(vendor) is None
 
 
 # -- tabled.daemon.commands: what reaches the gate before any MAC is checked
