@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeAlias
 
-from tabled.contract import CONTRACT_VERSION
+from tabled.contract import CONTRACT_VERSION, ContractError
 from tabled.contract.devices import DEVICE_KINDS
 
 RANKS = "A23456789TJQK"
@@ -47,7 +47,7 @@ DECLARATIONS: dict[str, tuple[str, ...]] = {
 _DECLARED: frozenset[str] = frozenset(word for words in DECLARATIONS.values() for word in words)
 
 
-class EventError(ValueError):
+class EventError(ContractError):
     """A malformed event: not JSON, an unknown type, a bad card or die, a missing field."""
 
 
@@ -64,11 +64,16 @@ GAME_REQUIRED: Mapping[str, Mapping[str, tuple[str, ...]]] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Meta:
-    """Where an event came from: the device id, its per-device sequence number, its timestamp."""
+    """Where an event came from: the device id, its per-device sequence number, its timestamp,
+    and which of the device's messages it stands for (``boot``: the device's boot id, ``msg``:
+    its message number from that boot; docs/protocols/framing.md, exactly-once delivery;
+    ``device_boot``/``device_msg`` in JSON)."""
 
     device: str | None = None
     seq: int | None = None
     ts: str | None = None
+    boot: int | None = None
+    msg: int | None = None
 
 
 _NO_META = Meta()
@@ -259,7 +264,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     )
 }
 
-_META_KEYS = frozenset({"v", "type", "device", "seq", "ts"})
+_META_KEYS = frozenset({"v", "type", "device", "seq", "ts", "device_boot", "device_msg"})
 # Tuples, not sets: encoding must put the fields in the same order in every process.
 _FIELDS: dict[str, tuple[str, ...]] = {
     "shoe_start": ("decks",),
@@ -304,16 +309,20 @@ def _slot_setters(cls: type[Any], *names: str) -> tuple[Callable[[Any, Any], Non
 
 
 _new = object.__new__
-_set_device, _set_seq, _set_ts = _slot_setters(Meta, "device", "seq", "ts")
+_set_device, _set_seq, _set_ts, _set_boot, _set_msg = _slot_setters(
+    Meta, "device", "seq", "ts", "boot", "msg")
 _set_card_meta, _set_card_extra, _set_card, _set_face_up, _set_seat = _slot_setters(
     CardDealt, "meta", "extra", "card", "face_up", "seat")
 
 
-def _new_meta(device: str | None, seq: int | None, ts: str | None) -> Meta:
+def _new_meta(device: str | None, seq: int | None, ts: str | None, boot: int | None,
+              msg: int | None) -> Meta:
     meta: Meta = _new(Meta)
     _set_device(meta, device)
     _set_seq(meta, seq)
     _set_ts(meta, ts)
+    _set_boot(meta, boot)
+    _set_msg(meta, msg)
     return meta
 
 
@@ -377,7 +386,8 @@ def _text(obj: Mapping[str, Any], key: str, etype: str) -> str:
 
 def _meta(obj: Mapping[str, Any]) -> Meta:
     device, seq, ts = obj.get("device"), obj.get("seq"), obj.get("ts")
-    if device is None and seq is None and ts is None:
+    boot, msg = obj.get("device_boot"), obj.get("device_msg")
+    if device is None and seq is None and ts is None and boot is None and msg is None:
         return _NO_META
     if device is not None and not isinstance(device, str):
         raise EventError(f"device {device!r} is not a string")
@@ -385,7 +395,10 @@ def _meta(obj: Mapping[str, Any]) -> Meta:
         raise EventError(f"seq {seq!r} is not a non-negative integer")
     if ts is not None and not isinstance(ts, str):
         raise EventError(f"ts {ts!r} is not an RFC 3339 string")
-    return _new_meta(device, seq, ts)
+    for key, value in (("device_boot", boot), ("device_msg", msg)):
+        if value is not None and not (_is_int(value) and 0 <= value <= 0xFFFFFFFF):
+            raise EventError(f"{key} {value!r} is not a 32-bit unsigned integer")
+    return _new_meta(device, seq, ts, boot, msg)
 
 
 # One parser per event type: (object, meta, extra) -> event.
@@ -560,7 +573,8 @@ def check_for_game(event: Event, game: str) -> None:
 #: (A missing optional field is left out of the object; ``null`` is no value of any of them:
 #: event.schema.json, and a parse-encode round trip that kept what came in, both say so.)
 _TYPED: dict[str, tuple[str, ...]] = {
-    etype: ("device", "seq", "ts", *known) for etype, known in _FIELDS.items()
+    etype: ("device", "seq", "ts", "device_boot", "device_msg", *known)
+    for etype, known in _FIELDS.items()
 }
 
 
@@ -693,6 +707,10 @@ def event_to_dict(ev: Event) -> dict[str, Any]:
         if value is None:
             continue
         out[name] = list(value) if isinstance(value, tuple) else value
+    if meta.boot is not None:
+        out["device_boot"] = meta.boot
+    if meta.msg is not None:
+        out["device_msg"] = meta.msg
     out.update(ev.extra)
     return out
 

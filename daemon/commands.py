@@ -34,6 +34,7 @@ from tabled.contract.events import (
     Void,
     parse_declaration,
 )
+from tabled.daemon.errors import DaemonError
 
 #: Command names (the last topic level of ``…/cmd/<name>``).
 COMMANDS = ("decision", "reveal", "void", "new_shoe", "declare")
@@ -41,7 +42,7 @@ COMMANDS = ("decision", "reveal", "void", "new_shoe", "declare")
 MAX_NONCES = 100_000
 
 
-class CommandRejected(Exception):
+class CommandRejected(DaemonError):
     """A command refused; ``reason`` is one of forged, stale, replayed, malformed, unknown."""
 
     def __init__(self, reason: str, detail: str) -> None:

@@ -60,9 +60,6 @@ from tabled.daemon.rules import Publication, Table, make_table
 
 log = structlog.get_logger("tabled.runtime")
 
-#: The link's stamps that say which device message an event was (tabled.drivers.link): the
-#: fault that stands for an event not applied keeps them, so the message counts as handled.
-_LINK_STAMPS = ("device_boot", "device_msg")
 
 
 class Degraded(DaemonError):
@@ -97,8 +94,8 @@ class DeviceProgress:
     def saw(self, event: Event) -> None:
         if event.meta.seq is not None:
             self.next_seq = max(self.next_seq, event.meta.seq + 1)
-        boot, number = event.extra.get("device_boot"), event.extra.get("device_msg")
-        if isinstance(boot, int) and isinstance(number, int) and (
+        boot, number = event.meta.boot, event.meta.msg
+        if boot is not None and number is not None and (
                 boot != self.boot_id or self.last_message is None or number > self.last_message):
             self.boot_id, self.last_message = boot, number
 
@@ -251,7 +248,6 @@ class TableRuntime:
         extra: dict[str, Any] = {"source": "daemon", NOT_APPLIED_TYPE: event.TYPE}
         if isinstance(event, Fault):
             extra[NOT_APPLIED_CODE] = event.code
-        extra.update((key, event.extra[key]) for key in _LINK_STAMPS if key in event.extra)
         fault = Fault(code=EVENT_NOT_APPLIED, detail=detail, meta=event.meta, extra=extra)
         if self._recovering:
             # The rules failed on the fault too: keep the state the journal gives, say so.

@@ -17,6 +17,7 @@ from typing import Any
 
 from tabled.contract.events import EventError, parse_event
 from tabled.contract.outcome import GAMES
+from tabled.pit.errors import PitError
 
 #: Streams whose ``table_seq`` the daemon makes contiguous and durable (docs/mqtt.md): gaps in
 #: them are real losses.
@@ -33,7 +34,7 @@ RESERVED_TABLE = "pit"
 MAX_PAYLOAD = 256 * 1024
 
 
-class Malformed(ValueError):
+class Malformed(PitError, ValueError):
     """A message the pit cannot use; ``reason`` says why (for the log and the record)."""
 
 

@@ -40,6 +40,7 @@ from tabled.daemon.commands import COMMANDS, sign
 from tabled.daemon.config import ConfigError, load_config
 from tabled.daemon.mqtt import BrokerAddress
 from tabled.daemon.secrets import SecretError, read_secret
+from tabled.tools.errors import ToolError
 from tabled.tools.show import describe
 
 #: Exit statuses of ``tabled console``.
@@ -55,7 +56,7 @@ CARDS_PER_HAND = 3
 AUTO_ATTEMPTS = 3
 
 
-class ConsoleError(Exception):
+class ConsoleError(ToolError):
     """The console cannot do its job: a config, key or broker problem, said for a person."""
 
 

@@ -26,6 +26,7 @@ import aiomqtt
 
 from tabled.daemon.mqtt import BrokerAddress
 from tabled.tools.console import AutoDealer, TableConsole, command_body, keygen, load_target
+from tabled.tools.errors import ToolError
 from tabled.tools.procs import Fleet, FleetError, python, say_safely
 from tabled.tools.show import BetsShown, describe
 
@@ -38,7 +39,7 @@ T_STALL = 60.0
 T_SIM_START = 30.0
 
 
-class DemoError(RuntimeError):
+class DemoError(ToolError, RuntimeError):
     pass
 
 

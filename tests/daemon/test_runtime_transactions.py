@@ -178,8 +178,8 @@ def test_a_rules_core_that_raises_leaves_the_state_the_journal_gives(
     runtime = runtime_for("baccarat", tmp_path / "j.sqlite")
     runtime.accept(CardDealt(card="2S", meta=Meta(device="shoe-1", seq=0)), "device:shoe-1")
     runtime.table = FailingFeed(runtime.table, when)  # type: ignore[assignment]
-    outputs = runtime.accept(CardDealt(card="3D", meta=Meta(device="shoe-1", seq=1),
-                                       extra={"device_boot": 7, "device_msg": 12}),
+    outputs = runtime.accept(CardDealt(card="3D", meta=Meta(device="shoe-1", seq=1, boot=7,
+                                                            msg=12)),
                              "device:shoe-1")
     assert [getattr(o, "status", None) for o in outputs] == ["void"]
     (fault,) = [f for f in journal_rows(runtime, "fault") if f["code"] == "event_not_applied"]
