@@ -57,15 +57,16 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
         for key, reason in exc.errors:
             print(f"{exc.path}: {key}: {reason}", file=sys.stderr)
         return 2
+    from tabled.daemon.rules import game_policy
     from tabled.daemon.rules.options import declare
 
     print(f"{args.file}: ok ({config.table.game} at {config.table.site}/{config.table.id}, "
           f"{len(config.devices)} devices, options {declare(config.game_options())})")
-    if config.table.game == "qpoker" and not config.commands.enabled:
-        # valid, and useless: only a dealer console sends Q Poker's decisions and reveal
-        print(f"{args.file}: warning: commands: a Q Poker table needs its dealer console, and "
-              "[commands] enabled = false: no decision or reveal can reach the daemon, so every "
-              "round will end void (qpoker.art11.1, the reveal was due). Set [commands] "
+    console = game_policy(config.table.game).needs_console
+    if console is not None and not config.commands.enabled:
+        # valid, and useless: the game's rounds are settled through the dealer console
+        print(f"{args.file}: warning: commands: a {config.table.game} table needs its dealer "
+              f"console, and [commands] enabled = false: {console}. Set [commands] "
               "enabled = true and hmac_key_file (`tabled console keygen --out FILE` makes a "
               "key; docs/console.md).", file=sys.stderr)
     return 0
@@ -180,7 +181,7 @@ def _cmd_odds(args: argparse.Namespace) -> int:
 
     from tabled.daemon.rules.odds import odds
     from tabled.daemon.rules.odds.render import markdown, text
-    from tabled.daemon.rules.options import OptionError, parse_options
+    from tabled.daemon.rules.options import OPTION_TYPES, OptionError, parse_options
 
     def refuse(reason: str) -> int:
         print(f"tabled odds: {reason}", file=sys.stderr)
@@ -193,7 +194,7 @@ def _cmd_odds(args: argparse.Namespace) -> int:
                           "or --json with it")
         print(markdown(args.game))
         return 0
-    if args.decks is not None and args.game != "baccarat":
+    if args.decks is not None and "decks" not in OPTION_TYPES[args.game].__dataclass_fields__:
         return refuse(f"--decks is for baccarat only ({args.game} has no shoe)")
     try:
         options = parse_options(args.game, raw)

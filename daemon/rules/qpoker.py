@@ -334,6 +334,8 @@ class QPokerTable:
     policy: ClassVar[GamePolicy] = GamePolicy(
         needs=(frozenset({"shuffler"}),),
         on_loss=MappingProxyType({"shuffler": Loss.FAULT}),
+        needs_console=("the players' decisions and the reveal come only from the dealer console:"
+                       " without it every round ends void (qpoker.art11.1, the reveal was due)"),
     )
 
     def __init__(self, options: QPokerOptions = QPokerOptions()) -> None:  # noqa: B008 (frozen)
