@@ -524,8 +524,9 @@ class RoundView:
                f"{target.console_id} · broker {target.url} {self._connection()}"]
         if self.status:
             out.append(self._status_line())
-        if self.game == "qpoker":
-            out += self._qpoker_lines()
+        round_lines = {"qpoker": self._qpoker_lines}.get(self.game)  # the games with seats
+        if round_lines is not None:
+            out += round_lines()
         if self.last_outcome is not None:
             out.append("last: " + describe(self.last_outcome).strip())
         out += [f"fault: {f}" for f in self.faults]
