@@ -132,23 +132,31 @@ def _journal_path(args: argparse.Namespace) -> str:
 def _cmd_journal(args: argparse.Namespace) -> int:
     import json
 
-    from tabled.daemon.journal import Journal, JournalError
+    from tabled.daemon.journal import Head, Journal, JournalError
 
+    expect = None
+    if getattr(args, "expect_head", None):
+        try:
+            expect = Head.parse(args.expect_head)
+        except ValueError as exc:
+            print(f"tabled journal: --expect-head: {exc}", file=sys.stderr)
+            return 2
     try:
         journal = Journal(_journal_path(args), create=False)
-    except JournalError as exc:
+    except (JournalError, OSError) as exc:  # a file it may not read: one line, no traceback
         print(f"tabled journal: {exc}", file=sys.stderr)
         return 2
     try:
         if args.journal_command == "verify":
-            result = journal.verify()
+            result = journal.verify(expect)
             if result.ok:
-                print(f"ok: {result.rows} records, hash chain intact")
+                print(f"ok: {result.rows} records, hash chain intact, head {result.head}@"
+                      f"{result.rows}" + (", the witness's head is in it" if expect else ""))
                 return 0
             print(f"BROKEN at record {result.first_bad_id}: {result.reason} "
                   f"({result.rows} records read)", file=sys.stderr)
             return 1
-        for rnd in journal.recall(args.last):
+        for rnd in journal.recall(args.last, round_no=args.round):
             if args.json:
                 print(json.dumps({"round": rnd.round, "events": [i.body for i in rnd.inputs],
                                   "outcome": rnd.outcome}, separators=(",", ":")))
@@ -263,8 +271,16 @@ def register(sub: Any) -> None:
         where.add_argument("--config", "-c", metavar="FILE")
         where.add_argument("--journal", metavar="PATH")
         if name == "recall":
-            action.add_argument("--last", type=int, default=10, metavar="N")
+            which = action.add_mutually_exclusive_group()
+            which.add_argument("--last", type=int, default=10, metavar="N",
+                               help="the last N rounds (default 10)")
+            which.add_argument("--round", type=int, metavar="N", help="round N alone")
             action.add_argument("--json", action="store_true", help="one JSON object per round")
+        else:
+            action.add_argument("--expect-head", metavar="HASH[@ROWS]",
+                                help="a head a witness holds (the birth record's journal.head, "
+                                "as the floor recorded it): the journal must hold that row, "
+                                "with that hash, or it was cut")
         action.set_defaults(func=_cmd_journal)
 
     lp = sub.add_parser("listen", help="print the normalized events a device sends (JSON lines)")

@@ -23,7 +23,7 @@ from tabled.contract.faults import JOURNAL_FAILURE
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon import __version__
 from tabled.daemon.config import Config
-from tabled.daemon.journal import Journal
+from tabled.daemon.journal import Journal, JournalError
 from tabled.daemon.mqtt.publisher import DurablePublisher
 from tabled.daemon.mqtt.session import BrokerSession
 from tabled.daemon.mqtt.volatile import VolatilePublisher
@@ -77,7 +77,17 @@ class TableHealth:
             "devices": [{"id": d.id, "family": d.family} for d in cfg.devices],
             "started_at": self.started_at, "pid": os.getpid(),
             "commands": cfg.commands.enabled,
+            "journal": self._journal_head(),
         }
+
+    def _journal_head(self) -> dict[str, Any] | None:
+        """The journal's head (row count and last hash) for a witness to hold: a journal cut
+        back behind it fails ``tabled journal verify --expect-head HASH@ROWS``."""
+        try:
+            head = self.journal.head()
+        except JournalError:
+            return None
+        return {"rows": head.rows, "head": head.hash, "witness": str(head)}
 
     def metrics(self) -> dict[str, Any]:
         """The body of ``…/metrics`` (latencies over the last interval)."""
@@ -92,6 +102,7 @@ class TableHealth:
             "degraded": runtime.degraded is not None,
             "queue_depth": self.publisher.backlog,
             "journal_bytes": self.journal.size_bytes(),
+            "journal": self._journal_head(),
             "broker_connects": self.session.counters["connects"],
             "published": self.publisher.counters["published"],
             "commit_latency": percentiles(runtime.commit_latency.take()),

@@ -58,6 +58,9 @@ SCHEMA_VERSION: Final = 2
 #: How often the checkpoint thread copies the WAL into the database, seconds.
 T_CHECKPOINT: Final = 1.0
 GENESIS: Final = b"\x00" * 32
+#: How much a probe of a failing disk writes: more than a busy commit (an event with an outcome
+#: and its published copies, a few KiB), so that a disk that takes it takes the next commit.
+PROBE_BYTES: Final = 256 * 1024
 #: Topics whose messages are durable: journaled, sequenced, re-published until acknowledged.
 DURABLE_TOPICS: Final = ("event", "outcome", "fault")
 
@@ -205,6 +208,32 @@ class VerifyResult:
     rows: int
     first_bad_id: int | None = None
     reason: str = ""
+    #: The last row's hash (hex): what the table publishes as its journal's head, for a
+    #: witness to hold (``journal verify --expect-head``).
+    head: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """A journal's head: its row count and its last row's hash. The table publishes it in its
+    retained birth record and its metrics, so that the floor holds a copy: a journal cut back
+    behind a head a witness holds fails ``journal verify --expect-head``."""
+
+    rows: int
+    hash: str
+
+    def __str__(self) -> str:
+        return f"{self.hash}@{self.rows}"
+
+    @classmethod
+    def parse(cls, text: str) -> Head:
+        """``HASH@ROWS`` (as printed), or ``HASH`` alone (then the row is the last one)."""
+        digest, _, rows = text.partition("@")
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest.lower()):
+            raise ValueError(f"{digest!r} is not a SHA-256 hash in hex")
+        if rows and not rows.isdigit():
+            raise ValueError(f"{rows!r} is not a row count")
+        return cls(int(rows) if rows else 0, digest.lower())
 
 
 @dataclass(slots=True)
@@ -373,13 +402,23 @@ class Journal:
         return default if not rows else str(rows[0][0])
 
     def _probe(self) -> None:
-        """A small durable write, to learn whether the disk takes writes again, after reading
-        the positions from the file if a write failed (so that the next write can go on)."""
+        """A durable write as large as a busy commit, to learn whether the disk takes writes
+        again, after reading the positions from the file if a write failed (so that the next
+        write can go on). A one-row write is not enough: a full disk can take it and still
+        refuse the next commit (the fault campaign saw the daemon go online and degrade again
+        50 ms later); so the probe writes :data:`PROBE_BYTES` in one transaction, and then
+        removes them, leaving the pages free for the commits that follow."""
         try:
             self._settle()
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("CREATE TABLE IF NOT EXISTS probe (data BLOB)")
+            self._db.execute("INSERT INTO probe VALUES (zeroblob(?))", (PROBE_BYTES,))
+            self._db.execute(_SET_META, (_PROBE_KEY, str(self._last_id)))
+            self._db.execute("COMMIT")
+            self._db.execute("DELETE FROM probe")
         except sqlite3.Error as exc:
-            raise JournalError(f"{self.path}: read failed: {exc}") from exc
-        self._set_meta(_PROBE_KEY, str(self._last_id))
+            self._rollback()
+            raise JournalError(f"{self.path}: probe failed: {exc}") from exc
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -396,12 +435,14 @@ class Journal:
         rows = self._read("PRAGMA user_version")
         return int(rows[0][0]) or 1
 
-    def inputs(self, after_id: int = 0) -> Iterator[StoredInput]:
-        """Every accepted input in order: what the rules core is rebuilt from."""
+    def inputs(self, after_id: int = 0, before_id: int | None = None) -> Iterator[StoredInput]:
+        """Every accepted input in order (after ``after_id``, before ``before_id``): what the
+        rules core is rebuilt from."""
         try:
             cur = self._db.execute(
                 "SELECT id, source, body FROM journal WHERE kind = 'input' AND id > ? "
-                "ORDER BY id", (after_id,))
+                "AND id < ? ORDER BY id",
+                (after_id, before_id if before_id is not None else 1 << 62))
             for row_id, source, body in cur:
                 yield StoredInput(row_id, source, json.loads(body))
         except sqlite3.Error as exc:
@@ -445,41 +486,89 @@ class Journal:
                 total += os.stat(f"{self.path}{suffix}").st_size
         return total
 
-    def verify(self) -> VerifyResult:
-        """Recompute the hash chain from the first row; report the first row that breaks it."""
+    def head(self) -> Head:
+        """The journal's head as the file holds it."""
+        last_hash, last_id = self._tail()
+        return Head(last_id, last_hash.hex())
+
+    def verify(self, expect: Head | None = None) -> VerifyResult:
+        """Recompute the hash chain from the first row; report the first row that breaks it.
+
+        A chain intact to its last row can still have lost its tail (rows deleted from the
+        end leave a shorter, valid chain). Two things catch that: the journal's own positions
+        (the broker's acknowledged position, the last probe) may not lie beyond its last row;
+        and ``expect``, a head a witness holds (the floor's copy of the birth record's
+        ``journal``), must be a row of this chain: that row, with that hash."""
         prev = GENESIS
         rows = 0
-        cur = self._db.execute(
-            "SELECT id, kind, topic, stream_seq, source, round, ts, body, hash FROM journal "
-            "ORDER BY id"
-        )
-        for expected_id, (*row, stored_hash) in enumerate(cur, 1):
+        witnessed: bytes | None = None
+        chain = self._rows("SELECT id, kind, topic, stream_seq, source, round, ts, body, hash "
+                           "FROM journal ORDER BY id")
+        for expected_id, (*row, stored_hash) in enumerate(chain, 1):
             rows = expected_id
             if row[0] != expected_id:
                 return VerifyResult(False, rows, row[0], f"row {expected_id} is missing")
             prev = _row_hash(prev, row)
             if prev != stored_hash:
                 return VerifyResult(False, rows, row[0], "hash does not match the row")
-        return VerifyResult(True, rows)
+            if expect is not None and expected_id == expect.rows:
+                witnessed = prev
+        head = prev.hex() if rows else ""
+        for name, position in self._positions():
+            if position > rows:
+                return VerifyResult(False, rows, rows + 1,
+                                    f"the tail was cut: the journal's {name} is record "
+                                    f"{position}, its last record is {rows}", head)
+        if expect is not None:
+            if expect.rows == 0:  # a hash alone: the journal's head
+                witnessed = prev if rows else None
+                expect = Head(rows, expect.hash)
+            if expect.rows > rows:
+                return VerifyResult(False, rows, rows + 1,
+                                    f"the tail was cut: the witness holds record "
+                                    f"{expect.rows}, the last record is {rows}", head)
+            if witnessed is None or witnessed.hex() != expect.hash:
+                return VerifyResult(False, rows, expect.rows,
+                                    f"record {expect.rows} is not the one the witness holds "
+                                    f"(its hash differs)", head)
+        return VerifyResult(True, rows, head=head)
 
-    def recall(self, last: int) -> list[RecalledRound]:
-        """The last ``last`` rounds that have an outcome, each with the inputs that led to it
-        (game recall). Inputs after the last outcome (a round in progress) are not shown."""
-        outcome_rows = self._read(
-            "SELECT id, round, body FROM journal WHERE kind = 'output' AND topic = 'outcome' "
-            "ORDER BY id DESC LIMIT ?", (last,))
-        outcome_rows.reverse()
+    def _positions(self) -> list[tuple[str, int]]:
+        """The record positions the journal itself wrote down besides its rows."""
+        out = []
+        for name, key in (("acknowledged position", _ACKED_KEY), ("last probe", _PROBE_KEY)):
+            value = self._get_meta(key)
+            if value is not None and value.isdigit():
+                out.append((name, int(value)))
+        rows = self._read("SELECT MAX(acked) FROM journal")
+        if rows and rows[0][0] is not None:
+            out.append(("acknowledged position", int(rows[0][0])))
+        return out
+
+    def recall(self, last: int = 10, *, round_no: int | None = None) -> list[RecalledRound]:
+        """The last ``last`` rounds that have an outcome — or, with ``round_no``, that round
+        alone — each with the inputs that led to it (game recall). Inputs after the last
+        outcome (a round in progress) are not shown."""
+        if round_no is not None:
+            outcome_rows = self._read(
+                "SELECT id, round, body FROM journal WHERE kind = 'output' AND "
+                "topic = 'outcome' AND round = ? ORDER BY id", (round_no,))
+        else:
+            outcome_rows = self._read(
+                "SELECT id, round, body FROM journal WHERE kind = 'output' AND "
+                "topic = 'outcome' ORDER BY id DESC LIMIT ?", (last,))
+            outcome_rows.reverse()
         if not outcome_rows:
             return []
         first_id = outcome_rows[0][0]
         before = self._read(
             "SELECT MAX(id) FROM journal WHERE kind = 'output' AND topic = 'outcome' AND id < ?",
             (first_id,))[0][0] or 0
-        inputs = list(self.inputs(after_id=before))
+        inputs = list(self.inputs(after_id=before, before_id=outcome_rows[-1][0]))
         rounds = []
         start = before
-        for row_id, round_no, body in outcome_rows:
-            rec = RecalledRound(round=round_no, outcome=json.loads(body))
+        for row_id, number, body in outcome_rows:
+            rec = RecalledRound(round=number, outcome=json.loads(body))
             rec.inputs = [i for i in inputs if start < i.id < row_id]
             rounds.append(rec)
             start = row_id
@@ -532,6 +621,14 @@ class Journal:
                 self._db.execute(statement)
             self._db.execute(f"PRAGMA user_version={version + 1}")
             self._db.execute("COMMIT")
+
+    def _rows(self, sql: str) -> Iterator[tuple[Any, ...]]:
+        """A query's rows one at a time (a journal may not fit in memory); a failing disk is a
+        JournalError."""
+        try:
+            yield from self._db.execute(sql)
+        except sqlite3.Error as exc:
+            raise JournalError(f"{self.path}: read failed: {exc}") from exc
 
     def _read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         """A query's rows; a failing disk is a JournalError like a failing write."""
