@@ -47,7 +47,7 @@ async def run(names: list[str], games: list[str], sizes: dict[str, dict[str, flo
               workdir: Path) -> list[Report]:
     reports = []
     for name in names:
-        for game in games if name != "disk" else ["baccarat"]:
+        for game in games:
             if name == "disk" and (reason := can_mount()):
                 print(f"{name}: skipped: {reason}", file=sys.stderr)
                 continue

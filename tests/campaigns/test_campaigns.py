@@ -1,7 +1,9 @@
 """The fault campaigns of docs/reliability.md in bounded form (the same code as
 ``python -m tests.campaigns``, smaller counts): every one ends with an audit of what a consumer
 received against the journal — nothing lost, nothing duplicated under a new number, no gap,
-replay equal, the hash chain intact."""
+replay equal, the hash chain intact — and against what the simulated device really dealt (its
+ledger, tests/truth.py): every round the device dealt published as dealt, or void naming why,
+and nothing else."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from tests.campaigns.campaigns import (
 
 def check(report) -> None:  # type: ignore[no-untyped-def]
     assert report.ok, report.summary()
+    truth = report.audit.truth
+    assert truth.dealt > 0 and truth.matched > 0, truth.summary()
 
 
 @pytest.mark.parametrize("game", GAMES)
@@ -43,10 +47,11 @@ async def test_device_unplugs(game: str, tmp_path: Path) -> None:
     check(report)
 
 
-async def test_disk_trouble(tmp_path: Path) -> None:
+@pytest.mark.parametrize("game", GAMES)
+async def test_disk_trouble(game: str, tmp_path: Path) -> None:
     reason = can_mount()
     if reason:
         pytest.skip(reason)
-    report = await disk_campaign("baccarat", tmp_path, rounds=40)
+    report = await disk_campaign(game, tmp_path, rounds=40)
     check(report)
     assert report.figures["journal_failures_reported"] >= 2
