@@ -21,6 +21,7 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -236,8 +237,25 @@ def _mount(image: Path, mount: Path, size_mb: int) -> str | None:
     return f"cannot mount a loop device: {proc.stderr.strip()}" if proc.returncode else None
 
 
-def _umount(mount: Path) -> None:
-    subprocess.run(["umount", str(mount)], check=False)
+def _umount(mount: Path, attempts: int = 40) -> str | None:
+    """Unmount ``mount``; why not, if it stays mounted. A filesystem still in use cannot be
+    unmounted, and then ``mount -o loop`` of the same image silently joins the old (dead)
+    filesystem: so it is retried, and a failure says who holds it. (``os.path.ismount``
+    cannot tell: a dead filesystem's root does not stat.)"""
+    stderr = ""
+    for attempt in range(attempts):
+        proc = subprocess.run(["umount", str(mount)], capture_output=True, text=True,
+                              check=False)
+        if proc.returncode == 0 or "not mounted" in proc.stderr:
+            if attempt:
+                print(f"umount {mount}: done at attempt {attempt + 1} ({stderr})",
+                      file=sys.stderr)
+            return None
+        stderr = proc.stderr.strip()
+        time.sleep(0.25)
+    holders = subprocess.run(["fuser", "-vm", str(mount)], capture_output=True, text=True,
+                             check=False)
+    return f"cannot unmount {mount}: {stderr}; {holders.stderr.strip()}"
 
 
 def _shut_down(mount: Path) -> None:
@@ -300,8 +318,7 @@ async def disk_campaign(game: str, workdir: Path, *, rounds: int, seed: int = 4,
             _shut_down(mount)
             await degraded(table, "dead")
             table.daemon.stop()  # the operator repairs the disk and restarts the service
-            _umount(mount)
-            problem = _mount(image, mount, size_mb=8)
+            problem = _umount(mount) or _mount(image, mount, size_mb=8)
             if problem:
                 raise RuntimeError(problem)
             await table.restart()
