@@ -180,7 +180,7 @@ async def device_campaign(game: str, workdir: Path, *, rounds: int, cycles: int,
     async with Table(game, workdir, rounds=rounds, seed=seed, pace=pace,
                      faults=unplugs + faults,
                      device_options={"lost_void_after": 30.0}) as table:
-        await table.finish(timeout=600)
+        await table.finish()
         audit = table.audit()
         events = table.sub.on("/event")
     losses = sum(1 for e in events if e.get("code") == "device_lost")

@@ -243,7 +243,7 @@ class Table:
         return self.rounds + sum(1 for fault in self.faults
                                  if fault.partition("@")[0] in ("off_table", "sensor"))
 
-    async def finish(self, timeout: float = 300.0) -> None:
+    async def finish(self, timeout: float = 600.0) -> None:
         """Wait until the device has played its whole script, the consumer has an outcome for
         every round of it (as its ledger counts them), and every durable message the journal
         holds. A table that falls short is not an error here: the audit then says precisely
