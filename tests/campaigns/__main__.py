@@ -1,6 +1,6 @@
 """``python -m tests.campaigns``: the fault campaigns of docs/reliability.md at full size.
 
-    python -m tests.campaigns                  # everything, full size (about 30-40 minutes)
+    python -m tests.campaigns                  # everything, full size (about 15 minutes)
     python -m tests.campaigns crash broker     # some of them
     python -m tests.campaigns --quick          # the bounded sizes of the test suite
 
