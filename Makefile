@@ -1,15 +1,30 @@
 # The two commands of the README:  `make demo` (the main job) and `make test` (everything CI runs).
 # Both set up what they need from nothing: a virtual environment with the project and its
 # dependencies, and the system packages (Mosquitto) through apt when they are missing.
+#
+#   make demo                         the floor demo (tabled floor): six tables, their devices and
+#                                     daemons, a broker and the pit, until Ctrl-C
+#   make demo FLOOR_ARGS="--pace 10"  the same, with tabled floor's options (tabled floor -h)
+#   make demo GAME=qpoker ROUNDS=10   one table (tabled demo): N rounds, then exit 0
 
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# One table when GAME or ROUNDS is given, the floor otherwise (decided before the defaults).
+ifeq ($(origin GAME)$(origin ROUNDS),undefinedundefined)
+DEMO   := floor
+else
+DEMO   := table
+endif
 GAME   ?= baccarat
 ROUNDS ?= 20
+FLOOR_ARGS ?=
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_INSTALL = $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 
-.PHONY: demo test lint typecheck layers layout unit system-deps venv bench campaigns fuzz clean
+.PHONY: demo test lint typecheck layers layout unit system-deps demo-deps venv bench campaigns \
+	fuzz clean integrity-calibration
 
 venv: $(VENV)/.installed
 
@@ -38,12 +53,26 @@ system-deps:
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  $(APT_INSTALL) $$missing; \
 	fi
 
-demo: venv system-deps
+# What the demos need: the broker, and its clients to watch it (mosquitto_sub, which the floor
+# demo's banner suggests). The pit's Python packages come with the venv.
+demo-deps:
+	@missing=""; \
+	command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || missing="$$missing mosquitto"; \
+	command -v mosquitto_sub >/dev/null 2>&1 || missing="$$missing mosquitto-clients"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:$$missing"; \
+	  $(APT_INSTALL) $$missing; \
+	fi
+
+demo: venv demo-deps
+ifeq ($(DEMO),floor)
+	$(BIN)/tabled floor $(FLOOR_ARGS)
+else
 	$(BIN)/tabled demo --game $(GAME) --rounds $(ROUNDS)
+endif
 
 lint: venv
 	$(BIN)/ruff check .
@@ -78,6 +107,12 @@ campaigns: venv system-deps
 
 fuzz: venv
 	$(BIN)/python -m bench.fuzz $(FUZZ_ARGS)
+
+# The integrity monitors' calibration (docs/integrity.md): false alarms over 10^6 fair rounds per
+# game, detection delays of the biased cases, throughput; writes the figures into the document.
+# Several minutes; tests/integrity/test_calibration.py runs a bounded form in `make test`.
+integrity-calibration: venv
+	$(BIN)/python -m bench.integrity --write-docs $(INTEGRITY_ARGS)
 
 # The Debian package, build/deb/tabled_<version>_<arch>.deb (docs/install.md; debian/rules says
 # what goes in it). The build runs in a copy of the tree as git sees it (committed, changed and

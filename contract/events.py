@@ -3,10 +3,13 @@
 This module owns the public event vocabulary that drivers emit and the rules core consumes. It is
 pure: no I/O, no clock, no logging. Parsing is strict about what the contract requires (types,
 card codes, die faces, required fields) and lenient about what it allows (extra fields are kept in
-``extra`` so that a stream survives a round trip unchanged).
+``extra`` so that a stream survives a round trip unchanged). Strict means JSON's own types: an
+integer is not ``true`` or ``1.0``, a boolean is not ``1``, a field is present with a value or
+absent, never ``null``, ``NaN`` is not JSON, and a required field is never given a default.
 
 It must never accept an event it cannot represent faithfully: anything malformed raises
-:class:`EventError` with a reason a person can act on.
+:class:`EventError` with a reason a person can act on. What one game requires beyond the event
+type (:data:`GAME_REQUIRED`) is checked where the game is known (:func:`check_for_game`).
 """
 
 from __future__ import annotations
@@ -28,10 +31,32 @@ Seat: TypeAlias = int | Literal["dealer"]
 DEALER: Literal["dealer"] = "dealer"
 #: The device families a ``fault`` event's optional ``family`` field names (a lost device).
 DEVICE_FAMILIES = ("shuffler", "shoe", "dice")
+#: What a dealer may declare on the console (a ``declare`` event), by game: the result the
+#: dealer calls out, which the pit compares with the rules core's outcome. Baccarat: the
+#: winner. Craps, the stickman's call of a throw: on a come-out roll ``natural`` (7 or 11),
+#: ``craps`` (2, 3, 12) or ``point`` (a point is set); with a point on, ``seven_out``,
+#: ``point_made`` or ``no_decision``. Q Poker: whether the dealer qualifies (Art. 9.4).
+DECLARATIONS: dict[str, tuple[str, ...]] = {
+    "baccarat": ("banker", "player", "tie"),
+    "craps": ("natural", "craps", "point", "seven_out", "point_made", "no_decision"),
+    "qpoker": ("dealer_qualifies", "dealer_does_not_qualify"),
+}
+_DECLARED: frozenset[str] = frozenset(word for words in DECLARATIONS.values() for word in words)
 
 
 class EventError(ValueError):
     """A malformed event: not JSON, an unknown type, a bad card or die, a missing field."""
+
+
+#: Fields CONTRACT.md requires of an event type in one game only (the event table's "qpoker:"
+#: entries): Q Poker deals every card to a seat, and a round's ``round_start`` lists the seats
+#: with a bet. The parser knows no game, so these are checked where the game is known, with
+#: :func:`check_for_game` (``tabled replay``, the daemon's runtime) or ``parse_line(line,
+#: game=...)``; without them the rules would have to guess (a card to no position, bets
+#: inferred from the deal).
+GAME_REQUIRED: Mapping[str, Mapping[str, tuple[str, ...]]] = {
+    "qpoker": {"card": ("seat",), "round_start": ("seats",)},
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,6 +171,8 @@ class NoRoll(Event):
     """Craps: no roll, throw again (Art. 1), e.g. a die left the table."""
 
     TYPE: ClassVar[str] = "no_roll"
+    # CONTRACT.md requires ``reason`` on the wire (the parser never supplies one); the default
+    # only spares code that builds the event itself from spelling out the usual reason.
     reason: str = "off_table"
 
 
@@ -175,6 +202,18 @@ class Withheld(Event):
     TYPE: ClassVar[str] = "withheld"
     seat: Seat
     count: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Declare(Event):
+    """An addition to contract v1: the result the dealer declares on the console (``result``,
+    one of :data:`DECLARATIONS`), for round ``round`` or, without one, for the round decided
+    last. It decides nothing: the rules core accepts it and changes nothing; the pit compares
+    it with the round's outcome (``result_mismatch``)."""
+
+    TYPE: ClassVar[str] = "declare"
+    result: str
+    round: int | None = None
 
 
 #: The extra field of a ``hand`` (or ``card``) event that lists which of its cards were seen face
@@ -213,7 +252,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls
     for cls in (
         ShoeStart, Burn, CutCard, Demo, CardDealt, RoundStart, HandDealt, Decision, Reveal,
-        Roll, NoRoll, Fault, Void, Withheld,
+        Roll, NoRoll, Fault, Void, Withheld, Declare,
     )
 }
 
@@ -234,6 +273,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "fault": ("code", "detail"),
     "void": ("reason",),
     "withheld": ("seat", "count"),
+    "declare": ("result", "round"),
 }
 
 
@@ -324,6 +364,14 @@ def _optional_str(obj: Mapping[str, Any], key: str) -> str | None:
     raise EventError(f"{key} {value!r} is not a string")
 
 
+def _text(obj: Mapping[str, Any], key: str, etype: str) -> str:
+    """A required, non-empty string field."""
+    value = _required(obj, key, etype)
+    if not isinstance(value, str) or not value:
+        raise EventError(f"{key} {value!r} is not a non-empty string")
+    return value
+
+
 def _meta(obj: Mapping[str, Any]) -> Meta:
     device, seq, ts = obj.get("device"), obj.get("seq"), obj.get("ts")
     if device is None and seq is None and ts is None:
@@ -400,9 +448,7 @@ def _parse_burn(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event
 
 
 def _parse_fault(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    code = _required(obj, "code", "fault")
-    if not isinstance(code, str) or not code:
-        raise EventError(f"code {code!r} is not a non-empty string")
+    code = _text(obj, "code", "fault")
     # The rules read the family of a lost device (qpoker.art11.5): a misspelt one must not
     # pass for another device's.
     if "family" in obj and obj["family"] not in DEVICE_FAMILIES:
@@ -412,7 +458,8 @@ def _parse_fault(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Even
 
 
 def _parse_no_roll(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    return NoRoll(reason=_optional_str(obj, "reason") or "off_table", meta=meta, extra=extra)
+    # CONTRACT.md: ``reason`` is the no_roll's one field, not optional; none is made up here.
+    return NoRoll(reason=_text(obj, "reason", "no_roll"), meta=meta, extra=extra)
 
 
 def _parse_withheld(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
@@ -427,6 +474,21 @@ def _parse_void(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event
     return Void(reason=_optional_str(obj, "reason"), meta=meta, extra=extra)
 
 
+def parse_declaration(result: Any, round_no: Any = None) -> tuple[str, int | None]:
+    """A declared ``result`` and its optional ``round``, checked (shared with the console
+    command), or :class:`EventError`."""
+    if not isinstance(result, str) or result not in _DECLARED:
+        raise EventError(f"result {result!r} is not one of {', '.join(sorted(_DECLARED))}")
+    if round_no is not None and not (_is_int(round_no) and round_no >= 1):
+        raise EventError(f"round {round_no!r} is not a positive integer")
+    return result, round_no
+
+
+def _parse_declare(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
+    result, round_no = parse_declaration(_required(obj, "result", "declare"), obj.get("round"))
+    return Declare(result=result, round=round_no, meta=meta, extra=extra)
+
+
 def _fieldless(cls: type[Event]) -> _Parser:
     def parse(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
         return cls(meta=meta, extra=extra)
@@ -438,7 +500,7 @@ _PARSERS: dict[str, _Parser] = {
     "round_start": _parse_round_start, "shoe_start": _parse_shoe_start, "burn": _parse_burn,
     "fault": _parse_fault, "no_roll": _parse_no_roll, "withheld": _parse_withheld,
     "void": _parse_void, "cut_card": _fieldless(CutCard), "demo": _fieldless(Demo),
-    "reveal": _fieldless(Reveal),
+    "reveal": _fieldless(Reveal), "declare": _parse_declare,
 }
 assert _PARSERS.keys() == EVENT_TYPES.keys()
 
@@ -462,9 +524,38 @@ def _check_unicode(obj: dict[str, Any]) -> None:
             pending += value
 
 
-def parse_event(obj: Any) -> Event:
-    """Build a typed event from a decoded JSON object, or raise :class:`EventError`."""
-    return _parse_event(obj, check_unicode=True)
+def parse_event(obj: Any, game: str | None = None) -> Event:
+    """Build a typed event from a decoded JSON object, or raise :class:`EventError`.
+
+    With ``game``, the fields CONTRACT.md requires in that game only are required too
+    (:data:`GAME_REQUIRED`)."""
+    event = _parse_event(obj, check_unicode=True)
+    if game is not None:
+        check_for_game(event, game)
+    return event
+
+
+def check_for_game(event: Event, game: str) -> None:
+    """Raise :class:`EventError` if ``event`` lacks a field CONTRACT.md requires in ``game``
+    (a Q Poker ``card`` without ``seat``, a Q Poker ``round_start`` without ``seats``).
+
+    The one check ``tabled replay`` and the daemon's runtime both make before an event reaches
+    the rules, so that both refuse the same events."""
+    required = GAME_REQUIRED.get(game)
+    if not required:
+        return
+    for name in required.get(event.TYPE, ()):
+        if getattr(event, name) is None:
+            raise EventError(f"{event.TYPE} event is missing required field {name!r} "
+                             f"(required in {game})")
+
+
+#: Every key a type's parser reads, with a value of its own type: none of them may be null.
+#: (A missing optional field is left out of the object; ``null`` is no value of any of them:
+#: event.schema.json, and a parse-encode round trip that kept what came in, both say so.)
+_TYPED: dict[str, tuple[str, ...]] = {
+    etype: ("device", "seq", "ts", *known) for etype, known in _FIELDS.items()
+}
 
 
 def _parse_event(obj: Any, *, check_unicode: bool) -> Event:
@@ -473,28 +564,52 @@ def _parse_event(obj: Any, *, check_unicode: bool) -> Event:
     if check_unicode:
         _check_unicode(obj)
     version = obj.get("v")
-    if version != CONTRACT_VERSION:
-        raise EventError(f"unsupported contract version v={version!r} (expected 1)")
+    # The integer 1 itself: not ``true`` and not ``1.0``, which Python holds equal to it.
+    if version.__class__ is not int or version != CONTRACT_VERSION:
+        if "v" not in obj:
+            raise EventError("event is missing required field 'v' (the contract version)")
+        raise EventError(f"unsupported contract version v={_json_text(version)} "
+                         f"(expected the integer {CONTRACT_VERSION})")
     etype = obj.get("type")
     if not isinstance(etype, str) or (parser := _PARSERS.get(etype)) is None:
         raise EventError(f"unknown event type {etype!r}")
+    if None in obj.values():
+        for key in _TYPED[etype]:
+            if key in obj and obj[key] is None:
+                raise EventError(f"{key} is null: a field without a value is left out")
     meta = _meta(obj)
     allowed = _ALLOWED[etype]
     extra = {} if allowed.issuperset(obj) else {k: v for k, v in obj.items() if k not in allowed}
     return parser(obj, meta, extra)
 
 
+def _json_text(value: Any) -> str:
+    """A value as the JSON it came as (``true``, ``1.0``), for messages about JSON input."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _refuse_constant(name: str) -> Any:
+    """``NaN``, ``Infinity`` and ``-Infinity``: Python's JSON reader takes them, JSON has no
+    such values (RFC 8259), and no journal, MQTT consumer or replay could carry them on."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 # (typeshed declares make_scanner as a class taking a scanner; it is a factory of decoders)
 _scan_json: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
-    json.JSONDecoder())  # type: ignore[arg-type]
+    _DECODER)  # type: ignore[arg-type]
 
 
 def load_json(text: str | bytes) -> Any:
-    """``json.loads(text)``, faster for one JSON Lines record: the standard library's own
-    scanner is called directly, which skips the two whitespace matches and the decoder
-    dispatch around it (half the time of a short line). Anything but a plain record (leading
-    whitespace, bytes, trailing content, an error) goes through ``json.loads`` itself, so the
-    value and every error are exactly its own."""
+    """``json.loads(text)``, faster for one JSON Lines record, and strict: the standard
+    library's own scanner is called directly, which skips the two whitespace matches and the
+    decoder dispatch around it (half the time of a short line). Anything but a plain record
+    (leading whitespace, bytes, trailing content, an error) goes through ``json.loads`` itself,
+    so the value and every error are exactly its own. ``NaN`` and the infinities, which
+    ``json.loads`` accepts and JSON does not have, are an error either way."""
     if isinstance(text, str):
         try:
             value, end = _scan_json(text, 0)
@@ -503,35 +618,43 @@ def load_json(text: str | bytes) -> Any:
         else:
             if end == len(text) or text[end:] == "\n":
                 return value
-    return json.loads(text)
+    return json.loads(text, parse_constant=_refuse_constant)
 
 
-def parse_line(line: str | bytes) -> Event:
-    """Parse one JSON Lines record into an event, or raise :class:`EventError`."""
+def parse_line(line: str | bytes, game: str | None = None) -> Event:
+    """Parse one JSON Lines record into an event, or raise :class:`EventError`.
+
+    A line is one event object: a blank line is malformed too (CONTRACT.md). With ``game``,
+    the fields required in that game are required too (:func:`check_for_game`)."""
     try:
         obj = load_json(line)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        if not line.strip():  # (no JSON text is blank: checked only here, off the fast path)
+            raise EventError("a blank line: every line of the stream is one event object"
+                             ) from None
         # RecursionError: nested deeper than the interpreter's stack, still not an event.
         raise EventError(f"not JSON: {exc}") from None
     # Only a ``\\u`` escape or a character outside ASCII can put a lone surrogate in the
     # decoded text; a plain ASCII line (nearly every real one) needs no walk through it.
     plain = isinstance(line, str) and line.isascii() and "\\u" not in line
-    return _parse_event(obj, check_unicode=not plain)
+    event = _parse_event(obj, check_unicode=not plain)
+    if game is not None:
+        check_for_game(event, game)
+    return event
 
 
-def read_events(lines: Iterable[str]) -> Iterator[tuple[int, Event]]:
+def read_events(lines: Iterable[str], game: str | None = None) -> Iterator[tuple[int, Event]]:
     """Each event of a JSON Lines stream with its line number (from 1), in order.
 
-    Blank lines (a trailing newline, a separator) carry no event and are skipped, but counted.
-    The first malformed line raises :class:`LineError`: what the stream gave before it has been
-    yielded, nothing after it is read. ``tabled replay`` and ``tabled roads`` read through here,
-    so both number and refuse lines alike.
+    Every line is one event object (CONTRACT.md): a blank line is malformed like any other
+    line that is not one, and so, given ``game``, is an event without a field that game
+    requires (:func:`check_for_game`). The first malformed line raises :class:`LineError`:
+    what the stream gave before it has been yielded, nothing after it is read. ``tabled
+    replay`` and ``tabled roads`` read through here, so both number and refuse lines alike.
     """
     for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
         try:
-            event = parse_line(line)
+            event = parse_line(line, game)
         except EventError as exc:
             raise LineError(lineno, exc) from None
         yield lineno, event

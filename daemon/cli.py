@@ -60,6 +60,13 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
 
     print(f"{args.file}: ok ({config.table.game} at {config.table.site}/{config.table.id}, "
           f"{len(config.devices)} devices, options {declare(config.game_options())})")
+    if config.table.game == "qpoker" and not config.commands.enabled:
+        # valid, and useless: only a dealer console sends Q Poker's decisions and reveal
+        print(f"{args.file}: warning: commands: a Q Poker table needs its dealer console, and "
+              "[commands] enabled = false: no decision or reveal can reach the daemon, so every "
+              "round will end void (qpoker.art11.1, the reveal was due). Set [commands] "
+              "enabled = true and hmac_key_file (`tabled console keygen --out FILE` makes a "
+              "key; docs/console.md).", file=sys.stderr)
     return 0
 
 
@@ -88,16 +95,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except SecretError as exc:  # names the file and its mode, never what is in it
         print(f"tabled run: {exc}", file=sys.stderr)
         return 2
+    from tabled.daemon.journal import Journal, JournalError
+
+    # The journal first, before anything else is started or logged: one daemon per journal,
+    # and a second one leaves with one line naming the first (JournalInUse).
+    try:
+        journal = Journal(config.journal.path)
+    except JournalError as exc:
+        print(f"tabled run: {exc}", file=sys.stderr)
+        return 1
     # every line, whoever logs it, names the table
     configure(args.log_level or config.log.level, config.log.format,
               static={"table": f"{config.table.site}/{config.table.id}"})
-    from tabled.daemon.journal import JournalError
-
     try:
-        return asyncio.run(run_service(config))
-    except JournalError as exc:  # the journal cannot even be opened or written at start
+        return asyncio.run(run_service(config, journal))
+    except JournalError as exc:  # the journal cannot even be written at start
         print(f"tabled run: {exc}", file=sys.stderr)
         return 1
+    finally:
+        journal.close()
 
 
 def _journal_path(args: argparse.Namespace) -> str:

@@ -24,10 +24,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from tabled.contract.events import Decision, Event, EventError, Reveal, ShoeStart, Void
+from tabled.contract.events import (
+    Decision,
+    Declare,
+    Event,
+    EventError,
+    Reveal,
+    ShoeStart,
+    Void,
+    parse_declaration,
+)
 
 #: Command names (the last topic level of ``…/cmd/<name>``).
-COMMANDS = ("decision", "reveal", "void", "new_shoe")
+COMMANDS = ("decision", "reveal", "void", "new_shoe", "declare")
 #: The nonces remembered to refuse replays: at least two skew windows' worth.
 MAX_NONCES = 100_000
 
@@ -86,6 +95,10 @@ def _event(name: str, args: dict[str, Any], source: dict[str, Any]) -> Event:
             if not isinstance(reason, str):
                 raise EventError(f"reason {reason!r} is not a string")
             return Void(reason=reason, extra=source)
+        if name == "declare":
+            # the dealer's call of a result ("banker", "seven_out"), for the pit to compare
+            result, round_no = parse_declaration(args.get("result"), args.get("round"))
+            return Declare(result=result, round=round_no, extra=source)
         decks = args.get("decks")
         if not isinstance(decks, int) or isinstance(decks, bool) or decks < 1:
             raise EventError(f"decks {decks!r} is not a positive integer")
@@ -103,6 +116,11 @@ class CommandGate:
         self.max_skew = max_skew
         self._clock = clock
         self._nonces: OrderedDict[str, float] = OrderedDict()
+
+    def forget(self, nonce: str) -> None:
+        """A nonce whose command never took effect (the journal refused it): the console may
+        send that command again."""
+        self._nonces.pop(nonce, None)
 
     def remember(self, nonce: str, ts: float) -> None:
         """A nonce already used (at start, from the journal)."""

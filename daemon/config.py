@@ -127,6 +127,19 @@ class TLSSettings(_Strict):
         return self
 
 
+def _broker_url(value: str | None) -> str | None:
+    if value is None:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("mqtt", "mqtts") or not parts.hostname:
+        raise ValueError("must look like mqtt://host:port or mqtts://host:port")
+    try:
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError as exc:
+        raise ValueError(f"bad port: {exc}") from None
+    return value
+
+
 class MQTTSettings(_Strict):
     """The broker. ``url`` is ``mqtt://host:port`` or ``mqtts://host:port``; without it the
     daemon starts a private broker (the demo's embedded default)."""
@@ -148,16 +161,7 @@ class MQTTSettings(_Strict):
     @field_validator("url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        parts = urlsplit(value)
-        if parts.scheme not in ("mqtt", "mqtts") or not parts.hostname:
-            raise ValueError("must look like mqtt://host:port or mqtts://host:port")
-        try:
-            parts.port  # noqa: B018 - raises on a bad port
-        except ValueError as exc:
-            raise ValueError(f"bad port: {exc}") from None
-        return value
+        return _broker_url(value)
 
     @model_validator(mode="after")
     def _secrets(self) -> MQTTSettings:
@@ -184,6 +188,52 @@ class CommandSettings(_Strict):
         return self
 
 
+class ConsoleTLSSettings(_Strict):
+    """The dealer console's TLS: the floor's CA (default: ``[mqtt.tls] ca_file``) and the
+    console's own client certificate, never the daemon's."""
+
+    ca_file: Path | None = None
+    cert_file: Path | None = None
+    key_file: Path | None = None
+
+    @model_validator(mode="after")
+    def _pair(self) -> ConsoleTLSSettings:
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together")
+        return self
+
+
+class ConsoleSettings(_Strict):
+    """The dealer console (``tabled console``), which reads the table's file for the broker,
+    the topics and the shared key. The daemon ignores this section. The console connects as
+    its own broker identity: the ACL lets only that identity publish the table's commands, so
+    it never borrows ``[mqtt] username``, ``password_file`` or the daemon's certificate."""
+
+    #: Names the console in every command (``"console"``) and in the journal's source.
+    id: Annotated[str | None, Field(pattern=_NAME)] = None
+    #: The broker as the console reaches it (default: ``[mqtt] url``).
+    url: str | None = None
+    client_id: str | None = None
+    username: str | None = None
+    password_file: Path | None = None
+    tls: ConsoleTLSSettings | None = None
+    #: The key shared with the daemon (default: ``[commands] hmac_key_file``).
+    hmac_key_file: Path | None = None
+    #: How long a command waits for the daemon's reply, seconds.
+    reply_timeout: Annotated[float, Field(gt=0, le=120)] = 5.0
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return _broker_url(value)
+
+    @model_validator(mode="after")
+    def _secrets(self) -> ConsoleSettings:
+        if self.password_file is not None and self.username is None:
+            raise ValueError("password_file needs a username")
+        return self
+
+
 class JournalSettings(_Strict):
     path: Path = Path("/var/lib/tabled/journal.sqlite")
 
@@ -202,6 +252,7 @@ class Config(_Strict):
     devices: list[DeviceSettings] = Field(default_factory=list)
     mqtt: MQTTSettings = MQTTSettings()
     commands: CommandSettings = CommandSettings()
+    console: ConsoleSettings = ConsoleSettings()
     journal: JournalSettings = JournalSettings()
     log: LogSettings = LogSettings()
 

@@ -10,6 +10,18 @@ number and never a new one.
 Rows form a chain: each row's ``hash`` is SHA-256 over the previous row's hash and the row's own
 fields, so any edit, insertion or deletion breaks :meth:`Journal.verify` from that row on.
 
+One process writes a journal: opening it for writing takes an OS lock (``flock``) on a file
+beside it, ``<journal>.lock``, which holds the holder's PID, for as long as the journal is open;
+a second writer is refused with :class:`JournalInUse`, naming that PID. Readers (``tabled journal
+verify`` and ``recall``, audits) open it with ``create=False``: no lock, since SQLite's WAL gives
+a reader a consistent snapshot beside a live writer, and a connection that refuses any write.
+
+The writer keeps the chain's position in memory (last id, last hash, the next number of each
+topic). After any failed write, and whenever a write finds the file's last row is not the one it
+wrote, it reads them from the file again before writing: a failure whose cause has gone (a full
+disk freed, an I/O error that passed, rows written behind its back) never leaves it writing from
+a position the file has left.
+
 It never publishes, never reads the rules, and never logs a row's body (it may hold face-down
 cards).
 """
@@ -17,11 +29,14 @@ cards).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import sqlite3
 import threading
+import time
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +75,61 @@ _SET_META = ("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
 
 class JournalError(Exception):
     """The journal could not make a record durable (disk full, unwritable, corrupt)."""
+
+
+class JournalInUse(JournalError):
+    """Another process (``pid``, if it could be read) has the journal open for writing."""
+
+    def __init__(self, path: Path, pid: int | None) -> None:
+        holder = f"PID {pid}" if pid is not None else "another process"
+        super().__init__(f"journal {path} is in use by {holder}")
+        self.path = path
+        self.pid = pid
+
+
+def lock_path(path: str | os.PathLike[str]) -> Path:
+    """The lock file of the journal at ``path``: beside it, ``<name>.lock``."""
+    journal = Path(path)
+    return journal.with_name(journal.name + ".lock")
+
+
+def _lock(path: Path) -> int:
+    """Take the writer's lock of the journal at ``path`` and write our PID into it; return its
+    descriptor (closing it releases the lock). ``flock``, not ``fcntl``/``lockf`` locks: those
+    belong to the process and vanish when it closes *any* descriptor of the file, and SQLite's
+    own locks are of that kind. The lock file is never deleted: a process that deleted it could
+    let the next two lock two different files."""
+    lock = lock_path(path)
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise JournalError(f"{path}: cannot open its lock file {lock}: {exc}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pid = _holder(fd)
+        os.close(fd)
+        raise JournalInUse(path, pid) from None
+    except OSError as exc:
+        os.close(fd)
+        raise JournalError(f"{path}: cannot lock {lock}: {exc}") from exc
+    with contextlib.suppress(OSError):  # a full disk: the lock holds, the PID is missing
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def _holder(fd: int, wait: float = 0.5) -> int | None:
+    """The PID the holder wrote into the lock file; it writes it just after it takes the lock,
+    so an empty file is given a moment."""
+    deadline = time.monotonic() + wait
+    while True:
+        text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        if text.isdigit():
+            return int(text)
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.01)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +189,10 @@ class RecalledRound:
     outcome: dict[str, Any] = field(default_factory=dict)
 
 
+class _Moved(Exception):
+    """The file's last row is not this journal's last write."""
+
+
 def _dumps(obj: dict[str, Any]) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
@@ -132,29 +206,53 @@ def _row_hash(prev: bytes, row: Sequence[Any]) -> bytes:
 
 
 class Journal:
-    """One table's journal file. Not thread-safe: one event loop owns it."""
+    """One table's journal file. Not thread-safe: one event loop owns it.
+
+    ``create=True`` (the daemon): open for writing, creating the file if need be, holding the
+    writer's lock until :meth:`close` (or the process's end); :class:`JournalInUse` if another
+    process holds it. ``create=False``: open an existing journal to read it, without the lock;
+    writes through it fail."""
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
         self.path = Path(path)
-        if not create and not self.path.exists():
+        self.read_only = not create
+        self._release_lock: weakref.finalize[[int], Journal] | None = None
+        if self.read_only and not self.path.exists():
             raise JournalError(f"{self.path}: no journal here")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)  # never world-readable
-            os.close(fd)
+            if not self.read_only:
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                # Before SQLite touches anything: a second writer must change nothing at all.
+                self._release_lock = weakref.finalize(self, os.close, _lock(self.path))
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)  # never world-readable
+                os.close(fd)
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA)
-            columns = {row[1] for row in self._db.execute("PRAGMA table_info(journal)")}
-            if "acked" not in columns:  # a journal from before the column
-                self._db.execute("ALTER TABLE journal ADD COLUMN acked INTEGER")
+            if self.read_only:
+                self._db.execute("PRAGMA query_only=ON")
+            else:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=FULL")
+                self._db.executescript(_SCHEMA)
+                columns = {row[1] for row in self._db.execute("PRAGMA table_info(journal)")}
+                if "acked" not in columns:  # a journal from before the column
+                    self._db.execute("ALTER TABLE journal ADD COLUMN acked INTEGER")
         except (sqlite3.Error, OSError) as exc:
+            self._unlock()
             raise JournalError(f"{self.path}: cannot open: {exc}") from exc
         self._acked_to_record: int | None = None
         self._checkpointer: tuple[threading.Thread, threading.Event] | None = None
-        self._last_hash, self._last_id = self._tail()
-        self._next_seq = {topic: self._max_seq(topic) + 1 for topic in DURABLE_TOPICS}
+        self._last_hash, self._last_id = GENESIS, 0
+        self._next_seq: dict[str, int] = {}
+        #: A write failed since the positions were read: read them again before writing.
+        self._stale = False
+        #: How often the positions were read again from the file after a failure or a move.
+        self.resyncs = 0
+        try:
+            self._read_positions()
+        except JournalError:
+            self._db.close()
+            self._unlock()
+            raise
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -186,11 +284,17 @@ class Journal:
             return []
         acked = self._acked_to_record
         db = self._db
-        prev, last_id = self._last_hash, self._last_id
-        next_seq = dict(self._next_seq)
         stored: list[StoredOutput] = []
         try:
+            self._settle()
             db.execute("BEGIN IMMEDIATE")
+            moved = self._tail_moved()
+            if moved is not None:  # the file was written behind this journal's back
+                self._read_positions()
+                self.resyncs += 1
+                raise _Moved(moved)
+            prev, last_id = self._last_hash, self._last_id
+            next_seq = dict(self._next_seq)
             last = len(entries) - 1
             for index, entry in enumerate(entries):
                 last_id += 1
@@ -210,8 +314,17 @@ class Journal:
                 db.execute("INSERT INTO journal VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            (*row, prev, acked if index == last else None))
             db.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except _Moved as moved:
             self._rollback()
+            # The caller's state may be behind the file too (a rules state without those
+            # rows): it is told, as for any failure, and the next write goes on from the file.
+            raise JournalError(f"{self.path}: written behind this journal's back: {moved}; "
+                               "positions read again from the file") from None
+        except (sqlite3.Error, JournalError) as exc:
+            self._stale = True  # whatever the file now holds, read it before the next write
+            self._rollback()
+            if isinstance(exc, JournalError):
+                raise
             raise JournalError(f"{self.path}: write failed: {exc}") from exc
         self._last_hash, self._last_id = prev, last_id
         self._next_seq = next_seq
@@ -221,6 +334,7 @@ class Journal:
 
     def set_meta(self, key: str, value: str) -> None:
         try:
+            self._end_transaction()
             self._db.execute(_SET_META, (key, value))
         except sqlite3.Error as exc:
             raise JournalError(f"{self.path}: meta write failed: {exc}") from exc
@@ -230,7 +344,12 @@ class Journal:
         return default if not rows else str(rows[0][0])
 
     def probe(self) -> None:
-        """A small durable write, to learn whether the disk takes writes again."""
+        """A small durable write, to learn whether the disk takes writes again, after reading
+        the positions from the file if a write failed (so that the next write can go on)."""
+        try:
+            self._settle()
+        except sqlite3.Error as exc:
+            raise JournalError(f"{self.path}: read failed: {exc}") from exc
         self.set_meta("probe", str(self._last_id))
 
     # -- reading --------------------------------------------------------------------------------
@@ -252,6 +371,14 @@ class Journal:
                 yield StoredInput(row_id, source, json.loads(body))
         except sqlite3.Error as exc:
             raise JournalError(f"{self.path}: read failed: {exc}") from exc
+
+    def has_input(self, after_id: int, key: str, value: str) -> bool:
+        """Whether an input after ``after_id`` has ``key`` set to the string ``value`` (did a
+        write that reported failure reach the file all the same?)."""
+        needle = _dumps({key: value})[1:-1]  # "key":"value", as the bodies are written
+        rows = self._read("SELECT 1 FROM journal WHERE kind = 'input' AND id > ? AND "
+                          "instr(body, ?) > 0 LIMIT 1", (after_id, needle))
+        return bool(rows)
 
     def outputs_after(self, after_id: int, limit: int = 500) -> list[StoredOutput]:
         """Outputs with id > ``after_id``, oldest first (store-and-forward reads these)."""
@@ -353,6 +480,7 @@ class Journal:
             thread.join(timeout=5)
             self._checkpointer = None
         self._db.close()
+        self._unlock()  # last: the next writer finds the file closed
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -366,6 +494,37 @@ class Journal:
     def _tail(self) -> tuple[bytes, int]:
         rows = self._read("SELECT hash, id FROM journal ORDER BY id DESC LIMIT 1")
         return (GENESIS, 0) if not rows else (bytes(rows[0][0]), int(rows[0][1]))
+
+    def _read_positions(self) -> None:
+        """The chain's position and each topic's next number, as the file holds them."""
+        self._last_hash, self._last_id = self._tail()
+        self._next_seq = {topic: self._max_seq(topic) + 1 for topic in DURABLE_TOPICS}
+
+    def _settle(self) -> None:
+        """Before a write after a failure: no transaction left open by a failed rollback, and
+        the positions read from the file (raises JournalError if it cannot be read)."""
+        self._end_transaction()
+        if self._stale:
+            self._read_positions()
+            self._stale = False
+            self.resyncs += 1
+
+    def _end_transaction(self) -> None:
+        if self._db.in_transaction:  # a ROLLBACK that failed with the disk: try it again
+            self._db.execute("ROLLBACK")
+
+    def _tail_moved(self) -> str | None:
+        """Inside a write's transaction: how the file's last row differs from this journal's
+        last write, or None. One indexed read: the file is the truth, memory a cache of it."""
+        row = self._db.execute("SELECT id, hash FROM journal ORDER BY id DESC LIMIT 1").fetchone()
+        last_id, last_hash = (0, GENESIS) if row is None else (int(row[0]), bytes(row[1]))
+        if (last_id, last_hash) == (self._last_id, self._last_hash):
+            return None
+        return f"its last record is {last_id}, this journal's last write was {self._last_id}"
+
+    def _unlock(self) -> None:
+        if self._release_lock is not None:
+            self._release_lock()
 
     def _max_seq(self, topic: str) -> int:
         rows = self._read(

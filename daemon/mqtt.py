@@ -12,6 +12,13 @@ Owns the broker connection and everything that crosses it (docs/mqtt.md):
 - ``…/metrics`` every few seconds;
 - dealer-console commands on ``…/cmd/<name>`` (when enabled), answered on ``…/cmd/<name>/reply``.
 
+Each topic's ``table_seq`` goes up by one per message a subscriber can receive, and a number is
+given only to a message that is sent (docs/mqtt.md, "Sequence numbers"): a connection attempt
+that fails consumes none; a ``…/status`` message is only ever a connection's birth (a change of
+state, ``degraded`` and back, reconnects to say it) followed by that connection's will or our own
+``offline``, both numbered one after the birth; a non-durable message whose publish failed is
+sent again, the same bytes under the same number, on the next connection.
+
 Reconnection is this module's loop around ``async with Client(...)`` (aiomqtt has none), with
 bounded exponential backoff. It never decides game state and never sees a face-down card: what
 it publishes was redacted before the journal.
@@ -33,6 +40,7 @@ from urllib.parse import urlsplit
 
 import aiomqtt
 import structlog
+from aiomqtt.exceptions import MqttConnectError
 
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.backoff import Backoff
@@ -50,6 +58,13 @@ T_PUBACK = 10.0
 T_CONNECT = 3.0
 #: Rows read from the journal per batch.
 BATCH = 256
+#: The journal's meta key of the highest ``…/status`` number a subscriber may have received.
+STATUS_SEQ_KEY = "seq:status"
+
+
+class _Restatus(Exception):
+    """The table's state changed: end this connection cleanly (the broker discards its will)
+    and connect again with a birth that says the new state."""
 
 
 class Topics:
@@ -94,6 +109,31 @@ class BrokerAddress:
 
 def dumps(body: dict[str, Any]) -> str:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+
+
+# Two facts about a connection that aiomqtt keeps to itself (aiomqtt is pinned below 3). Where
+# they cannot be read, each answer is the one that risks a gap in ``…/status`` numbers rather
+# than one number on two different messages.
+
+
+def _may_hold_will(client: aiomqtt.Client) -> bool:
+    """After a connection attempt without a CONNACK: may the broker have taken our CONNECT,
+    and with it the will? Not if no connection was made (refused, TLS handshake failed), the
+    broker answered no (a negative CONNACK), or the connection was closed (the broker does not
+    close a connection it accepted without a CONNACK). A CONNACK that did not come in time on
+    an open connection: it may have."""
+    paho = getattr(client, "_client", None)
+    try:
+        return paho is None or paho.socket() is not None
+    except Exception:  # not what this aiomqtt looks like: assume it may
+        return True
+
+
+def _left_cleanly(client: aiomqtt.Client) -> bool:
+    """Did the connection end with our DISCONNECT, so that the broker dropped the will?"""
+    ended = getattr(client, "_disconnected", None)
+    return (isinstance(ended, asyncio.Future) and ended.done() and not ended.cancelled()
+            and ended.exception() is None)
 
 
 CommandHandler = Callable[[str, bytes], Awaitable[dict[str, Any]]]
@@ -146,8 +186,24 @@ class MqttService:
         self._client: aiomqtt.Client | None = None
         self._pump_state: _Pump | None = None
         self._volatile_seq: dict[str, int] = {}
+        #: Numbered non-durable messages whose publish failed: sent again, same bytes, first
+        #: thing on the next connection (topic, payload, qos, retain).
+        self._unsent: list[tuple[str, str, int, bool]] = []
         self._stopping = False
-        self._will_seq = 0
+        #: The highest ``…/status`` number that may have reached a subscriber: every status
+        #: message published, and the will of every connection the broker accepted, unless
+        #: that connection ended with our DISCONNECT (the broker dropped the will unpublished).
+        self._status_seq = int(journal.get_meta(STATUS_SEQ_KEY, "-1") or -1)
+        #: The will's number on the current connection (our shutdown ``offline`` takes it).
+        self._will_seq: int | None = None
+        #: The last ``…/status`` number this daemon itself published (or tried to).
+        self._status_sent = self._status_seq
+        #: The state the last birth said (``online`` or ``degraded``, with its reason), and
+        #: the states to say after it, in order: each is a birth of its own, even one that
+        #: lasted less than a connection (a journal that failed and recovered within a probe).
+        self._state: tuple[str, str | None] = ("online", None)
+        self._states_due: list[tuple[str, str | None]] = []
+        self._restatus = asyncio.Event()
         self.counters: dict[str, int] = {"connects": 0, "disconnects": 0, "published": 0,
                                          "republished": 0, "commands": 0}
         self.publish_latency: list[float] = []
@@ -184,22 +240,42 @@ class MqttService:
             asyncio.get_running_loop().create_task(
                 self._publish_device_status(device_id), name=f"device-status-{device_id}")
 
+    def set_state(self, state: str, reason: str | None = None) -> None:
+        """What ``…/status`` should say: ``online``, or ``degraded`` with its reason. The
+        will registered with the broker carries the number after the birth's, so no status
+        message can come between them: a change of state ends the connection cleanly (the
+        broker drops the will unpublished) and the next connection's birth says it."""
+        latest = self._states_due[-1] if self._states_due else self._state
+        if (state, reason) != latest:
+            self._states_due.append((state, reason))
+            self._restatus.set()
+
     async def publish_volatile(self, topic: str, body: dict[str, Any], *, kind: str | None,
                                retain: bool = False, qos: int = 1) -> bool:
-        """A message that is not journaled (status, metrics, replies): published now if
-        connected, with the next number of its own sequence ``kind``. ``kind=None`` (only the
-        journal failure on ``…/fault``) publishes it outside any sequence, ``table_seq: null``:
-        it could not be journaled, so it has no place among the durable numbers."""
+        """A message that is not journaled (device status, metrics, replies): published now
+        if connected, with the next number of its own sequence ``kind``; nothing, and no
+        number, if not. One whose publish fails is sent again, with the same number, on the
+        next connection. ``kind=None`` (only the journal failure on ``…/fault``) publishes it
+        outside any sequence, ``table_seq: null``: it could not be journaled, so it has no
+        place among the durable numbers. ``…/status`` is not published here (:meth:`set_state`)."""
+        assert kind != "status", "status messages are births (set_state)"
         client = self._client
         if client is None or not self.connected.is_set():
             return False
         seq = None if kind is None else self._next_volatile(kind)
         payload = dumps({**body, "table_seq": seq, "ts": rfc3339_now()})
+        unsent = None if seq is None else (topic, payload, qos, retain)
         try:
             await client.publish(topic, payload, qos=qos, retain=retain, timeout=T_PUBACK)
         except aiomqtt.MqttError as exc:
             log.warning("publish_failed", topic=topic, error=str(exc))
+            if unsent is not None:  # maybe delivered, maybe not: the number is its for good
+                self._unsent.append(unsent)
             return False
+        except asyncio.CancelledError:
+            if unsent is not None:
+                self._unsent.append(unsent)
+            raise
         return True
 
     async def stop(self, drain_timeout: float = 5.0) -> None:
@@ -213,9 +289,12 @@ class MqttService:
             except TimeoutError:
                 log.warning("shutdown_with_backlog", backlog=self.backlog)
             client = self._client
-            if client is not None and self.connected.is_set():
+            if client is not None and self.connected.is_set() and self._will_seq is not None:
+                # The will's number: the DISCONNECT that follows makes the broker drop the
+                # will, so this message takes its place after the birth.
                 offline = {"state": "offline", "reason": "shutdown", "table_seq": self._will_seq,
                            "ts": rfc3339_now()}
+                self._status_sent = self._will_seq
                 with contextlib.suppress(aiomqtt.MqttError):
                     await client.publish(self.topics.status, dumps(offline), qos=1, retain=True,
                                          timeout=T_PUBACK)
@@ -227,29 +306,37 @@ class MqttService:
     async def run(self) -> None:
         backoff = Backoff(self.settings.reconnect_min, self.settings.reconnect_max)
         while not self._stopping:
+            again = False
             try:
-                await self._session(backoff)
-            except aiomqtt.MqttError as exc:
-                if self.connected.is_set():
+                again = await self._session(backoff)
+            # A lost connection ends the session's task group: its error comes in a group.
+            except* aiomqtt.MqttError as group:
+                error = str(group.exceptions[0])
+                if self._client is not None:  # the broker had accepted the connection
                     self.counters["disconnects"] += 1
-                    log.warning("broker_lost", error=str(exc), backlog=self.backlog)
+                    log.warning("broker_lost", error=error, backlog=self.backlog)
                 else:
-                    log.info("broker_unreachable", error=str(exc), url=self._url())
+                    log.info("broker_unreachable", error=error, url=self._url())
             finally:
                 self.connected.clear()
                 self._client = None
+                self._will_seq = None
                 self._persist_ack()
             if self._stopping:
                 return
-            await asyncio.sleep(backoff.next())
+            if not again:
+                await asyncio.sleep(backoff.next())
 
-    async def _session(self, backoff: Backoff) -> None:
-        # The will is reserved the next status number, so that it sorts after the birth.
-        birth_seq = self._next_volatile("status")
-        self._will_seq = self._next_volatile("status")
+    async def _session(self, backoff: Backoff) -> bool:
+        """One connection, until it is lost (MqttError) or the state changes (returns True:
+        connect again at once). Numbers for ``…/status``: the birth takes the next one and
+        the will the one after, so that it sorts after the birth; neither is spent unless
+        the broker accepts the connection."""
+        birth_seq, will_seq = self._status_seq + 1, self._status_seq + 2
+        state, reason = self._states_due[0] if self._states_due else self._state
         will = aiomqtt.Will(
             self.topics.status,
-            dumps({"state": "offline", "reason": "connection_lost", "table_seq": self._will_seq}),
+            dumps({"state": "offline", "reason": "connection_lost", "table_seq": will_seq}),
             qos=1, retain=True,
         )
         client = aiomqtt.Client(
@@ -265,24 +352,90 @@ class MqttService:
         )
         # up to max_inflight publishes wait for their PUBACK by design: not worth a warning
         client.pending_calls_threshold = self.settings.max_inflight + 16
-        async with client:
-            self._client = client
-            self.connected.set()
-            self.counters["connects"] += 1
-            backoff.reset()
-            log.info("broker_connected", url=self._url(), backlog=self.backlog)
-            birth = {**self._birth(), "state": "online", "table_seq": birth_seq,
-                     "ts": rfc3339_now()}
-            await client.publish(self.topics.status, dumps(birth), qos=1, retain=True,
-                                 timeout=T_PUBACK)
-            for device_id in list(self._device_status):
-                await self._publish_device_status(device_id)
-            if self._on_command is not None:
-                await client.subscribe(self.topics.commands, qos=1, timeout=T_PUBACK)
-            async with asyncio.TaskGroup() as group:
-                group.create_task(self._pump(client), name="mqtt-pump")
-                group.create_task(self._metrics_loop(), name="mqtt-metrics")
-                group.create_task(self._incoming(client), name="mqtt-incoming")
+        restatus = accepted = False
+        self._status_sent = self._status_seq
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                try:
+                    await stack.enter_async_context(client)
+                except MqttConnectError:
+                    raise  # the broker said no: it holds no will of ours
+                except aiomqtt.MqttError:
+                    if _may_hold_will(client):  # no CONNACK; the broker may have the CONNECT
+                        self._spend_status(will_seq)
+                    raise
+                # The broker holds the will: from now on it may publish it (a broker stopping
+                # cleanly does, to every subscriber), so its number is spent.
+                accepted = True
+                self._spend_status(will_seq)
+                self._will_seq = will_seq
+                self._client = client
+                self.counters["connects"] += 1
+                backoff.reset()
+                birth = {**self._birth(), "state": state,
+                         **({"reason": reason} if reason else {}),
+                         "table_seq": birth_seq, "ts": rfc3339_now()}
+                self._status_sent = birth_seq
+                await client.publish(self.topics.status, dumps(birth), qos=1, retain=True,
+                                     timeout=T_PUBACK)
+                self._state = (state, reason)
+                if self._states_due and self._states_due[0] == self._state:
+                    self._states_due.pop(0)
+                await self._send_unsent(client)
+                self.connected.set()
+                log.info("broker_connected", url=self._url(), backlog=self.backlog, state=state)
+                for device_id in list(self._device_status):
+                    await self._publish_device_status(device_id)
+                if self._on_command is not None:
+                    await client.subscribe(self.topics.commands, qos=1, timeout=T_PUBACK)
+                try:
+                    async with asyncio.TaskGroup() as group:
+                        group.create_task(self._pump(client), name="mqtt-pump")
+                        group.create_task(self._metrics_loop(), name="mqtt-metrics")
+                        group.create_task(self._incoming(client), name="mqtt-incoming")
+                        group.create_task(self._watch_state(), name="mqtt-state")
+                except* _Restatus:
+                    restatus = True
+                    self.connected.clear()  # nothing more on this connection
+        finally:
+            # Ended by our DISCONNECT (a change of state, a shutdown, a PUBACK that never
+            # came from a broker still there): the broker dropped the will unpublished, and
+            # its number goes to the next message after the last one we sent ourselves.
+            if accepted and _left_cleanly(client):
+                self._spend_status(self._status_sent, dropped_will=True)
+        return restatus
+
+    async def _watch_state(self) -> None:
+        """End the connection when a state is due that its birth did not say."""
+        while True:
+            if self._states_due:
+                state, reason = self._states_due[0]
+                log.info("status_changed", state=state, reason=reason)
+                raise _Restatus
+            await self._restatus.wait()
+            self._restatus.clear()
+
+    def _spend_status(self, number: int, *, dropped_will: bool = False) -> None:
+        """Record the highest ``…/status`` number a subscriber may have received, durably
+        (a restart goes on after it). It only goes back when the broker certainly dropped a
+        will unpublished: after our own DISCONNECT, never after a lost connection."""
+        if number == self._status_seq:
+            return
+        if number <= self._status_seq and not dropped_will:
+            return
+        self._status_seq = number
+        # If the journal fails, the number still holds in memory (the failure is reported on
+        # its own); only a restart before the disk recovers could then use a number again.
+        with contextlib.suppress(JournalError):
+            self.journal.set_meta(STATUS_SEQ_KEY, str(number))
+
+    async def _send_unsent(self, client: aiomqtt.Client) -> None:
+        """Numbered messages whose publish failed, again: same bytes, same number (a QoS 1
+        re-delivery to whoever got them already), in their order, before anything newer."""
+        while self._unsent:
+            topic, payload, qos, retain = self._unsent[0]
+            await client.publish(topic, payload, qos=qos, retain=retain, timeout=T_PUBACK)
+            self._unsent.pop(0)
 
     # -- durable messages: journal -> broker --------------------------------------------------
 

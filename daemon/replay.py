@@ -2,7 +2,8 @@
 
 Reads normalized events (JSON Lines), writes one outcome record per line, exactly as the daemon
 publishes them (the daemon adds only its envelope fields, ``seq`` and ``ts``). A malformed line
-stops the replay with its line number and exit status 2, after the outcomes completed before it;
+(blank lines and fields the game requires included) stops the replay with its line number and
+exit status 2, after the outcomes completed before it;
 a well-formed event the game cannot accept is the rules core's business (it voids the round or
 returns a notice), never a crash and never a silent skip: notices go to standard error.
 """
@@ -52,7 +53,10 @@ def replay(
     table = make_table(game, options)
     write = out.write
     try:
-        for lineno, event in read_events(lines):
+        # A blank line is malformed too (one event object per line), and so is an event
+        # without a field this game requires (a Q Poker card without its seat): the check
+        # the daemon makes before its rules see an event.
+        for lineno, event in read_events(lines, game):
             for output in table.feed(event):
                 if isinstance(output, Outcome):
                     write(encode_record(output.to_record()))

@@ -36,7 +36,14 @@ from typing import Any
 
 import structlog
 
-from tabled.contract.events import Event, Fault, event_to_dict, parse_event
+from tabled.contract.events import (
+    Event,
+    EventError,
+    Fault,
+    check_for_game,
+    event_to_dict,
+    parse_event,
+)
 from tabled.contract.faults import (
     EVENT_NOT_APPLIED,
     JOURNAL_FAILURE,
@@ -166,6 +173,12 @@ class TableRuntime:
             self.counters["refused_degraded"] += 1
             raise Degraded(self.degraded)
         try:
+            check_for_game(event, self.game)
+        except EventError as exc:
+            # What tabled replay calls malformed (a Q Poker card without its seat): replay
+            # stops there; the daemon cannot, and does not apply it either.
+            return self._not_applied(event, exc, reason=str(exc))
+        try:
             outputs = self.table.feed(event)
             published = (
                 self.publication.admit(event, outputs) if self.publication is not None
@@ -224,10 +237,12 @@ class TableRuntime:
             with contextlib.suppress(Exception):
                 log.error("log_failed", error=type(exc).__name__, where=_where(exc))
 
-    def _not_applied(self, event: Event, exc: Exception) -> list[Output]:
+    def _not_applied(self, event: Event, exc: Exception, reason: str | None = None
+                     ) -> list[Output]:
         """``event`` could not be applied: rebuild the rules state from the journal (as it was
         before the event) and journal, as an input the rules core answers, the fault that
-        stands for it. Its text names the event's type and the failure, never a card."""
+        stands for it. Its text names the event's type and the failure, never a card
+        (``reason``, when given, is a text known to hold none)."""
         self.counters["events_not_applied"] += 1
         where = _where(exc)
         with contextlib.suppress(Exception):
@@ -241,8 +256,9 @@ class TableRuntime:
             self._degrade("the journal could not be read to rebuild the rules state")
             raise Degraded(self.degraded or "journal failure")
         seq = "" if event.meta.seq is None else f" (device seq {event.meta.seq})"
-        detail = (f"the daemon could not apply a {event.TYPE} event{seq}: {type(exc).__name__} "
-                  f"in {where}; the rules state was rebuilt from the journal")
+        cause = reason or f"{type(exc).__name__} in {where}"
+        detail = (f"the daemon could not apply a {event.TYPE} event{seq}: {cause}; "
+                  "the rules state was rebuilt from the journal")
         extra: dict[str, Any] = {"source": "daemon", NOT_APPLIED_TYPE: event.TYPE}
         if isinstance(event, Fault):
             extra[NOT_APPLIED_CODE] = event.code

@@ -57,14 +57,16 @@ def _percentiles(samples: Sequence[float]) -> dict[str, float | None]:
 class Service:
     """One table's daemon. ``await run()`` until :meth:`request_stop`."""
 
-    def __init__(self, config: Config, *, notifier: Notifier | None = None) -> None:
+    def __init__(self, config: Config, *, notifier: Notifier | None = None,
+                 journal: Journal | None = None) -> None:
         self.config = config
         self.notifier = notifier or Notifier()
         self.started_at = rfc3339_now()
         self.started = time.monotonic()
         self._stop = asyncio.Event()
         self.broker: Mosquitto | None = None
-        self.journal = Journal(config.journal.path)
+        # Open for writing: the lock on it is this daemon's for as long as the journal is open.
+        self.journal = journal if journal is not None else Journal(config.journal.path)
         self.journal.start_checkpointer()
         self.runtime = TableRuntime(config, self.journal)
         self.topics = Topics(config.mqtt.topic_prefix, config.table.site, config.table.id)
@@ -203,9 +205,7 @@ class Service:
                 if self.runtime.probe():
                     self._degraded_reported = False
                     if self.mqtt is not None:
-                        await self.mqtt.publish_volatile(
-                            self.topics.status, {**self._birth(), "state": "online"},
-                            kind="status", retain=True)
+                        self.mqtt.set_state("online")
             status = self._status_line()
             if status != last_status:
                 self.notifier.status(status)
@@ -219,9 +219,8 @@ class Service:
         body = self.runtime.fault_body(JOURNAL_FAILURE, reason)
         body["durable"] = False
         sent = await self.mqtt.publish_volatile(self.topics.fault, body, kind=None)
-        await self.mqtt.publish_volatile(
-            self.topics.status, {**self._birth(), "state": "degraded", "reason": reason},
-            kind="status", retain=True)
+        # …/status says it with the next connection's birth (docs/mqtt.md: its numbers)
+        self.mqtt.set_state("degraded", reason)
         self._degraded_reported = sent
 
     # -- what the broker sees -------------------------------------------------------------------
@@ -293,9 +292,11 @@ class Service:
             self._journal_rejection(name, exc)
             return {"ok": False, "command": name, "error": exc.reason, "detail": exc.detail}
         source = f"console:{command.console}"
+        before = self.journal.last_id
         try:
             outputs = self.runtime.accept(command.event, source)
         except Degraded as exc:
+            self._unspend(command.nonce, before)
             return {"ok": False, "command": name, "nonce": command.nonce,
                     "error": "degraded", "detail": str(exc)}
         log.info("command_accepted", command=name, console=command.console)
@@ -304,6 +305,19 @@ class Service:
             "rounds": [o.round for o in outputs if isinstance(o, Outcome)],
             "notices": [o.to_dict() for o in outputs if isinstance(o, Notice)],
         }
+
+    def _unspend(self, nonce: str, before: int) -> None:
+        """A command refused because the journal failed did not take effect, so its nonce is
+        not spent and the console may send it again (as for any refusal) — unless the write
+        that reported failure reached the file after all (then it did take effect, and a
+        retry would be a replay); if the journal cannot even say, it stays spent."""
+        assert self.commands is not None
+        try:
+            recorded = self.journal.has_input(before, "nonce", nonce)
+        except JournalError:
+            return
+        if not recorded:
+            self.commands.forget(nonce)
 
     def _journal_rejection(self, name: str, exc: CommandRejected) -> None:
         body = {"v": 1, "type": "command_rejected", "command": name, "reason": exc.reason,
@@ -329,6 +343,6 @@ async def _guarded(name: str, body: Callable[[], Awaitable[None]]) -> None:
             await asyncio.sleep(1.0)
 
 
-async def run_service(config: Config) -> int:
-    service = Service(config)
+async def run_service(config: Config, journal: Journal | None = None) -> int:
+    service = Service(config, journal=journal)
     return await service.run()

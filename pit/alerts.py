@@ -25,6 +25,11 @@ fault               by code   every fault the tables publish (transient)
 notice              minor     a rules notice (transient)
 command_rejected    major     a refused console command; ``critical`` when forged (transient)
 void                minor     every void round, with its article (transient)
+integrity:<name>    by name   an integrity monitor's finding (``pit/watch.py``,
+                              docs/integrity.md): ``dice``, ``shoe_count``, ``shoe_runs``,
+                              ``slug``, ``riffle`` critical; ``frequency``,
+                              ``result_mismatch`` major (transient); ``pace`` minor / the
+                              pace back within bounds
 ==================  ========  ==============================================================
 
 One alert per (table, kind, subject) that is not closed: a repeat counts, it does not open
@@ -345,6 +350,18 @@ class AlertEngine:
             # kept here so that the second message is not lost: the record keeps the first
             {"stream": m.stream, "table_seq": m.table_seq, "payload": m.text[:8192]},
             transient=True))
+
+    # -- what other parts of the pit find ------------------------------------------------------
+
+    async def raise_alert(self, spec: AlertSpec) -> None:
+        """Raise an alert another part of the pit found (an integrity monitor's finding), or
+        count it again on the one already open for its condition."""
+        await self._raise(spec)
+
+    async def clear_alert(self, site: str, table: str, kind: str, subject: str,
+                          note: str) -> None:
+        """The condition of an alert raised with :meth:`raise_alert` is over."""
+        await self._clear(site, table, kind, subject, note)
 
     # -- sequence numbers -------------------------------------------------------------------
 

@@ -251,6 +251,52 @@ class UserSettings(_Strict):
         return value
 
 
+#: The integrity monitors (docs/integrity.md), by the names their alerts carry.
+IntegrityMonitor = Literal["dice", "frequency", "shoe_count", "shoe_runs", "slug", "riffle",
+                           "result_mismatch", "pace"]
+_ALL_MONITORS: list[IntegrityMonitor] = ["dice", "frequency", "shoe_count", "shoe_runs", "slug",
+                                         "riffle", "result_mismatch", "pace"]
+
+
+class GamePaceSettings(_Strict):
+    """One game's pace, in rounds per hour (a craps roll is a round)."""
+
+    #: The pace the statistical thresholds are calibrated for: the false-alarm target holds at
+    #: this pace or slower (faster tables raise proportionally more).
+    assumed_pace: Annotated[float, Field(gt=0, le=10_000)]
+    #: ``pace`` alerts below this ...
+    pace_min: Annotated[float, Field(ge=0, le=10_000)]
+    #: ... or above this.
+    pace_max: Annotated[float, Field(gt=0, le=10_000)]
+
+    @model_validator(mode="after")
+    def _bounds(self) -> GamePaceSettings:
+        if self.pace_min >= self.pace_max:
+            raise ValueError("pace_min must be below pace_max")
+        return self
+
+
+class IntegritySettings(_Strict):
+    """The integrity monitors: which run, the false-alarm budget, the paces."""
+
+    enabled: bool = True
+    monitors: list[IntegrityMonitor] = Field(default_factory=lambda: list(_ALL_MONITORS))
+    #: False alarms the statistical monitors of one table may raise per 10,000 table-hours at
+    #: the assumed pace, all together (shared equally among their statistics).
+    false_alarms_per_10k_hours: Annotated[float, Field(gt=0, le=1_000_000)] = 1.0
+    #: ``pace`` counts the rounds of this many seconds ...
+    pace_window: Annotated[float, Field(ge=60, le=86_400)] = 1800.0
+    #: ... once a table has played that long without a pause longer than this (seconds).
+    idle_gap: Annotated[float, Field(ge=10, le=86_400)] = 600.0
+    #: Earlier shoes of the floor the ``slug`` monitor remembers (about 30 kB each).
+    slug_horizon_shoes: Annotated[int, Field(ge=2, le=100_000)] = 1000
+    #: At start-up each table's monitors are rebuilt from its last this many recorded messages.
+    rebuild_messages: Annotated[int, Field(ge=0, le=1_000_000)] = 5000
+    baccarat: GamePaceSettings = GamePaceSettings(assumed_pace=120, pace_min=20, pace_max=200)
+    craps: GamePaceSettings = GamePaceSettings(assumed_pace=120, pace_min=30, pace_max=250)
+    qpoker: GamePaceSettings = GamePaceSettings(assumed_pace=60, pace_min=10, pace_max=120)
+
+
 class LogSettings(_Strict):
     level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["auto", "json", "console"] = "auto"
@@ -267,6 +313,7 @@ class PitConfig(_Strict):
     #: None: no ``[web]`` section, no page (metrics only on ``[metrics] port``)
     web: WebSettings | None = None
     metrics: MetricsSettings = MetricsSettings()
+    integrity: IntegritySettings = IntegritySettings()
     users: list[UserSettings] = Field(default_factory=list)
     log: LogSettings = LogSettings()
 

@@ -6,8 +6,9 @@ Owns start-up order, the message pipeline, the timers and shutdown:
    restart forgets neither;
 2. connect to the broker (:mod:`pit.ingest`) and, for every message, in arrival order:
    check it (a malformed one is recorded as such, counted and logged), record it, update the
-   live model, run the alert rules. A store that fails is retried with backoff while the
-   message waits (the broker connection keeps receiving into memory): nothing is dropped;
+   live model, run the alert rules and the integrity monitors (:mod:`pit.watch`). A store
+   that fails is retried with backoff while the message waits (the broker connection keeps
+   receiving into memory): nothing is dropped;
 3. timers: gap checks and silent tables (half a second), the alerts outbox (publishes every
    alert change on ``<prefix>/<site>/pit/alert``, QoS 1, once, even with several pit servers,
    and picks up changes other processes made, such as ``tabled pit ack``), retention;
@@ -39,6 +40,7 @@ from tabled.pit.messages import Malformed, parse_message
 from tabled.pit.metrics import PitMetrics
 from tabled.pit.model import ChangeFeed, Floor
 from tabled.pit.store import Alert, AlertChange, AuditEntry, Store, StoreError
+from tabled.pit.watch import IntegrityWatch
 
 log = structlog.get_logger("tabled.pit.service")
 
@@ -109,6 +111,8 @@ class PitService:
                                   on_change=self._alert_changed)
         #: what the web layer calls for people's actions (role-checked, audited)
         self.desk = self.engine.desk
+        #: the integrity monitors (docs/integrity.md): findings become alerts
+        self.watch = IntegrityWatch(config.integrity, self.engine, self.floor, self.store)
         self.ingest = Ingest(config.mqtt, client_id=config.client_id,
                              on_message=self.received, on_connect=self._connected)
         self.store_failure: str | None = None
@@ -134,6 +138,7 @@ class PitService:
         await self.store.open()
         tables = await self.floor.rebuild(self.store)
         await self.engine.start()
+        await self.watch.start()
         recent = await self.store.audit(limit=1)
         self._audit_cursor = recent[0].id if recent else 0
         self._record_cursor = await self.store.last_message_id()
@@ -251,6 +256,12 @@ class PitService:
             # table_seq); the alert rules ran where it was recorded
             self.floor.apply(message)
         await self._retrying("alerts", lambda: self.engine.message(message, recorded, applied))
+        if recorded.new:
+            found = self.watch.feed(message.site, message.table, message.stream,
+                                    message.table_seq, message.payload, message.received_at)
+            if found:
+                await self._retrying("integrity", lambda: self.watch.alerts(
+                    message.site, message.table, found))
 
     async def _retrying(self, what: str, operation: Callable[[], Awaitable[T]]) -> T:
         """Until the store takes it: the message is not dropped because the database is
@@ -293,6 +304,12 @@ class PitService:
                     continue
                 self._applied[stored.id] = time.monotonic()
                 self.floor.apply_stored(stored)
+                found = self.watch.feed_stored(stored)
+                try:
+                    await self.watch.alerts(stored.site, stored.table, found)
+                except StoreError as exc:
+                    self.metrics.store_errors.inc()
+                    log.warning("integrity_store_error", error=str(exc))
 
     # -- alerts out ---------------------------------------------------------------------------
 
@@ -360,6 +377,7 @@ class PitService:
             await asyncio.sleep(T_TICK)
             try:
                 await self.engine.tick()
+                await self.watch.tick()
             except StoreError as exc:
                 self.metrics.store_errors.inc()
                 log.warning("timers_store_error", error=str(exc))

@@ -8,6 +8,12 @@ exactly
 as it reaches the real sensor. It never decides what a driver should see: it only plays the
 device, encoding with the driver's own :mod:`tabled.drivers.dice.protocol`.
 
+A loaded die (``--bias FACE:P[,FACE:P...]``, with ``--biased-die 1|2|both``): the listed faces
+come up with those probabilities, the faces not listed share what is left equally
+(``--bias 6:0.25``: a six one throw in four, each other face 0.15). Without it both dice are fair.
+:func:`random_rolls` is the one place rolls are drawn: the simulator and the integrity
+calibration (``bench/integrity.py``) both use it.
+
 Faults (``--fault KIND@N[:ARG]``, repeatable) name the N-th event report the sensor produces
 (1-based; heartbeats and resends do not count):
 
@@ -26,12 +32,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import os
 import random
 import signal
 import sys
 import tempfile
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -96,6 +104,56 @@ class DiceFault:
         if kind == "sensor" and (arg != int(arg) or int(arg) not in _SENSOR_CODES):
             raise FaultSpecError(f"{text!r}: CODE is one of {[int(c) for c in SensorFaultCode]}")
         return cls(kind, at, arg)
+
+
+#: The six faces of a die, as :func:`random_rolls` draws them.
+FACES: Final = (1, 2, 3, 4, 5, 6)
+#: Six face probabilities (faces 1 to 6), summing to 1.
+Weights = tuple[float, float, float, float, float, float]
+
+
+def parse_bias(text: str) -> Weights:
+    """``"6:0.25"`` -> the six face probabilities of that loaded die: the listed faces at their
+    probability, the others sharing the rest equally. FaultSpecError for a face outside 1-6, a
+    face listed twice, a probability outside 0-1, or listed probabilities above 1 (or not 1
+    when all six are listed)."""
+    listed: dict[int, float] = {}
+    for item in text.split(","):
+        face_text, sep, p_text = item.strip().partition(":")
+        try:
+            face, p = int(face_text), float(p_text)
+        except ValueError:
+            face, p = 0, -1.0
+        if not sep or face not in FACES or not 0.0 <= p <= 1.0 or face in listed:
+            raise FaultSpecError(f"{item!r}: a bias is FACE:P, a face 1-6 listed once and a "
+                                 "probability 0-1, like 6:0.25")
+        listed[face] = p
+    rest = 1.0 - sum(listed.values())
+    others = [f for f in FACES if f not in listed]
+    if rest < -1e-9 or (not others and abs(rest) > 1e-9):
+        raise FaultSpecError(f"{text!r}: the probabilities add up to {1.0 - rest:g}, not 1")
+    share = max(rest, 0.0) / len(others) if others else 0.0
+    weights = tuple(listed.get(face, share) for face in FACES)
+    return (weights[0], weights[1], weights[2], weights[3], weights[4], weights[5])
+
+
+def random_rolls(rng: random.Random, count: int, die_1: Weights | None = None,
+                 die_2: Weights | None = None) -> list[tuple[int, int]]:
+    """``count`` throws of two dice: fair (``None``) or loaded with the given face
+    probabilities. Two fair dice draw exactly as the simulator always has (``randint``), so a
+    seed gives the same rolls it gave before loaded dice existed."""
+    if die_1 is None and die_2 is None:
+        return [(rng.randint(1, 6), rng.randint(1, 6)) for _ in range(count)]
+    choices = rng.choices
+
+    def die(weights: Weights | None) -> Callable[[], int]:
+        if weights is None:
+            return lambda: rng.randint(1, 6)
+        cumulative = list(itertools.accumulate(weights))
+        return lambda: choices(FACES, cum_weights=cumulative)[0]
+
+    first, second = die(die_1), die(die_2)
+    return [(first(), second()) for _ in range(count)]
 
 
 def parse_rolls(text: str) -> list[tuple[int, int]]:
@@ -395,6 +453,13 @@ def _fault_arg(text: str) -> DiceFault:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _bias_arg(text: str) -> Weights:
+    try:
+        return parse_bias(text)
+    except FaultSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _rolls_arg(text: str) -> list[tuple[int, int]]:
     try:
         return parse_rolls(text)
@@ -411,6 +476,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rolls", type=_rolls_arg, metavar="A-B,...",
                         help="the rolls to report, in order (default: --count random rolls)")
     parser.add_argument("--count", type=int, default=10, help="how many random rolls")
+    parser.add_argument("--bias", type=_bias_arg, metavar="FACE:P,...",
+                        help="a loaded die for the random rolls: these faces at these "
+                             "probabilities, the others sharing the rest (6:0.25)")
+    parser.add_argument("--biased-die", choices=("1", "2", "both"), default="1",
+                        help="which die --bias loads (default 1)")
     parser.add_argument("--pace", type=float, default=1.0, metavar="SECONDS",
                         help="time between reports")
     parser.add_argument("--fault", type=_fault_arg, action="append", default=[],
@@ -434,7 +504,10 @@ async def serve(args: argparse.Namespace) -> int:
     """Serve one sensor until its script is delivered (or forever); 0 on success, 2 when the
     options do not make a script."""
     rng = random.Random(args.seed)
-    rolls = args.rolls or [(rng.randint(1, 6), rng.randint(1, 6)) for _ in range(args.count)]
+    loaded = args.bias
+    rolls = args.rolls or random_rolls(
+        rng, args.count, loaded if args.biased_die in ("1", "both") else None,
+        loaded if args.biased_die in ("2", "both") else None)
     try:
         script = build_script(rolls, args.fault, rng)
     except FaultSpecError as exc:

@@ -70,6 +70,100 @@ def shuffled_shoe(rng: random.Random, decks: int) -> list[str]:
     return cards
 
 
+# -- shoes that were not properly shuffled (``--preset``) -------------------------------------
+
+#: A new deck's order, as the packs come: A to K of spades, then hearts, clubs, diamonds.
+NEW_DECK_ORDER: Final = tuple(rank + suit for suit in SUITS for rank in RANKS)
+PresetKind = Literal["replay", "sorted", "riffle"]
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    """A shoe not shuffled as it should be (the integrity monitors' test cases):
+
+    - ``replay``: the cards at positions ``start`` .. ``start + length - 1`` (from 0, burns
+      included) are those of the same positions of the first shoe ``--seed seed`` deals (a
+      replayed "slug" of an earlier shoe, in its order);
+    - ``sorted``: those positions hold cards in a new deck's order (AS 2S … KS AH … KD, again
+      from AS after 52), an unshuffled block;
+    - ``riffle``: every shoe after the first is the previous shoe's order given one riffle
+      (Gilbert-Shannon-Reeds) instead of a shuffle, so its sequences persist.
+
+    A block is made of cards taken from the shuffled shoe itself, so the shoe still holds
+    exactly ``decks`` of every card."""
+
+    kind: PresetKind
+    seed: int = 0
+    start: int = 0
+    length: int = 0
+
+
+def parse_preset(text: str) -> Preset:
+    """``replay:SEED:START:LEN``, ``sorted:START:LEN`` or ``riffle``; FaultSpecError else."""
+    kind, *numbers = text.split(":")
+    arity = {"replay": 3, "sorted": 2, "riffle": 0}
+    if kind not in arity or len(numbers) != arity[kind] or not all(
+            n.isdigit() for n in numbers):
+        raise FaultSpecError(f"{text!r}: expected replay:SEED:START:LEN, sorted:START:LEN or "
+                             "riffle (whole numbers)")
+    values = [int(n) for n in numbers]
+    if kind == "riffle":
+        return Preset("riffle")
+    if values[-1] < 1:
+        raise FaultSpecError(f"{text!r}: the block needs at least one card")
+    if kind == "replay":
+        return Preset("replay", values[0], values[1], values[2])
+    return Preset("sorted", 0, values[0], values[1])
+
+
+def place_block(cards: Sequence[str], block: Sequence[str], start: int) -> list[str]:
+    """``cards`` with ``block`` at positions ``start`` on, its cards taken out of the rest (one
+    copy each), so the shoe's composition is unchanged. ValueError when the shoe does not hold
+    the block's cards or the block does not fit."""
+    if start + len(block) > len(cards):
+        raise ValueError(f"a block of {len(block)} at {start} does not fit a shoe of "
+                         f"{len(cards)} cards")
+    rest = list(cards)
+    for card in block:
+        rest.remove(card)  # ValueError: more copies than the shoe holds
+    return rest[:start] + list(block) + rest[start:]
+
+
+def riffle(rng: random.Random, cards: Sequence[str]) -> list[str]:
+    """One Gilbert-Shannon-Reeds riffle: cut binomially, then drop cards from the two packets,
+    each next card from a packet with probability proportional to its size."""
+    n = len(cards)
+    cut = sum(rng.random() < 0.5 for _ in range(n))
+    left, right = list(cards[:cut]), list(cards[cut:])
+    out: list[str] = []
+    i = j = 0
+    while i < len(left) and j < len(right):
+        if rng.random() * (len(left) - i + len(right) - j) < len(left) - i:
+            out.append(left[i])
+            i += 1
+        else:
+            out.append(right[j])
+            j += 1
+    return out + left[i:] + right[j:]
+
+
+def preset_shoe(rng: random.Random, decks: int, preset: Preset | None,
+                previous: Sequence[str] | None = None) -> list[str]:
+    """The next shoe's order: shuffled by ``rng``, or as ``preset`` spoils it (``previous``:
+    the order of the shoe before, which ``riffle`` riffles; a first shoe is shuffled)."""
+    if preset is not None and preset.kind == "riffle" and previous:
+        return riffle(rng, previous)
+    cards = shuffled_shoe(rng, decks)
+    if preset is None or preset.kind == "riffle":
+        return cards
+    if preset.kind == "replay":
+        block = shuffled_shoe(random.Random(preset.seed), decks)[
+            preset.start:preset.start + preset.length]
+    else:
+        block = [NEW_DECK_ORDER[i % len(NEW_DECK_ORDER)] for i in range(preset.length)]
+    return place_block(cards, block, preset.start)
+
+
 # -- the shoe's electronics ----------------------------------------------------------------------
 
 
@@ -185,6 +279,8 @@ class Dealer:
 
     Explicit (``cards``): NEW SHOE, then each card out in order, nothing else.
 
+    ``preset`` deals shoes that were not properly shuffled (:class:`Preset`).
+
     ``ledger``, if given, is called with one record per hand as the dealer dealt it, when the
     dealer's rules core settles or voids it (docs/protocols/ledger.md): ``shoe`` (from 1),
     ``round``, ``cards`` (in the order they left the shoe, ``None`` for an unread one),
@@ -207,6 +303,7 @@ class Dealer:
         shoes: int | None = 1,
         cards: Sequence[str] | None = None,
         faults: Sequence[ShoeFault] = (),
+        preset: Preset | None = None,
         ledger: Callable[[dict[str, Any]], object] | None = None,
     ) -> None:
         self.reader = reader
@@ -217,6 +314,8 @@ class Dealer:
         self._hands = hands
         self._shoes = shoes
         self._explicit = None if cards is None else list(cards)
+        self._preset = preset
+        self._previous_order: list[str] | None = None
         self._one_more = last_hand == "one_more"
         self._plan: dict[int, set[str]] = {}
         for fault in faults:
@@ -258,7 +357,8 @@ class Dealer:
     def _deal_shoe(self) -> Iterator[Report]:
         table = self._table
         assert table is not None
-        cards = shuffled_shoe(self._rng, self._decks)
+        cards = preset_shoe(self._rng, self._decks, self._preset, self._previous_order)
+        self._previous_order = cards
         self._new_shoe(cards, cut_behind=self._rng.randint(*CUT_CARD_FROM_END))
         yield from self._report(self.reader.load(self._decks))
         yield from self._burn_at_start()
@@ -434,6 +534,13 @@ def _at_least(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def _preset_arg(text: str) -> Preset:
+    try:
+        return parse_preset(text)
+    except FaultSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _cards_arg(text: str) -> list[str]:
     try:
         return parse_cards(text)
@@ -460,6 +567,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop after N shoes (default 1 unless --hands)")
     parser.add_argument("--cards", type=_cards_arg, metavar="AS,KH,...",
                         help="an explicit sequence instead: each card out in order")
+    parser.add_argument("--preset", type=_preset_arg, metavar="KIND",
+                        help="deal shoes not properly shuffled: replay:SEED:START:LEN (a block "
+                             "of the first shoe --seed SEED deals, at the same positions), "
+                             "sorted:START:LEN (a block in new-deck order), riffle (each shoe "
+                             "the previous one given a single riffle)")
     parser.add_argument("--pace", type=float, default=0.0, metavar="SECONDS",
                         help="seconds between two cards")
     parser.add_argument("--fault", type=_fault_arg, action="append", default=[],
@@ -489,6 +601,7 @@ def dealer_from_args(args: argparse.Namespace, reader: ShoeReader,
                   burn=args.burn, method=args.method, last_hand=args.last_hand,
                   hands=args.hands, shoes=shoes, cards=args.cards,
                   faults=[f for f in args.fault if isinstance(f, ShoeFault)],
+                  preset=args.preset,
                   ledger=None if ledger is None else ledger.write)
 
 

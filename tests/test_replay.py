@@ -19,14 +19,15 @@ def run(lines: list[str]) -> tuple[int, list[dict[str, object]], str]:
 
 
 def test_a_malformed_line_stops_the_replay_after_the_outcomes_before_it() -> None:
-    lines = ['{"v":1,"type":"shoe_start","decks":8}', "", *NATURAL, '{"v":1,"type":"roll",'
+    # (no blank line: one is malformed itself, tests/test_replay_malformed.py)
+    lines = ['{"v":1,"type":"shoe_start","decks":8}', *NATURAL, '{"v":1,"type":"roll",'
              '"dice":[1,2]}', *NATURAL[:2], '{"v":1,"type":"card","card":"ZZ"}', *NATURAL]
     status, records, err = run(lines)
     assert status == EXIT_BAD_INPUT
-    assert [r["round"] for r in records] == [1]  # the hand cut short by line 10 is not voided
+    assert [r["round"] for r in records] == [1]  # the hand cut short by line 9 is not voided
     assert err.splitlines() == [
-        "line 7: notice not_for_game: a roll event is not part of baccarat",
-        "line 10: card 'ZZ' is not a card code (rank A23456789TJQK + suit SHCD)",
+        "line 6: notice not_for_game: a roll event is not part of baccarat",
+        "line 9: card 'ZZ' is not a card code (rank A23456789TJQK + suit SHCD)",
     ]
 
 

@@ -397,12 +397,12 @@ GRID_IDS = ["-".join([game, *(f"{k}={v}" for k, v in options.items())])
 def test_streams_are_seeded_valid_and_one_outcome_per_round(
     game: str, options: dict[str, str], event_validator: Any
 ) -> None:
-    """Same seed, same stream; every event passes the contract's parser and schema; each
-    generated round gives exactly one outcome."""
+    """Same seed, same stream; every event passes the contract's parser (for its game) and
+    schema; each generated round gives exactly one outcome."""
     stream = make_stream(game, options, 400, SEED)
     assert stream == make_stream(game, options, 400, SEED)
     for event in stream:
-        parse_event(event)
+        parse_event(event, game)
         event_validator.validate(event)
     assert len(ORACLES[game](stream, options)) == 400
 

@@ -1,9 +1,9 @@
 """The ``tabled`` command line: one entry point, one subcommand per job.
 
 Owns only the root parser and where each layer's subcommands come from: the table service's
-(``tabled.daemon.cli``) the floor's (``roads``) and the tools' (``demo``). Subcommands import their
-modules lazily, so
-that ``tabled replay`` starts without loading asyncio, MQTT or the device stacks.
+(``tabled.daemon.cli``), the floor's (``roads``, ``integrity``, ``pit``) and the tools' (``demo``,
+``floor``, ``console``). Subcommands import their modules lazily, so that ``tabled replay``
+starts without loading asyncio, MQTT or the device stacks.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from tabled.contract.outcome import GAMES
 from tabled.daemon import __version__
@@ -32,6 +33,20 @@ def _cmd_roads(args: argparse.Namespace) -> int:
         "roads", args.file, lambda lines: write_roads(options, lines, sys.stdout, sys.stderr))
 
 
+def _cmd_integrity(args: argparse.Namespace) -> int:
+    from tabled.daemon.rules.options import OptionError, parse_options
+    from tabled.pit.integrity.command import EXIT_BAD_INPUT, write_findings
+
+    try:
+        options = parse_options(args.game, dict(args.option))
+    except OptionError as exc:
+        print(f"tabled integrity: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return daemon_cli.read_input(
+        "integrity", args.file,
+        lambda lines: write_findings(args.game, options, lines, sys.stdout, sys.stderr))
+
+
 def _pit(argv: list[str]) -> int:
     # The pit monitor has its own commands and options (pit/cli.py), imported only when asked
     # for; main() hands it everything after "pit" (argparse's REMAINDER drops leading options).
@@ -45,10 +60,161 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     try:
         return run_demo(args.game, args.rounds, broker_url=args.broker, seed=args.seed,
-                        pace=args.pace, workdir=args.workdir, quiet=args.quiet)
+                        pace=args.pace, workdir=args.workdir, quiet=args.quiet,
+                        bets=args.bets)
     except DemoError as exc:
         print(f"tabled demo: {exc}", file=sys.stderr)
         return 1
+
+
+def _cmd_console(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from tabled.tools.console import (
+        EXIT_REFUSED,
+        EXIT_USAGE,
+        ConsoleError,
+        interactive,
+        keygen,
+        load_target,
+        send_once,
+    )
+
+    if args.action == "keygen":
+        try:
+            path = keygen(args.out, force=args.force)
+        except ConsoleError as exc:
+            print(f"tabled console: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"{path}: a new key (64 hex characters, mode 0600). The daemon reads it from "
+              "[commands] hmac_key_file; each console from [console] hmac_key_file or the same "
+              "setting (docs/console.md)")
+        return 0
+    if not args.config:
+        print("tabled console: --config FILE (the table's config) is required", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        target = load_target(args.config)
+    except ConsoleError as exc:
+        print(f"tabled console: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.action is None:
+            return asyncio.run(interactive(target))
+        name: str = args.action.replace("-", "_")
+        command_args: dict[str, Any] = {}
+        if name == "decision":
+            command_args = {"seat": args.seat, "play": args.play}
+        elif name == "void":
+            command_args = {"reason": args.reason}
+        elif name == "new_shoe":
+            command_args = {"decks": args.decks}
+        return asyncio.run(send_once(target, name, command_args, wait=args.timeout))
+    except ConsoleError as exc:
+        print(f"tabled console: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
+
+
+def _cmd_floor(args: argparse.Namespace) -> int:
+    from tabled.tools.demo import DemoError
+    from tabled.tools.floor import run_floor
+
+    try:
+        return run_floor(broker_url=args.broker, pace=args.pace, per_game=args.per_game,
+                         web_port=args.web_port, duration=args.duration,
+                         faults=not args.no_faults, seed=args.seed, workdir=args.workdir,
+                         quiet=args.quiet)
+    except DemoError as exc:
+        print(f"tabled floor: {exc}", file=sys.stderr)
+        return 1
+
+
+def _add_floor(sub: Any) -> None:
+    fp = sub.add_parser(
+        "floor", help="the floor demo: six simulated tables, their daemons, a broker and the "
+        "pit, until interrupted",
+        description="A simulated floor on this machine: two tables of each game (baccarat with "
+        "card-reading shoes, craps with dice sensors on the simulated USB bus, Q Poker with "
+        "shuffler-dealers and the dealer console), a table daemon each, a private Mosquitto "
+        "and the pit, whose page address and sign-in are printed at start. Devices play at a "
+        "demo pace with a fault now and then. Runs until interrupted (Ctrl-C: exit 0), then "
+        "stops everything and removes its work directory.")
+    fp.add_argument("--pace", type=_positive_float, default=5.0, metavar="SECONDS",
+                    help="about this many seconds per round at each table (default 5; a real "
+                    "table takes 30 to 90 s)")
+    fp.add_argument("--per-game", type=_positive_int, default=2, metavar="N",
+                    help="tables of each game (default 2: six tables)")
+    fp.add_argument("--web-port", type=_positive_int, metavar="PORT",
+                    help="the pit's web page (default 8080, or a free port when it is taken)")
+    fp.add_argument("--broker", metavar="mqtt://HOST:PORT",
+                    help="an existing broker (default: start a private Mosquitto)")
+    fp.add_argument("--duration", type=_positive_float, metavar="SECONDS",
+                    help="stop after this long (default: run until interrupted)")
+    fp.add_argument("--no-faults", action="store_true", help="devices without injected faults")
+    fp.add_argument("--seed", type=int, default=1)
+    fp.add_argument("--workdir", help="keep configs, journals, the pit's record and logs here")
+    fp.add_argument("--quiet", action="store_true", help="the banner only, no live lines")
+    fp.set_defaults(func=_cmd_floor)
+
+
+def _add_console(sub: Any) -> None:
+    cp = sub.add_parser(
+        "console", help="the dealer console: signed decisions, reveal, void (docs/console.md)",
+        description="The dealer console of one table. Without an action: interactive (shows "
+        "the open round, takes keystrokes). With one: send that command, print the daemon's "
+        "reply; exit 0 accepted, 1 refused, declined by the rules or no reply, 2 bad config.")
+    cp.add_argument("--config", "-c", metavar="FILE",
+                    help="the table's config file: broker, topics, [console], the key")
+    cp.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
+                    help="how long to wait for the reply (default: [console] reply_timeout)")
+    actions = cp.add_subparsers(dest="action", metavar="ACTION")
+
+    def action(name: str, text: str) -> argparse.ArgumentParser:
+        ap: argparse.ArgumentParser = actions.add_parser(name, help=text, description=text)
+        # SUPPRESS: a --config given before the action is not overwritten by a default here
+        ap.add_argument("--config", "-c", metavar="FILE", default=argparse.SUPPRESS)
+        ap.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
+                        default=argparse.SUPPRESS)
+        return ap
+
+    dp = action("decision", "a player's decision: Play (--play) or fold (--fold), Art. 9.2-9.3")
+    dp.add_argument("--seat", type=_positive_int, required=True, metavar="N")
+    choice = dp.add_mutually_exclusive_group(required=True)
+    choice.add_argument("--play", dest="play", action="store_true")
+    choice.add_argument("--fold", dest="play", action="store_false")
+    action("reveal", "turn the dealer's cards: the round is settled (Art. 9)")
+    vp = action("void", "void the open round, with the reason (an article such as "
+                "qpoker.art11.3 is cited as given)")
+    vp.add_argument("--reason", required=True)
+    np = action("new-shoe", "baccarat: a new shoe of N decks")
+    np.add_argument("--decks", type=_positive_int, required=True, metavar="N")
+    kp = actions.add_parser("keygen", help="write a new shared key (mode 0600)",
+                            description="Write a new random HMAC key: 64 hexadecimal "
+                            "characters and a newline, mode 0600. An existing file is kept "
+                            "unless --force.")
+    kp.add_argument("--out", required=True, metavar="FILE")
+    kp.add_argument("--force", action="store_true", help="replace an existing key file")
+    cp.set_defaults(func=_cmd_console)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,6 +239,22 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("file", nargs="?", default="-", metavar="FILE|-")
     rd.set_defaults(func=_cmd_roads)
 
+    ip = sub.add_parser(
+        "integrity",
+        help="the integrity monitors over a recorded event stream, one JSON line per finding",
+        description="Run the rules and the integrity monitors (docs/integrity.md) over "
+        "normalized events (JSON Lines) at full speed and write each finding as a JSON line "
+        '{"monitor", "round", "severity", "detail"}. Exit 0 with or without findings, 2 on '
+        "malformed input.",
+    )
+    ip.add_argument("--game", choices=GAMES, required=True)
+    ip.add_argument(
+        "--option", action="append", default=[], type=daemon_cli.parse_option, metavar="KEY=VALUE",
+        help="a regulated option, as for replay",
+    )
+    ip.add_argument("file", nargs="?", default="-", metavar="FILE|-")
+    ip.set_defaults(func=_cmd_integrity)
+
     pp = sub.add_parser("pit", help="the pit monitor: record, live floor, alerts (tabled pit -h)",
                         add_help=False)
     pp.add_argument("pit_args", nargs=argparse.REMAINDER)
@@ -90,7 +272,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="time between device messages")
     dp.add_argument("--workdir", help="keep config, journal and logs here")
     dp.add_argument("--quiet", action="store_true")
+    dp.add_argument("--bets", choices=("main", "all"), default="main",
+                    help="main: what a pit engineer reads first (craps: the roll, the point, the "
+                    "line bets); all: every bet of each outcome")
     dp.set_defaults(func=_cmd_demo)
+    _add_console(sub)
+    _add_floor(sub)
     return parser
 
 

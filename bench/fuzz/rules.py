@@ -106,7 +106,7 @@ _IMPOSSIBLE_FIELDS: tuple[dict[str, Any], ...] = (
     {"type": "fault", "code": "no_such_fault", "detail": "\u00e9\u4e2d"},
     {"type": "void"}, {"type": "void", "reason": "dealer_call"}, {"type": "void", "reason": ""},
     {"type": "void", "reason": "\u00e9\U0001f0a1"},
-    {"type": "no_roll"}, {"type": "no_roll", "reason": "\u00e9"},
+    {"type": "no_roll", "reason": "off_table"}, {"type": "no_roll", "reason": "\u00e9"},
     {"type": "roll", "dice": [1, 1]}, {"type": "roll", "dice": [6, 5]},
     {"type": "round_start"}, {"type": "round_start", "seats": []},
     {"type": "round_start", "seats": [1]}, {"type": "round_start", "seats": [7, 3, 1]},
@@ -127,6 +127,9 @@ _IMPOSSIBLE_FIELDS: tuple[dict[str, Any], ...] = (
     {"type": "shoe_start", "decks": 13}, {"type": "shoe_start", "decks": 500},
     {"type": "burn"}, {"type": "burn", "card": "TD"}, {"type": "cut_card"}, {"type": "demo"},
     {"type": "withheld", "seat": "dealer", "count": 3}, {"type": "withheld", "seat": 2, "count": 1},
+    {"type": "declare", "result": "banker"}, {"type": "declare", "result": "tie", "round": 3},
+    {"type": "declare", "result": "seven_out"},
+    {"type": "declare", "result": "dealer_does_not_qualify", "round": 1},
 )
 IMPOSSIBLE: tuple[Event, ...] = tuple(parse_event({"v": 1, **fields})
                                       for fields in _IMPOSSIBLE_FIELDS)

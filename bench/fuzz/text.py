@@ -28,6 +28,7 @@ from bench.oracle.streams import baccarat_stream, craps_stream, qpoker_stream
 from tabled.contract.events import (
     EVENT_TYPES,
     Decision,
+    Declare,
     EventError,
     Reveal,
     ShoeStart,
@@ -40,7 +41,8 @@ from tabled.daemon.commands import COMMANDS, CommandGate, CommandRejected, sign
 
 #: Field names of the contract's events, worth adding where they do not belong.
 EVENT_KEYS = ("v", "type", "device", "seq", "ts", "decks", "card", "face_up", "seat", "seats",
-              "cards", "play", "dice", "reason", "code", "detail", "count", "withheld", "extra")
+              "cards", "play", "dice", "reason", "code", "detail", "count", "withheld", "extra",
+              "result", "round")
 
 # -- events -------------------------------------------------------------------------------------
 
@@ -54,13 +56,15 @@ _RARE_EVENTS: tuple[dict[str, Any], ...] = (
     {"v": 1, "type": "card", "card": "9H", "seat": "dealer", "face_up": False},
     {"v": 1, "type": "burn"},
     {"v": 1, "type": "void"},
-    {"v": 1, "type": "no_roll"},
+    {"v": 1, "type": "no_roll", "reason": "die_off_table"},
     {"v": 1, "type": "fault", "code": "device_lost", "detail": "unplugged",
      "family": "shuffler"},
     {"v": 1, "type": "round_start"},
     {"v": 1, "type": "decision", "seat": 20, "play": False, "ts": "2026-11-29T15:43:19.123Z"},
     {"v": 1, "type": "cut_card", "card_no": 402}, {"v": 1, "type": "demo"},
     {"v": 1, "type": "shoe_start", "decks": 8}, {"v": 1, "type": "reveal"},
+    {"v": 1, "type": "declare", "result": "banker"},
+    {"v": 1, "type": "declare", "result": "seven_out", "round": 12},
 )
 
 
@@ -153,8 +157,9 @@ NOW = 1_800_000_000.0
 MAX_SKEW = 30.0
 REASONS = frozenset({"forged", "stale", "replayed", "malformed", "unknown"})
 COMMAND_KEYS = ("cmd", "args", "console", "ts", "nonce", "mac", "seat", "play", "reason",
-                "decks")
-EVENT_OF = {"decision": Decision, "reveal": Reveal, "void": Void, "new_shoe": ShoeStart}
+                "decks", "result", "round")
+EVENT_OF = {"decision": Decision, "reveal": Reveal, "void": Void, "new_shoe": ShoeStart,
+            "declare": Declare}
 
 
 @dataclass(frozen=True)
@@ -177,6 +182,10 @@ def _args(rng: random.Random, name: str) -> dict[str, Any]:
         return rng.choice(({}, {"reason": "dealer_call"}))
     if name == "new_shoe":
         return {"decks": rng.randint(6, 12)}
+    if name == "declare":
+        return {"result": rng.choice(("banker", "player", "tie", "seven_out", "point_made",
+                                      "dealer_qualifies")),
+                **({"round": rng.randint(1, 500)} if rng.random() < 0.5 else {})}
     return {}
 
 

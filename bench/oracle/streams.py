@@ -427,8 +427,10 @@ def qpoker_stream(rng: random.Random, rounds: int, positions: int = 7) -> list[E
         stream.maybe_foreign()
         game = _QRound(rng, positions)
         game.plan()
-        style = ("declared" if left_open or after_void or rng.random() < 0.85
-                 else rng.choice(("bare", "none")))
+        # A Q Poker round_start lists the seats with a bet (CONTRACT.md: one without them is
+        # malformed); a round may also begin with no round_start at all, and then the seats
+        # dealt before the dealer's first card are the bets.
+        style = "declared" if left_open or after_void or rng.random() < 0.85 else "none"
         if style == "declared":
             if made < rounds and rng.random() < 0.02:
                 # a round announced and replaced before any card: void (Art. 11.1), a round
@@ -436,8 +438,6 @@ def qpoker_stream(rng: random.Random, rounds: int, positions: int = 7) -> list[E
                 stream.emit("console", type="round_start", seats=[rng.randint(1, positions)])
                 made += 1
             stream.emit("console", type="round_start", seats=game.seats)
-        elif style == "bare":
-            stream.emit("console", type="round_start")
         left_open = after_void = False
         # Twice the usual share: it is spread over fourteen kinds. Only rounds with a seat list
         # get one, since the seats a void must list are otherwise not yet known.

@@ -23,6 +23,7 @@ from tabled.contract.events import (
     Burn,
     CardDealt,
     CutCard,
+    Declare,
     Demo,
     Event,
     Fault,
@@ -549,6 +550,9 @@ class BaccaratTable:
                             "(fault unreadable_card); the deal cannot be corrected")
         return [self._close(hand)]
 
+    def _declare(self, event: Declare) -> list[Output]:
+        return []  # the dealer's call decides nothing; the pit compares it with the outcome
+
     def _not_applied(self, lost: object, detail: str | None) -> list[Output]:
         """The daemon could not apply an event of type ``lost`` (fault event_not_applied). What
         it would have done is unknown, so whatever it may have changed is void (Art. 10), and
@@ -705,4 +709,5 @@ _HANDLERS: Final[dict[type[Event], Callable[[BaccaratTable, Any], list[Output]]]
     RoundStart: BaccaratTable._round_start,
     Void: BaccaratTable._void,
     Fault: BaccaratTable._fault,
+    Declare: BaccaratTable._declare,
 }

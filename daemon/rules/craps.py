@@ -20,7 +20,7 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
-from tabled.contract.events import Event, Fault, NoRoll, Roll, Void
+from tabled.contract.events import Declare, Event, Fault, NoRoll, Roll, Void
 from tabled.contract.faults import EVENT_NOT_APPLIED, NOT_APPLIED_TYPE
 from tabled.contract.outcome import BetResult, Game, Notice, Outcome, Output
 from tabled.daemon.rules.options import CrapsOptions
@@ -353,6 +353,8 @@ class CrapsTable:
                                   void_reason=event.reason or "throw_declared_invalid")]
         if isinstance(event, Fault):
             return self._not_applied(event) if event.code == EVENT_NOT_APPLIED else []
+        if isinstance(event, Declare):
+            return []  # the dealer's call decides nothing: the pit compares it with the outcome
         return [Notice("not_for_game", f"a {event.type} event is not a craps event")]
 
     def _not_applied(self, fault: Fault) -> list[Output]:

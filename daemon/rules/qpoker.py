@@ -24,6 +24,7 @@ from tabled.contract.events import (
     EXPOSED,
     CardDealt,
     Decision,
+    Declare,
     Event,
     Fault,
     HandDealt,
@@ -405,6 +406,8 @@ class QPokerTable:
                 return self._fault(event)
             case Void():
                 return self._dealer_void(event.reason)
+            case Declare():
+                return []  # the dealer's call decides nothing; the pit compares it
             case _:  # roll, no_roll, shoe_start, burn, cut_card, demo: other games' events
                 return [Notice("not_for_game", f"a {event.type} event is not part of Q Poker")]
 

@@ -1,14 +1,30 @@
 """The journal on real SQLite files: atomic batches, per-topic sequence numbers that survive a
-reopen, a hash chain that catches tampering, game recall, and a full disk."""
+reopen, a hash chain that catches tampering, game recall, a full disk, one writer at a time, and
+a journal that reads its positions from the file again after a failure."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tabled.daemon.journal import InputEntry, Journal, JournalError, OutputEntry, StartEntry
+from tabled.daemon.journal import (
+    InputEntry,
+    Journal,
+    JournalError,
+    JournalInUse,
+    OutputEntry,
+    StartEntry,
+    _row_hash,
+)
+from tests.campaigns.campaigns import _mount, _umount, can_mount
 
 TS = "2026-11-29T16:00:00.000Z"
 
@@ -159,3 +175,180 @@ def test_the_acknowledged_position_rides_on_the_next_write(tmp_path: Path) -> No
     journal.write([card("KH")], TS)
     journal.close()
     assert Journal(tmp_path / "j.sqlite").acked_id() == 2
+
+
+# -- one writer per journal, and a journal that heals (issue 16, item 5) ---------------------------
+
+
+def test_a_second_writer_is_refused_and_told_who_holds_it(tmp_path: Path) -> None:
+    """Two writers once shared a journal: each kept its own idea of the last row and the next
+    numbers, so both published the same outcomes and one then failed every write. A journal is
+    open for writing in one place only: an OS lock beside it, held while it is open."""
+    path = tmp_path / "j.sqlite"
+    journal = Journal(path)
+    journal.write([card("AS"), outcome(1)], TS)
+    with pytest.raises(JournalInUse) as refused:
+        Journal(path)
+    assert str(refused.value) == f"journal {path} is in use by PID {os.getpid()}"
+    assert refused.value.pid == os.getpid()
+    # another process is refused the same way, and the holder never notices
+    other = subprocess.run([sys.executable, "-c", OPEN_FOR_WRITING, str(path)],
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert (other.returncode, other.stdout) == (3, f"journal {path} is in use by PID "
+                                                   f"{os.getpid()}\n")
+    journal.write([card("KH"), outcome(2)], TS)
+    assert [o.stream_seq for o in journal.outputs_after(0)] == [0, 1]
+    assert journal.verify().ok and journal.verify().rows == 4
+    journal.close()
+    Journal(path).close()  # closed: free again
+
+
+OPEN_FOR_WRITING = """
+import sys
+from tabled.daemon.journal import Journal, JournalInUse
+try:
+    Journal(sys.argv[1])
+except JournalInUse as exc:
+    print(exc)
+    sys.exit(3)
+"""
+
+HOLD_FOR_WRITING = """
+import sys, time
+from tabled.daemon.journal import Journal
+journal = Journal(sys.argv[1])
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_lock_dies_with_its_holder(tmp_path: Path) -> None:
+    """kill -9 leaves no stale lock: the kernel releases it with the process (the file and the
+    dead holder's PID in it stay, and mean nothing)."""
+    path = tmp_path / "j.sqlite"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_FOR_WRITING, str(path)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(JournalInUse, match=f"in use by PID {holder.pid}$"):
+            Journal(path)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    journal = Journal(path)
+    assert (tmp_path / "j.sqlite.lock").read_text() == f"{os.getpid()}\n"
+    journal.close()
+
+
+def test_readers_take_no_lock_and_cannot_write(tmp_path: Path) -> None:
+    """``tabled journal verify`` and ``recall`` read a live journal (WAL gives them a
+    consistent snapshot): they need no lock, and their connection refuses any write, so they
+    cannot disturb the daemon that holds it."""
+    path = tmp_path / "j.sqlite"
+    writer = Journal(path)
+    writer.write([StartEntry({"game": "baccarat"}), card("AS"), outcome(1)], TS)
+    reader = Journal(path, create=False)
+    assert reader.verify().ok and [r.round for r in reader.recall(5)] == [1]
+    with pytest.raises(JournalError):
+        reader.write([card("KH")], TS)
+    with pytest.raises(JournalError):
+        reader.set_meta("x", "1")
+    writer.write([card("KH"), outcome(2)], TS)  # the writer goes on regardless
+    assert [r.round for r in reader.recall(5)] == [1, 2]
+    reader.close()
+    assert writer.verify().ok and writer.verify().rows == 5
+    writer.close()
+
+
+def _append_behind_its_back(path: Path, body: dict[str, object]) -> None:
+    """What a second daemon on the same file did first: journal a start record, continuing
+    the chain properly (so the journal stays verifiable), behind the first one's back."""
+    db = sqlite3.connect(path)
+    last_id, last_hash = db.execute(
+        "SELECT id, hash FROM journal ORDER BY id DESC LIMIT 1").fetchone()
+    row = (last_id + 1, "start", None, None, "daemon", None, TS,
+           json.dumps(body, separators=(",", ":")))
+    db.execute("INSERT INTO journal VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+               (*row, _row_hash(bytes(last_hash), row)))
+    db.commit()
+    db.close()
+
+
+def test_a_journal_written_behind_its_back_reads_itself_again(tmp_path: Path) -> None:
+    """The first daemon of the two then failed every write (``UNIQUE constraint failed:
+    journal.id``) for as long as it ran: its last id, last hash and next numbers were those
+    of the file before the other's rows. Now a write that finds the file moved on refuses
+    (the runtime rebuilds its state from the file), and the journal reads its positions from
+    the file again before it writes: the next write continues the chain and the numbers."""
+    path = tmp_path / "j.sqlite"
+    journal = Journal(path)
+    journal.write([card("AS"), outcome(1)], TS)
+    _append_behind_its_back(path, {"game": "baccarat", "by": "someone else"})
+    with pytest.raises(JournalError, match="written behind"):
+        journal.write([card("KH"), outcome(2)], TS)
+    stored = journal.write([card("KH"), outcome(2)], TS)
+    assert [(s.id, s.stream_seq) for s in stored] == [(5, 1)]
+    assert journal.verify().ok and journal.verify().rows == 5
+    journal.close()
+
+
+def test_a_failed_write_is_followed_by_positions_read_from_the_file(tmp_path: Path) -> None:
+    """Whatever a failure left behind (here: a commit reported failed that reached the file
+    all the same, as an I/O error after the WAL write can make it), the next write starts from
+    what the file holds, not from memory."""
+    path = tmp_path / "j.sqlite"
+    journal = Journal(path)
+    journal.write([card("AS"), outcome(1)], TS)
+    journal._db.execute("PRAGMA max_page_count = 1")  # a full disk: this write fails
+    with pytest.raises(JournalError, match="full"):
+        journal.write([OutputEntry("event", {"pad": "x" * 5000})], TS)
+    journal._db.execute("PRAGMA max_page_count = 1073741823")
+    _append_behind_its_back(path, {"the": "failed batch, on disk after all"})
+    stored = journal.write([outcome(2)], TS)  # no refusal: after a failure it reads anyway
+    assert [(s.id, s.stream_seq) for s in stored] == [(4, 1)]
+    assert journal.verify().ok
+    journal.close()
+
+
+def test_a_full_filesystem_then_freed_loses_nothing(tmp_path: Path) -> None:
+    """A real ext4 filesystem on a loop device (root only), filled to the last block: the
+    write that does not fit fails and leaves nothing; once space is freed the next one goes on
+    from the file, and every write that succeeded is there."""
+    reason = can_mount()
+    if reason:
+        pytest.skip(reason)
+    image, mount = tmp_path / "disk.img", tmp_path / "disk"
+    problem = _mount(image, mount, size_mb=4)
+    assert problem is None, problem
+    try:
+        journal = Journal(mount / "j.sqlite")
+        written = 0
+        for n in range(1, 6):
+            journal.write([card("AS"), outcome(n)], TS)
+            written += 1
+        filler = mount / "filler"
+        with open(filler, "wb", buffering=0) as fh, contextlib.suppress(OSError):
+            while True:
+                fh.write(b"\0" * 65536)
+        failures = 0
+        for n in range(6, 40):  # until a write does not fit
+            try:
+                journal.write([card("KH"), OutputEntry("event", {"pad": "x" * 4000}),
+                               outcome(n)], TS)
+                written += 1
+            except JournalError as exc:
+                assert "full" in str(exc) or "disk" in str(exc)
+                failures += 1
+                break
+        assert failures == 1
+        filler.unlink()
+        journal.probe()
+        stored = journal.write([card("QD"), outcome(written + 1)], TS)
+        assert [s.stream_seq for s in stored] == [written]
+        outcomes = [o for o in journal.outputs_after(0, 10_000) if o.topic == "outcome"]
+        assert [json.loads(o.payload)["round"] for o in outcomes] == list(
+            range(1, written + 2))
+        assert journal.verify().ok
+        journal.close()
+    finally:
+        _umount(mount)

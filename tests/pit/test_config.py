@@ -28,7 +28,9 @@ def test_the_example_is_valid_and_documents_every_key() -> None:
     text = EXAMPLE.read_text()
     for section, model in (("mqtt", config.mqtt), ("retention", config.retention),
                            ("alerts", config.alerts), ("web", config.web),
-                           ("metrics", config.metrics), ("log", config.log)):
+                           ("metrics", config.metrics), ("log", config.log),
+                           ("integrity", config.integrity),
+                           ("integrity.craps", config.integrity.craps)):
         for key in type(model).model_fields:
             assert f"{key} =" in text or f"[{section}.{key}]" in text, f"{section}.{key}"
 

@@ -647,7 +647,7 @@ def test_the_first_shoe_begins_at_the_streams_start_without_a_shoe_start() -> No
 
 
 def test_no_shoe_before_the_first_shoe_start_when_no_hand_came_before_it() -> None:
-    status, shoes, _ = run_roads([event("burn", card="5S"), event("demo"), "\n",
+    status, shoes, _ = run_roads([event("burn", card="5S"), event("demo"),
                                   event("shoe_start", decks=8), *natural_stream("B")])
     assert status == 0 and len(shoes) == 1
     assert run_roads([]) == (0, [], "")  # no stream, no shoe

@@ -1,0 +1,92 @@
+"""``tabled integrity``: the integrity monitors over a recorded event stream, at full speed.
+
+    tabled integrity --game G [--option KEY=VALUE ...] [FILE|-]
+
+Reads normalized events (JSON Lines) as ``tabled replay`` does (through
+:func:`tabled.contract.events.read_events`, the rules core making the outcomes), feeds them and
+the outcomes to one table's :class:`~.table.TableMonitors` in stream order (the shoes of the
+stream make the ``slug`` index; an event's ``ts``, when it has one, is its time for ``pace``),
+and writes one JSON line per finding: ``{"monitor", "round", "severity", "detail"}``. Exit 0
+whether or not there were findings; a malformed line is reported on standard error as
+``line N: reason`` and the command exits 2 after the findings before it, as replay does. The
+rules core's notices go to standard error as replay writes them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any, TextIO
+
+from tabled.contract.events import LineError, read_events
+from tabled.contract.outcome import Game, Outcome
+from tabled.daemon.rules import make_table
+from tabled.daemon.rules.options import GameOptions
+from tabled.pit.integrity.calibration import DEFAULT_SETTINGS, Settings
+from tabled.pit.integrity.findings import Finding
+from tabled.pit.integrity.table import TableMonitors, slug_index
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+
+def record_of(outcome: Outcome) -> dict[str, Any]:
+    """The fields of an outcome record the monitors read (``bets`` left out: nothing reads it,
+    and a craps record's bets are most of its cost)."""
+    record: dict[str, Any] = {"round": outcome.round, "status": outcome.status,
+                              "game": outcome.game}
+    if outcome.status == "void":
+        record["void_reason"] = outcome.void_reason
+        record["article"] = outcome.article
+    record.update(outcome.extra)
+    record["result"] = {} if outcome.result is None else outcome.result.to_dict()
+    return record
+
+
+def seconds(ts: str | None) -> float | None:
+    """An RFC 3339 time as seconds since the epoch, or None (absent or unreadable)."""
+    if ts is None:
+        return None
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def findings(game: Game, options: GameOptions | Mapping[str, str] | None,
+             lines: Iterable[str], settings: Settings = DEFAULT_SETTINGS,
+             err: TextIO | None = None) -> Iterable[Finding]:
+    """Every finding over ``lines``, in order (raises :class:`LineError` at a malformed line,
+    after yielding the findings before it). Notices go to ``err``."""
+    table = make_table(game, options)
+    monitors = TableMonitors(game, table.options, settings=settings,
+                             slugs=slug_index(settings))
+    feed = table.feed
+    for lineno, event in read_events(lines):
+        at = seconds(event.meta.ts)
+        yield from monitors.event(event, at)
+        for output in feed(event):
+            if isinstance(output, Outcome):
+                yield from monitors.outcome(record_of(output), at)
+            elif err is not None:
+                article = f" ({output.article})" if output.article else ""
+                err.write(f"line {lineno}: notice {output.code}: {output.message}{article}\n")
+
+
+def write_findings(game: Game, options: GameOptions | Mapping[str, str] | None,
+                   lines: Iterable[str], out: TextIO, err: TextIO,
+                   settings: Settings = DEFAULT_SETTINGS) -> int:
+    """``tabled integrity``: findings to ``out`` as JSON lines; the exit status."""
+    write = out.write
+    try:
+        for found in findings(game, options, lines, settings, err):
+            if not found.cleared:
+                write(json.dumps(found.to_json(), separators=(",", ":"), ensure_ascii=False))
+                write("\n")
+    except LineError as exc:
+        out.flush()
+        err.write(f"{exc}\n")
+        return EXIT_BAD_INPUT
+    out.flush()
+    return EXIT_OK

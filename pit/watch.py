@@ -1,0 +1,224 @@
+"""The integrity monitors in the running pit: each table's event and outcome streams, in the
+table's order, through its :class:`~tabled.pit.integrity.TableMonitors`, and every finding
+raised as an alert ``integrity:<monitor>`` through the alert engine (recorded, audited,
+published on ``…/pit/alert`` like every alert; one per table, monitor and subject not closed).
+
+- A table's monitors start when the pit knows its game (the birth record, or an outcome's
+  ``game``), with the options its birth record declares; new options (new exact odds) start
+  them again. The baccarat tables of the floor share one index of shoe blocks (``slug``).
+- Each stream goes through a :class:`~tabled.pit.integrity.sequencer.Sequencer` by
+  ``table_seq``: in order from the broker, or put back in order when a shared subscription
+  brings the other servers' share through the record.
+- At start-up each table's monitors replay its last ``rebuild_messages`` recorded messages
+  without raising anything, so a restart keeps the statistics' recent state, the current shoe
+  and the previous one; what is older than that is forgotten (docs/integrity.md, "In the pit").
+
+Findings never stop the pit: a monitor that fails is logged and counted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from tabled.contract.events import Event, EventError, parse_event
+from tabled.contract.outcome import GAMES, Game
+from tabled.daemon.rules.options import OPTION_TYPES, GameOptions, OptionError, parse_options
+from tabled.pit.alerts import AlertEngine
+from tabled.pit.config import IntegritySettings
+from tabled.pit.integrity import Finding, GameSettings, Settings, TableMonitors, slug_index
+from tabled.pit.integrity.sequencer import Sequencer
+from tabled.pit.model import Floor
+from tabled.pit.store import AlertSpec, Store, StoredMessage
+
+log = structlog.get_logger("tabled.pit.watch")
+
+#: A gap in a table's stream is given up on after this long (seconds): a shared record's
+#: other half arrives within about a second.
+T_GAP = 5.0
+
+
+def settings_of(config: IntegritySettings) -> Settings:
+    """The monitors' settings from the pit's ``[integrity]`` section."""
+    def pace(game: Any) -> GameSettings:
+        return GameSettings(game.assumed_pace, game.pace_min, game.pace_max)
+
+    return Settings(monitors=frozenset(config.monitors),
+                    false_alarms_per_10k_hours=config.false_alarms_per_10k_hours,
+                    baccarat=pace(config.baccarat), craps=pace(config.craps),
+                    qpoker=pace(config.qpoker), pace_window=config.pace_window,
+                    idle_gap=config.idle_gap, slug_horizon_shoes=config.slug_horizon_shoes)
+
+
+def options_of(game: Game, declared: Any) -> GameOptions:
+    """The options a birth record declares (keys this pit does not know are left out; values
+    it cannot read give the defaults, and a warning)."""
+    known = {f.name for f in fields(OPTION_TYPES[game])}
+    raw = {str(k): str(v) for k, v in declared.items() if k in known} \
+        if isinstance(declared, dict) else {}
+    try:
+        return parse_options(game, raw)
+    except OptionError as exc:
+        log.warning("integrity_options_unreadable", game=game, error=str(exc))
+        return parse_options(game, {})
+
+
+def seconds(ts: Any, fallback: float) -> float:
+    """A record's RFC 3339 ``ts`` (the table's time, which a backlog after an outage keeps
+    apart), else when the pit received it."""
+    if isinstance(ts, str):
+        try:
+            return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    return fallback
+
+
+@dataclass
+class _Table:
+    site: str
+    table: str
+    game: Game
+    options: GameOptions
+    monitors: TableMonitors
+    streams: dict[str, Sequencer[tuple[Mapping[str, Any], float]]] = field(
+        default_factory=lambda: {"event": Sequencer(T_GAP), "outcome": Sequencer(T_GAP)})
+
+
+class IntegrityWatch:
+    """Every table's integrity monitors, fed from the pipeline (see the module docstring)."""
+
+    def __init__(self, config: IntegritySettings, engine: AlertEngine, floor: Floor,
+                 store: Store, clock: Callable[[], float] = time.time) -> None:
+        self.config = config
+        self.settings = settings_of(config)
+        self.engine = engine
+        self.floor = floor
+        self.store = store
+        self.clock = clock
+        self.slugs = slug_index(self.settings)
+        self._tables: dict[tuple[str, str], _Table] = {}
+        self.counters = {"findings": 0, "failures": 0, "gaps": 0}
+
+    # -- feeding ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Rebuild each table's monitors from its last recorded messages, silently."""
+        if not self.config.enabled or not self.config.rebuild_messages:
+            return
+        started = time.monotonic()
+        replayed = 0
+        for site, table in await self.store.tables():
+            for stored in await self.store.messages(site, table, None,
+                                                    limit=self.config.rebuild_messages):
+                if stored.stream in ("event", "outcome"):
+                    replayed += 1
+                    self._feed(stored.site, stored.table, stored.stream, stored.table_seq,
+                               stored.payload, stored.received_at, silent=True)
+        log.info("integrity_rebuilt", tables=len(self._tables), messages=replayed,
+                 shoes_remembered=0 if self.slugs is None else self.slugs.shoes,
+                 seconds=round(time.monotonic() - started, 2))
+
+    def feed(self, site: str, table: str, stream: str, table_seq: int | None,
+             payload: Mapping[str, Any], received_at: float) -> list[Finding]:
+        """A message recorded as new (by this server, or by another one of a shared floor):
+        the findings it brings, for :meth:`alerts` (apart, so that a store failure retries
+        the alerts without feeding the message twice)."""
+        if not self.config.enabled or stream not in ("event", "outcome"):
+            return []
+        return self._feed(site, table, stream, table_seq, payload, received_at)
+
+    def feed_stored(self, stored: StoredMessage) -> list[Finding]:
+        return self.feed(stored.site, stored.table, stored.stream, stored.table_seq,
+                         stored.payload, stored.received_at)
+
+    async def tick(self) -> None:
+        """Streams whose gaps waited long enough go on without the missing messages."""
+        now = self.clock()
+        for state in list(self._tables.values()):
+            found: list[Finding] = []
+            for stream, sequencer in state.streams.items():
+                found += self._released(state, stream, sequencer.flush(now))
+            await self.alerts(state.site, state.table, found)
+
+    # -- inside ------------------------------------------------------------------------------
+
+    def _state(self, site: str, table: str, payload: Mapping[str, Any]) -> _Table | None:
+        model = self.floor.table(site, table)
+        game = model.game if model is not None else None
+        if game is None and payload.get("type") == "outcome":
+            game = payload.get("game")
+        if game not in GAMES:
+            return None  # the game is not known yet (no birth record heard): nothing to judge
+        options = options_of(game, model.birth.get("options") if model is not None else None)
+        state = self._tables.get((site, table))
+        if state is not None and state.game == game and state.options == options:
+            return state
+        monitors = TableMonitors(game, options, table=f"{site}/{table}", settings=self.settings,
+                                 slugs=self.slugs)
+        fresh = _Table(site, table, game, options, monitors)
+        if state is not None:  # the same streams: keep their order, start the statistics over
+            fresh.streams = state.streams
+            log.info("integrity_restarted", table=f"{site}/{table}", game=game,
+                     options=str(options))
+        self._tables[(site, table)] = fresh
+        return fresh
+
+    def _feed(self, site: str, table: str, stream: str, table_seq: int | None,
+              payload: Mapping[str, Any], received_at: float,
+              silent: bool = False) -> list[Finding]:
+        try:
+            state = self._state(site, table, payload)
+            if state is None:
+                return []
+            at = seconds(payload.get("ts"), received_at)
+            released = state.streams[stream].push(table_seq, (payload, at), self.clock())
+            found = self._released(state, stream, released)
+        except Exception:
+            self.counters["failures"] += 1
+            log.exception("integrity_failed", table=f"{site}/{table}", stream=stream,
+                          table_seq=table_seq)
+            return []
+        return [] if silent else found
+
+    def _released(self, state: _Table, stream: str,
+                  items: list[tuple[Mapping[str, Any], float] | None]) -> list[Finding]:
+        monitors = state.monitors
+        found: list[Finding] = []
+        for item in items:
+            if item is None:
+                self.counters["gaps"] += 1
+                if stream == "event":
+                    monitors.gap()
+                continue
+            payload, at = item
+            if stream == "outcome":
+                found += monitors.outcome(payload, at)
+                continue
+            try:
+                event: Event = parse_event(dict(payload))
+            except EventError:
+                continue  # recorded as malformed already; nothing for the monitors
+            found += monitors.event(event, at)
+        return found
+
+    async def alerts(self, site: str, table: str, found: list[Finding]) -> None:
+        """Each finding as an alert (raised, counted again, or cleared)."""
+        for finding in found:
+            kind = f"integrity:{finding.monitor}"
+            if finding.cleared:
+                await self.engine.clear_alert(site, table, kind, finding.subject,
+                                              finding.message)
+                continue
+            self.counters["findings"] += 1
+            await self.engine.raise_alert(AlertSpec(
+                site, table, kind, finding.subject, finding.severity, finding.message,
+                {**finding.detail, "monitor": finding.monitor, "round": finding.round},
+                # a statistic's alarm or a mismatch is a fact: acknowledging closes it; a pace
+                # out of bounds is a condition, cleared when it is back within them
+                transient=finding.monitor != "pace"))

@@ -1,0 +1,102 @@
+"""The floor demo (issue 12), bounded: ``tabled floor`` brings up six tables of the three games
+(real simulators, real daemons), a private Mosquitto and the pit; the pit's own record
+(``tabled pit status``) shows outcomes from every table and a fault alert; the page at the
+printed address takes the printed supervisor's and viewer's passwords (and refuses another);
+SIGINT then stops everything: exit 0, no process left (by PID), no work directory left."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from tests.tools.running import Demo, assert_gone, children_of
+
+#: The longest the floor may take to show what the test waits for, seconds.
+T_FLOOR = 75.0
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def sign_in(page: str, name: str, password: str) -> str | None:
+    """Sign in on the pit's page as a browser does (the form's CSRF token, its cookie); where
+    the page sends a signed-in user, or None when sign-in is refused."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
+    form = opener.open(page + "login", timeout=10).read().decode()
+    token = re.search(r'name="csrftoken" value="([^"]+)"', form)
+    assert token, form
+    data = urllib.parse.urlencode({"csrftoken": token.group(1), "name": name,
+                                   "password": password, "next": "/"}).encode()
+    try:
+        opener.open(page + "login", data=data, timeout=10)
+    except urllib.error.HTTPError as exc:
+        if exc.code in (302, 303):
+            return urllib.parse.urljoin(page, exc.headers["Location"])
+        return None
+    return None
+
+
+def pit_status(config: Path) -> dict[str, Any] | None:
+    proc = subprocess.run([sys.executable, "-m", "tabled.tools.cli", "pit", "status",
+                           "--config", str(config)], capture_output=True, text=True,
+                          timeout=30, check=False)
+    return json.loads(proc.stdout) if proc.returncode == 0 else None
+
+
+def test_the_floor_runs_every_game_records_outcomes_and_alerts_then_leaves_nothing() -> None:
+    floor = Demo("--pace", "1", "--duration", "150", command="floor")
+    try:
+        workdir = Path(floor.wait_for(r"work dir (\S+), removed at exit").group(1))
+        page = floor.wait_for(r"the floor page: (http://127\.0\.0\.1:\d+/)").group(1)
+        users = floor.wait_for(r"sign in: supervisor / (\S+) \(supervisor\) · viewer / (\S+) "
+                               r"\(viewer\)")
+        assert all(len(password) >= 12 for password in users.groups())
+        config = workdir / "pit.toml"
+        deadline = time.monotonic() + T_FLOOR
+        status: dict[str, Any] | None = None
+        while time.monotonic() < deadline:
+            status = pit_status(config) if config.exists() else None
+            if status is not None:
+                played = Counter(t["game"] for t in status["tables"] if t["last_outcome"])
+                faults = [a for a in status["alerts"] if a["kind"] in ("fault", "device_lost")]
+                if min(played.get(g, 0) for g in ("baccarat", "craps", "qpoker")) >= 2 \
+                        and faults:
+                    break
+            time.sleep(2)
+        else:
+            raise AssertionError(f"not every table played, or no fault: {status}\n"
+                                 + "\n".join(floor.lines[-40:]))
+        floor.wait_for(r"\[floor\] the pit serves the floor page")
+        assert sign_in(page, "supervisor", users.group(1)) == page
+        assert sign_in(page, "viewer", users.group(2)) == page
+        assert sign_in(page, "supervisor", "not-the-password") is None
+        children = children_of(floor.proc.pid)
+        # mosquitto, six simulators, six daemons, the pit, the reaper
+        assert len(children) == 15, children
+        floor.proc.send_signal(signal.SIGINT)
+        assert floor.finish(timeout=60) == 0, "\n".join(floor.lines[-30:])
+    finally:
+        if floor.proc.poll() is None:
+            floor.proc.kill()
+    assert_gone(children, workdir, timeout=2)
+    assert page.startswith("http://127.0.0.1:")
+    tables = {t["table"]: t["game"] for t in status["tables"] if t["last_outcome"]}
+    assert sorted(tables) == ["bac-1", "bac-2", "craps-1", "craps-2", "qpoker-1", "qpoker-2"]
+    shown = [line for line in floor.lines if line.startswith(("qpoker-1", "qpoker-2"))]
+    assert any(" round " in line for line in shown)
+    # the dealer console's commands were never refused (it reports only what went wrong)
+    assert not any("[console]" in line and "refused" in line for line in floor.lines)
