@@ -45,14 +45,12 @@ class VolatilePublisher:
                 self._publish_device_status(device_id), name=f"device-status-{device_id}")
 
     async def publish(self, topic: str, body: dict[str, Any], *, kind: str | None,
-                      retain: bool = False, qos: int = 1,
-                      client: aiomqtt.Client | None = None) -> bool:
-        """``body`` on ``topic`` now, if connected (or on ``client``, a connection being set
-        up), with the next number of sequence ``kind``; nothing, and no number, if not.
-        ``kind=None`` (only the journal failure on ``…/fault``) publishes it outside any
-        sequence, ``table_seq: null``: it could not be journaled, so it has no place among the
-        durable numbers."""
-        client = client or self.session.client
+                      retain: bool = False, qos: int = 1) -> bool:
+        """``body`` on ``topic`` now, if connected, with the next number of sequence ``kind``;
+        nothing, and no number, if not. ``kind=None`` (only the journal failure on
+        ``…/fault``) publishes it outside any sequence, ``table_seq: null``: it could not be
+        journaled, so it has no place among the durable numbers."""
+        client = self.session.client
         if client is None:
             return False
         seq = None if kind is None else self.sequences.next(kind)
@@ -76,24 +74,24 @@ class VolatilePublisher:
 
     async def on_connect(self, client: aiomqtt.Client) -> None:
         """What failed before goes first, in its order (a QoS 1 re-delivery to whoever got it
-        already), then every device's current availability."""
+        already), before anything newer."""
         while self._unsent:
             topic, payload, qos, retain = self._unsent[0]
             await client.publish(topic, payload, qos=qos, retain=retain,
                                  timeout=self.puback_timeout)
             self._unsent.pop(0)
-        for device_id in list(self._device_status):
-            await self._publish_device_status(device_id, client)
 
     async def serve(self, client: aiomqtt.Client) -> None:
-        pass
+        """Every device's current availability, once the session is connected: a change from
+        now on is published as it happens (:meth:`set_device_status`), so none is missed."""
+        for device_id in list(self._device_status):
+            await self._publish_device_status(device_id)
 
     def on_disconnect(self) -> None:
         pass
 
-    async def _publish_device_status(self, device_id: str,
-                                     client: aiomqtt.Client | None = None) -> None:
+    async def _publish_device_status(self, device_id: str) -> None:
         body = self._device_status.get(device_id)
         if body is not None:
             await self.publish(self.session.topics.device_status(device_id), body,
-                               kind="device", retain=True, client=client)
+                               kind="device", retain=True)

@@ -141,7 +141,29 @@ async def test_a_volatile_message_whose_publish_failed_goes_again_with_its_numbe
     assert nothing is False  # not connected: not sent, and no number spent
     fresh = RecordingClient()
     await volatile.on_connect(fresh)  # type: ignore[arg-type]
+    session._client = fresh  # type: ignore[assignment]
+    session.connected.set()
+    await volatile.serve(fresh)  # type: ignore[arg-type]
     # the failed one first, same number; then every device's current state, a new number
     assert [(p["state"], p["table_seq"], retain) for _, p, retain in fresh.published] == [
         ("lost", 1, True), ("connected", 2, True)]
     assert Sequences(journal.delivery).next("metrics") == 0
+
+
+async def test_a_device_status_set_while_a_connection_is_set_up_is_not_lost(
+        tmp_path: Path) -> None:
+    """Found by the latency benchmark: a device that came up while the session was still
+    sending what it owed (before it said it was connected) stayed unpublished until the next
+    connection."""
+    journal = Journal(tmp_path / "j.sqlite")
+    session = BrokerSession(MQTTSettings(), "mqtt://127.0.0.1:1", TOPICS,
+                            StatusNumbers(journal.delivery), client_id="t", birth=dict)
+    volatile = VolatilePublisher(session, Sequences(journal.delivery), puback_timeout=1)
+    client = RecordingClient()
+    volatile.set_device_status("shoe-1", {"state": "connecting"})
+    await volatile.on_connect(client)  # type: ignore[arg-type]
+    volatile.set_device_status("shoe-1", {"state": "connected"})  # not connected yet
+    session._client = client  # type: ignore[assignment]
+    session.connected.set()
+    await volatile.serve(client)  # type: ignore[arg-type]
+    assert [p["state"] for _, p, _ in client.published] == ["connected"]
