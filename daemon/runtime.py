@@ -55,7 +55,7 @@ from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.config import Config
 from tabled.daemon.journal import Entry, InputEntry, Journal, JournalError, OutputEntry, StartEntry
 from tabled.daemon.logs import event_fields
-from tabled.daemon.rules import Table, make_table
+from tabled.daemon.rules import Table, make_table, published_body
 from tabled.daemon.rules.options import declare
 from tabled.daemon.rules.qpoker import Publication, QPokerTable
 
@@ -179,12 +179,14 @@ class TableRuntime:
             # stops there; the daemon cannot, and does not apply it either.
             return self._not_applied(event, exc, reason=str(exc))
         try:
+            # the round each published event belongs to, for consoles (docs/mqtt.md)
+            rounds = (self.table.round_of(event), self.table.next_round)
             outputs = self.table.feed(event)
             published = (
                 self.publication.admit(event, outputs) if self.publication is not None
                 else [event]
             )
-            entries = self._entries(event, source, outputs, published)
+            entries = self._entries(event, source, outputs, published, rounds)
         except Exception as exc:  # a bug must neither take the table down nor split its state
             return self._not_applied(event, exc)
         self._saw(event)
@@ -198,12 +200,14 @@ class TableRuntime:
         return outputs
 
     def _entries(self, event: Event, source: str, outputs: list[Output],
-                 published: list[Event]) -> list[Entry]:
-        """The journal records of one applied event: the input, what may be published of it,
-        a device fault, the outcomes and the notices."""
+                 published: list[Event], rounds: tuple[int | None, int]) -> list[Entry]:
+        """The journal records of one applied event: the input, what may be published of it
+        (with the round it belongs to: ``published_body``), a device fault, the outcomes and
+        the notices."""
         body = event_to_dict(event)
         entries: list[Entry] = [InputEntry(source, body)]
-        entries.extend(OutputEntry("event", event_to_dict(item)) for item in published)
+        entries.extend(OutputEntry("event", published_body(item, event, *rounds))
+                       for item in published)
         if isinstance(event, Fault):
             entries.append(OutputEntry("fault", {**body, "source": source}))
         for output in outputs:
