@@ -410,7 +410,7 @@ class QPokerTable:
             case RoundStart():
                 return self._start(event.seats)
             case Decision() | Reveal() | Void() if event.round not in (None, self._next_round):
-                return [self._for_another_round(event, event.round)]
+                return [self._for_another_round(event)]
             case Decision():
                 return self._decide(event.seat, event.play)
             case Reveal():
@@ -440,8 +440,7 @@ class QPokerTable:
                        "voided in the middle of its deal belongs to that void round, until "
                        "the dealer, dealt last, has had its cards", ART11_1)]
 
-    def _for_another_round(self, event: Decision | Reveal | Void, named: int | None
-                           ) -> Notice:
+    def _for_another_round(self, event: Decision | Reveal | Void) -> Notice:
         """A dealer's command for another round than this one: it reached the table late (the
         round it was given in is over) or early; applied here, it would decide, settle or void
         a round the dealer did not act on. Each step of Art. 9 is one round's (its players
@@ -453,7 +452,7 @@ class QPokerTable:
             f"a {event.type}")
         state = "is open" if self._round is not None else "is next (none is open)"
         return Notice(FOR_ANOTHER_ROUND,
-                      f"{what} for round {named}, while round {self._next_round} {state}: "
+                      f"{what} for round {event.round}, while round {self._next_round} {state}: "
                       f"declined; round {self._next_round} is unchanged", article)
 
     # -- rounds --------------------------------------------------------------------------------
