@@ -152,18 +152,22 @@ class HandDealt(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Decision(Event):
-    """Q Poker: a seat plays (``play=True``) or folds (Art. 9.2-9.3)."""
+    """Q Poker: a seat plays (``play=True``) or folds (Art. 9.2-9.3); with ``round``, only in
+    that round (:data:`FOR_A_ROUND`)."""
 
     TYPE: ClassVar[str] = "decision"
     seat: int
     play: bool
+    round: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reveal(Event):
-    """Q Poker: the dealer turns the dealer's cards; the round is settled."""
+    """Q Poker: the dealer turns the dealer's cards; the round is settled. With ``round``, only
+    that round (:data:`FOR_A_ROUND`)."""
 
     TYPE: ClassVar[str] = "reveal"
+    round: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -195,10 +199,12 @@ class Fault(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Void(Event):
-    """The dealer voids the current round."""
+    """The dealer voids the current round; with ``round``, only that round
+    (:data:`FOR_A_ROUND`)."""
 
     TYPE: ClassVar[str] = "void"
     reason: str | None = None
+    round: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -222,6 +228,17 @@ class Declare(Event):
     TYPE: ClassVar[str] = "declare"
     result: str
     round: int | None = None
+
+
+#: The event types whose optional ``round`` (a positive integer, an addition to contract v1)
+#: names the round the dealer's command is for: the number that round's outcome carries. A
+#: command reaches the daemon later than the dealer gave it (a slow network, a console that
+#: sends again when no reply came), and the table may have begun another round meanwhile: the
+#: rules core declines a ``decision``, ``reveal`` or ``void`` naming a round other than the one
+#: it would act on (notice ``for_another_round``) and changes nothing. Without ``round`` the
+#: event acts on whatever round is open, as before. A ``declare`` names the round it declares
+#: (without it, the round decided last), and decides nothing either way.
+FOR_A_ROUND: frozenset[str] = frozenset({"decision", "reveal", "void", "declare"})
 
 
 #: The extra field of a ``hand`` (or ``card``) event that lists which of its cards were seen face
@@ -274,12 +291,12 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "card": ("card", "face_up", "seat"),
     "round_start": ("seats",),
     "hand": ("seat", "cards", "face_up"),
-    "decision": ("seat", "play"),
-    "reveal": (),
+    "decision": ("seat", "play", "round"),
+    "reveal": ("round",),
     "roll": ("dice",),
     "no_roll": ("reason",),
     "fault": ("code", "detail"),
-    "void": ("reason",),
+    "void": ("reason", "round"),
     "withheld": ("seat", "count"),
     "declare": ("result", "round"),
 }
@@ -431,12 +448,26 @@ def _parse_hand(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event
                      face_up=_optional_bool(obj, "face_up"), meta=meta, extra=extra)
 
 
+def parse_round(value: Any) -> int | None:
+    """An optional ``round`` field (absent: None), a positive integer (not ``true``, not
+    ``1.0``), or :class:`EventError`; shared with the console's commands."""
+    if value is None:
+        return None
+    if not (_is_int(value) and value >= 1):
+        raise EventError(f"round {value!r} is not a positive integer")
+    return int(value)
+
+
 def _parse_decision(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
     play = _required(obj, "play", "decision")
     if not isinstance(play, bool):
         raise EventError(f"play {play!r} is not a boolean")
     return Decision(seat=int(_seat(_required(obj, "seat", "decision"), dealer_allowed=False)),
-                    play=play, meta=meta, extra=extra)
+                    play=play, round=parse_round(obj.get("round")), meta=meta, extra=extra)
+
+
+def _parse_reveal(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
+    return Reveal(round=parse_round(obj.get("round")), meta=meta, extra=extra)
 
 
 def _parse_round_start(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
@@ -490,7 +521,8 @@ def _parse_withheld(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> E
 
 
 def _parse_void(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    return Void(reason=_optional_str(obj, "reason"), meta=meta, extra=extra)
+    return Void(reason=_optional_str(obj, "reason"), round=parse_round(obj.get("round")),
+                meta=meta, extra=extra)
 
 
 def parse_declaration(result: Any, round_no: Any = None) -> tuple[str, int | None]:
@@ -498,9 +530,7 @@ def parse_declaration(result: Any, round_no: Any = None) -> tuple[str, int | Non
     command), or :class:`EventError`."""
     if not isinstance(result, str) or result not in _DECLARED:
         raise EventError(f"result {result!r} is not one of {', '.join(sorted(_DECLARED))}")
-    if round_no is not None and not (_is_int(round_no) and round_no >= 1):
-        raise EventError(f"round {round_no!r} is not a positive integer")
-    return result, round_no
+    return result, parse_round(round_no)
 
 
 def _parse_declare(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
@@ -519,7 +549,7 @@ _PARSERS: dict[str, _Parser] = {
     "round_start": _parse_round_start, "shoe_start": _parse_shoe_start, "burn": _parse_burn,
     "fault": _parse_fault, "no_roll": _parse_no_roll, "withheld": _parse_withheld,
     "void": _parse_void, "cut_card": _fieldless(CutCard), "demo": _fieldless(Demo),
-    "reveal": _fieldless(Reveal), "declare": _parse_declare,
+    "reveal": _parse_reveal, "declare": _parse_declare,
 }
 assert _PARSERS.keys() == EVENT_TYPES.keys()
 

@@ -56,7 +56,7 @@ from tabled.daemon.config import Config
 from tabled.daemon.errors import DaemonError
 from tabled.daemon.journal import EventLog, InputEntry, JournalError, OutputEntry
 from tabled.daemon.logs import event_fields
-from tabled.daemon.rules import Publication, Table, make_table
+from tabled.daemon.rules import Publication, Table, make_table, published_body
 
 log = structlog.get_logger("tabled.runtime")
 
@@ -167,9 +167,11 @@ class TableRuntime:
             # stops there; the daemon cannot, and does not apply it either.
             return self._not_applied(event, exc, reason=str(exc))
         try:
+            # the round each published event belongs to, for consoles (docs/mqtt.md)
+            rounds = (self.table.round_of(event), self.table.next_round)
             outputs = self.table.feed(event)
             published = self.publication.admit(event, outputs)
-            entries = self._entries(event, source, outputs, published)
+            entries = self._entries(event, source, outputs, published, rounds)
         except Exception as exc:  # a bug must neither take the table down nor split its state
             return self._not_applied(event, exc)
         self._saw(event)
@@ -183,12 +185,14 @@ class TableRuntime:
         return outputs
 
     def _entries(self, event: Event, source: str, outputs: list[Output],
-                 published: list[Event]) -> list[InputEntry | OutputEntry]:
-        """The journal records of one applied event: the input, what may be published of it,
-        a device fault, the outcomes and the notices."""
+                 published: list[Event], rounds: tuple[int | None, int]
+                 ) -> list[InputEntry | OutputEntry]:
+        """The journal records of one applied event: the input, what may be published of it
+        (with the round it belongs to: ``published_body``), a device fault, the outcomes and
+        the notices."""
         body = event_to_dict(event)  # once: the input and, most often, what is published of it
         entries: list[InputEntry | OutputEntry] = [InputEntry(source, body)]
-        entries.extend(OutputEntry("event", body if item is event else event_to_dict(item))
+        entries.extend(OutputEntry("event", published_body(item, event, *rounds, body))
                        for item in published)
         if isinstance(event, Fault):
             entries.append(OutputEntry("fault", {**body, "source": source}))

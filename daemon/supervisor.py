@@ -236,18 +236,20 @@ class DeviceSupervisor:
     def _arm_lost_timer(self, reason: str) -> None:
         self._disarm_lost_timer()
         loop = asyncio.get_running_loop()
-        self._lost_timer = loop.call_later(self.settings.lost_void_after,
-                                           self._still_lost, reason)
+        self._lost_timer = loop.call_later(self.settings.lost_void_after, self._still_lost,
+                                           reason, self.runtime.table.next_round)
 
     def _disarm_lost_timer(self) -> None:
         if self._lost_timer is not None:
             self._lost_timer.cancel()
             self._lost_timer = None
 
-    def _still_lost(self, reason: str) -> None:
-        """The device did not come back in time while a round was open."""
+    def _still_lost(self, reason: str, lost_in: int) -> None:
+        """The device did not come back in time while the round it was lost in (``lost_in``)
+        was still open: never another round, begun since (from another device)."""
         self._lost_timer = None
-        if self.connected.is_set() or not self.runtime.table.round_open:
+        table = self.runtime.table
+        if self.connected.is_set() or not table.round_open or table.next_round != lost_in:
             return
         detail = f"{self.settings.family} {self.settings.id} not back within " \
                  f"{self.settings.lost_void_after:g} s ({reason})"
@@ -255,7 +257,7 @@ class DeviceSupervisor:
             # baccarat.art10: a dealing error that cannot be corrected voids the hand. Nobody at
             # the table pressed anything, so the void says the dealer may still be dealing it:
             # the cards the shoe sends when it is back are that hand's, not the next one's.
-            self._accept(Void(reason=f"device_lost: {detail}",
+            self._accept(Void(reason=f"device_lost: {detail}", round=lost_in,
                               extra={"source": "daemon", VOID_DEVICE_LOST: True}),
                          "hand cannot be corrected")
         else:

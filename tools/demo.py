@@ -27,7 +27,14 @@ from typing import Any
 import aiomqtt
 
 from tabled.daemon.mqtt import BrokerAddress
-from tabled.tools.console import AutoDealer, TableConsole, command_body, keygen, load_target
+from tabled.tools.console import (
+    ROUND_COMMANDS,
+    AutoDealer,
+    TableConsole,
+    command_body,
+    keygen,
+    load_target,
+)
 from tabled.tools.errors import ToolError
 from tabled.tools.procs import Fleet, FleetError, python, say_safely
 from tabled.tools.show import BetsShown, describe
@@ -71,7 +78,9 @@ class Console:
     """A dealer console on a connection the caller owns, for test rigs that watch the table
     themselves (tests/campaigns): decides and reveals once a deal is complete, publishing each
     command as :func:`tabled.tools.console.command_body` signs it, without waiting for replies.
-    The demos use :class:`tabled.tools.console.AutoDealer` instead."""
+    Each decision and reveal names the round whose deal it saw (the ``round`` its round_start
+    was published with): one that arrives late, in the next round, is declined there. The
+    demos use :class:`tabled.tools.console.AutoDealer` instead."""
 
     def __init__(self, client: aiomqtt.Client, base: str, key: bytes, seed: int) -> None:
         self.client, self.base, self.key = client, base, key
@@ -79,8 +88,12 @@ class Console:
         self.seats: list[int] = []
         self.dealer_cards = 0
         self.armed = False  # a round_start was seen and its deal is not complete yet
+        self.round: int | None = None  # the round of that round_start
 
     async def send(self, name: str, args: dict[str, Any]) -> None:
+        """Publish a command; a decision, reveal or void for the round last begun."""
+        if name in ROUND_COMMANDS and self.round is not None:
+            args = {"round": self.round, **args}
         body = command_body(name, args, "demo-console", self.key)
         await self.client.publish(f"{self.base}/cmd/{name}", json.dumps(body), qos=1)
 
@@ -95,6 +108,8 @@ class Console:
             self.seats = list(event.get("seats") or [])
             self.dealer_cards = 0
             self.armed = True
+            named = event.get("round")
+            self.round = named if isinstance(named, int) and not isinstance(named, bool) else None
         elif kind in ("withheld", "hand", "card") and event.get("seat") == "dealer" \
                 and not event.get("withheld") and self.armed:
             self.dealer_cards += int(event.get("count", len(event.get("cards", [1]))))

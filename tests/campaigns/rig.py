@@ -92,22 +92,6 @@ def sim_args(game: str, rounds: int, seed: int, pace: float, workdir: Path,
             *extra]
 
 
-class DealerConsole(Console):
-    """The demo's console, as a dealer uses it: a round whose dealer's card came out exposed
-    is void at once (qpoker.art11.3), so there is nothing left to decide or reveal in it.
-
-    (The demo's console decides as soon as the dealer's hand is out, exposed or not; its
-    decisions and reveal then reach the daemon after that round's void outcome, and a command
-    names no round: the reveal lands in the next round, voiding it under qpoker.art11.1 —
-    "reveal before the deal was complete". The first bounded run of the audit against the
-    ledger found it: tabled-sim shuffler --seed 2 --fault exposed@dealer:16, round 17.)"""
-
-    async def event(self, event: dict[str, Any]) -> None:
-        if event.get("seat") == "dealer" and event.get("exposed"):
-            self.armed = False
-        await super().event(event)
-
-
 class Table:
     """One table under test. Use as ``async with Table(...) as table:``."""
 
@@ -187,7 +171,9 @@ class Table:
                                           clean_session=False) as client:
                     await client.subscribe(f"{TOPIC_BASE}/event", qos=1)
                     await client.subscribe(f"{TOPIC_BASE}/outcome", qos=1)
-                    console = DealerConsole(client, TOPIC_BASE, self.key, self.seed)
+                    # its commands name their round: one that lands late, in the next round
+                    # (a round its exposed dealer's card voided at once, a retry), is declined
+                    console = Console(client, TOPIC_BASE, self.key, self.seed)
                     async with asyncio.TaskGroup() as group:
                         group.create_task(self._console_retry(console))
                         async for message in client.messages:
