@@ -49,19 +49,17 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_config(args: argparse.Namespace) -> int:
-    from tabled.daemon.config import ConfigError, load_config
+    from tabled.daemon.config import Config
 
-    try:
-        config = load_config(args.file)
-    except ConfigError as exc:
-        for key, reason in exc.errors:
-            print(f"{exc.path}: {key}: {reason}", file=sys.stderr)
-        return 2
+    config = _checked_config_or_exit(args.file)
+    assert isinstance(config, Config)
     from tabled.daemon.rules import game_policy
     from tabled.daemon.rules.options import declare
 
+    count = len(config.devices)
     print(f"{args.file}: ok ({config.table.game} at {config.table.site}/{config.table.id}, "
-          f"{len(config.devices)} devices, options {declare(config.game_options())})")
+          f"{count} device{'' if count == 1 else 's'}, options {declare(config.game_options())}; "
+          f"broker {_broker_said(config)})")
     console = game_policy(config.table.game).needs_console
     if console is not None and not config.commands.enabled:
         # valid, and useless: the game's rounds are settled through the dealer console
@@ -70,6 +68,17 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
               "enabled = true and hmac_key_file (`tabled console keygen --out FILE` makes a "
               "key; docs/console.md).", file=sys.stderr)
     return 0
+
+
+def _broker_said(config: object) -> str:
+    """The broker ``tabled run`` will use, as the ok line of check-config says it."""
+    from tabled.daemon.config import Config
+
+    assert isinstance(config, Config)
+    if config.mqtt.embedded:
+        return ("embedded: a private Mosquitto on 127.0.0.1, started by the daemon; no outcome "
+                "leaves this machine")
+    return f"{config.mqtt.url} as client {config.client_id}"
 
 
 def _load_config_or_exit(path: str) -> object:
@@ -83,21 +92,29 @@ def _load_config_or_exit(path: str) -> object:
         raise SystemExit(2) from None
 
 
+def _checked_config_or_exit(path: str) -> object:
+    """The config as ``tabled run`` and ``tabled check-config`` both check it (one function:
+    what one passes, the other does), or exit 2 listing every problem with its key."""
+    from tabled.daemon.config import ConfigError, check_config
+
+    try:
+        return check_config(path)
+    except ConfigError as exc:
+        for key, reason in exc.errors:
+            print(f"{exc.path}: {key}: {reason}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from tabled.daemon.config import Config, check_secrets
+    from tabled.daemon.config import Config
     from tabled.daemon.logs import configure
-    from tabled.daemon.secrets import SecretError
     from tabled.daemon.service import run_service
 
-    config = _load_config_or_exit(args.config)
+    # exactly what check-config checks (a secret file names its mode, never what is in it)
+    config = _checked_config_or_exit(args.config)
     assert isinstance(config, Config)
-    try:
-        check_secrets(config)
-    except SecretError as exc:  # names the file and its mode, never what is in it
-        print(f"tabled run: {exc}", file=sys.stderr)
-        return 2
     from tabled.daemon.journal import Journal, JournalError
 
     # The journal first, before anything else is started or logged: one daemon per journal,
@@ -258,7 +275,13 @@ def register(sub: Any) -> None:
     run.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
     run.set_defaults(func=_cmd_run)
 
-    cc = sub.add_parser("check-config", help="validate a config file; exit 2 listing every error")
+    cc = sub.add_parser(
+        "check-config", help="check a config file as `tabled run` does; exit 2 listing every "
+        "error",
+        description="Check the file, every key and the files it names (secrets private, TLS "
+        "files that load) exactly as `tabled run` does before it starts; print `ok` with the "
+        "table, its devices, its options and the broker it will use, or every problem with "
+        "its key (exit 2).")
     cc.add_argument("file", metavar="FILE")
     cc.set_defaults(func=_cmd_check_config)
 

@@ -1,14 +1,17 @@
 """The daemon's configuration: one TOML file, validated with pydantic, errors named by key.
 
-Owns the schema of ``config/tabled.example.toml`` and nothing else: it reads the file, checks every
-key and returns typed settings. It never opens devices or sockets. The regulated options of the
-table's game (``[rules]``) are validated by the rules core's own option types, so the daemon and
-``tabled replay`` cannot disagree about what an option means.
+Owns the schema of ``config/tabled.example.toml`` and what ``tabled run`` checks before it starts
+(:func:`check_config`: the file, every key, and the files it names), and nothing else: ``tabled
+check-config`` runs the very same checks, so a config it passes does not fail at start. It never
+opens devices or sockets. The regulated options of the table's game (``[rules]``) are validated
+by the rules core's own option types, so the daemon and ``tabled replay`` cannot disagree about
+what an option means.
 """
 
 from __future__ import annotations
 
 import os
+import ssl
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -27,7 +30,7 @@ from pydantic import (
 from tabled.daemon.errors import DaemonError
 from tabled.daemon.rules import game_policy
 from tabled.daemon.rules.options import GameOptions, OptionErrors, build_options
-from tabled.daemon.secrets import read_secret
+from tabled.daemon.secrets import SecretError, read_secret
 from tabled.drivers.registry import family as device_family
 from tabled.drivers.registry import family_names
 
@@ -124,6 +127,23 @@ class TLSSettings(_Strict):
             raise ValueError("cert_file and key_file go together")
         return self
 
+    def context(self) -> ssl.SSLContext:
+        """The client's TLS context: the CA, and the client certificate with its key.
+        ``OSError`` or ``ssl.SSLError`` if a file cannot be read or does not fit."""
+        context = ssl.create_default_context(cafile=str(self.ca_file))
+        if self.cert_file is not None and self.key_file is not None:
+            context.load_cert_chain(str(self.cert_file), str(self.key_file))
+        return context
+
+
+#: ``[mqtt] url`` of a private broker: the daemon starts a Mosquitto of its own on a free port
+#: of 127.0.0.1 (a bench, a demo; nothing it publishes leaves the machine).
+EMBEDDED = "embedded"
+MISSING_BROKER = (
+    "no broker: give the floor's, e.g. url = \"mqtts://broker.floor.local:8883\" (or "
+    '"mqtt://localhost:1883" for one on this PC); url = "embedded" starts a private Mosquitto '
+    "on this machine instead, for a bench test: then no outcome leaves it")
+
 
 def _broker_url(value: str | None) -> str | None:
     if value is None:
@@ -139,8 +159,12 @@ def _broker_url(value: str | None) -> str | None:
 
 
 class MQTTSettings(_Strict):
-    """The broker. ``url`` is ``mqtt://host:port`` or ``mqtts://host:port``; without it the
-    daemon starts a private broker (the demo's embedded default)."""
+    """The broker. ``url`` is ``mqtt://host:port`` or ``mqtts://host:port``, or ``"embedded"``
+    for a private broker the daemon starts (never by default: a table whose outcomes go nowhere
+    must be a choice). ``tabled run`` needs one (:func:`check_config`); the parts that never
+    connect (the runtime, replay, tests of the rules) do not. ``client_id`` defaults to
+    ``tabled-<site>-<table>`` (:attr:`Config.client_id`): unique per table, where a copied
+    fixed one is not."""
 
     url: str | None = None
     client_id: str | None = None
@@ -159,7 +183,7 @@ class MQTTSettings(_Strict):
     @field_validator("url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        return _broker_url(value)
+        return value if value == EMBEDDED else _broker_url(value)
 
     @model_validator(mode="after")
     def _secrets(self) -> MQTTSettings:
@@ -167,7 +191,15 @@ class MQTTSettings(_Strict):
             raise ValueError("password_file needs a username")
         if self.url and urlsplit(self.url).scheme == "mqtts" and self.tls is None:
             raise ValueError("an mqtts:// url needs a [mqtt.tls] section with ca_file")
+        if self.embedded and self.tls is not None:
+            raise Problems([("tls", 'the embedded broker speaks plain MQTT on 127.0.0.1: '
+                                    'no [mqtt.tls] with url = "embedded"')])
         return self
+
+    @property
+    def embedded(self) -> bool:
+        """Whether the daemon starts a private broker of its own."""
+        return self.url == EMBEDDED
 
 
 class CommandSettings(_Strict):
@@ -298,6 +330,12 @@ class Config(_Strict):
         options: GameOptions = self.rules
         return options
 
+    @property
+    def client_id(self) -> str:
+        """The daemon's MQTT client id: ``[mqtt] client_id``, or ``tabled-<site>-<table>``.
+        Two clients with one id take the broker from each other in turn."""
+        return self.mqtt.client_id or f"tabled-{self.table.site}-{self.table.id}"
+
 
 class Problems(ValueError):
     """Several problems of a config, each with the key it is about (not a field's own)."""
@@ -355,16 +393,54 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     return parse_config(data, name)
 
 
-def check_secrets(config: Config) -> None:
-    """Read every secret file ``config`` names (the broker password, the dealer console's HMAC
-    key, the TLS client key), so that a daemon with one readable by others refuses to start
-    before it journals or connects anything. Raises :class:`SecretError` naming the first."""
+def check_config(path: str | os.PathLike[str]) -> Config:
+    """Everything ``tabled run`` checks before it journals or connects anything, and all that
+    ``tabled check-config`` checks: the file and every key (:func:`load_config`), then what
+    running needs (:func:`run_problems`). Raises :class:`ConfigError` listing every problem
+    with its key."""
+    config = load_config(path)
+    problems = run_problems(config)
+    if problems:
+        raise ConfigError(str(path), problems)
+    return config
+
+
+def run_problems(config: Config) -> list[tuple[str, str]]:
+    """What a valid config still lacks for ``tabled run``, as ``(key, reason)`` pairs: a
+    broker (``[mqtt] url``; a private one only if asked for); a secret (the broker password,
+    the dealer console's HMAC key, the TLS client key) that is missing, empty, or readable by
+    group or others (never its content); TLS files that do not load together; Mosquitto, for
+    an embedded broker."""
+    problems: list[tuple[str, str]] = []
+    if config.mqtt.url is None:
+        problems.append(("mqtt.url", MISSING_BROKER))
     tls = config.mqtt.tls
-    paths = (
-        config.mqtt.password_file,
-        config.commands.hmac_key_file if config.commands.enabled else None,
-        tls.key_file if tls is not None else None,
+    secrets = (
+        ("mqtt.password_file", config.mqtt.password_file),
+        ("commands.hmac_key_file",
+         config.commands.hmac_key_file if config.commands.enabled else None),
+        ("mqtt.tls.key_file", tls.key_file if tls is not None else None),
     )
-    for path in paths:
-        if path is not None:
-            read_secret(path)
+    for key, secret in secrets:
+        if secret is None:
+            continue
+        try:
+            read_secret(secret)
+        except SecretError as exc:  # names the file and its mode, never what is in it
+            problems.append((key, str(exc)))
+    if tls is not None and not any(key == "mqtt.tls.key_file" for key, _ in problems):
+        try:
+            tls.context()
+        except FileNotFoundError as exc:
+            problems.append(("mqtt.tls", f"{exc.filename or exc}: no such file"))
+        except (OSError, ssl.SSLError) as exc:
+            problems.append(("mqtt.tls", f"the CA, certificate and key do not load: {exc}"))
+    if config.mqtt.embedded:
+        from tabled.daemon.broker import BrokerError, find_mosquitto
+
+        try:
+            find_mosquitto()
+        except BrokerError:
+            problems.append(("mqtt.url", 'url = "embedded" starts Mosquitto, which is not '
+                                         "installed (apt install mosquitto)"))
+    return problems

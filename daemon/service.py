@@ -3,10 +3,10 @@
 Owns start-up order and shutdown, and nothing else: the journal (opened first: its lock is this
 daemon's), the table runtime over the journal's event log (rules state rebuilt from it), one
 supervisor per device, the broker session with its parts (durable publisher, non-durable
-publisher, metrics, console commands), a private broker when the config asks for one, the
-table's account of itself (:mod:`~tabled.daemon.health`) and systemd's notify protocol (READY,
-STATUS, WATCHDOG). The regulated options are logged at start, journaled, and published in the
-birth record; nothing changes them while it runs.
+publisher, metrics, console commands), a private broker when the config asks for one (``[mqtt]
+url = "embedded"``), the table's account of itself (:mod:`~tabled.daemon.health`) and systemd's
+notify protocol (READY, STATUS, WATCHDOG). The regulated options are logged at start, journaled,
+and published in the birth record; nothing changes them while it runs.
 """
 
 from __future__ import annotations
@@ -81,17 +81,16 @@ class Service:
         }, rfc3339_now())
 
         url = cfg.mqtt.url
-        if url is None:
+        assert url is not None, "check_config (tabled run) refuses a config without a broker"
+        if cfg.mqtt.embedded:  # [mqtt] url = "embedded": a bench's choice, never a default
             self.broker = Mosquitto()
             await asyncio.to_thread(self.broker.start)
             url = self.broker.url
-            log.info("private_broker", url=url)
+            log.info("embedded_broker", url=url,
+                     detail="a private Mosquitto on this machine: no outcome leaves it")
         delivery = self.journal.delivery
-        session = BrokerSession(
-            cfg.mqtt, url, self.topics, StatusNumbers(delivery),
-            client_id=cfg.mqtt.client_id or f"tabled-{cfg.table.site}-{cfg.table.id}",
-            birth=lambda: health.birth(),
-        )
+        session = BrokerSession(cfg.mqtt, url, self.topics, StatusNumbers(delivery),
+                                client_id=cfg.client_id, birth=lambda: health.birth())
         publisher = DurablePublisher(delivery, self.topics, max_inflight=cfg.mqtt.max_inflight,
                                      puback_timeout=T_PUBACK)
         volatile = VolatilePublisher(session, Sequences(delivery), puback_timeout=T_PUBACK)

@@ -122,10 +122,10 @@ def load_target(path: str | os.PathLike[str]) -> ConsoleTarget:
     console = config.console
     key_file = console.hmac_key_file or config.commands.hmac_key_file
     assert key_file is not None  # [commands] enabled requires it
-    url = console.url or config.mqtt.url
+    url = console.url or (None if config.mqtt.embedded else config.mqtt.url)
     if url is None:
-        raise ConsoleError(f"{name}: console.url: no broker: the daemon's [mqtt] has no url "
-                           "(it starts a private one); give [console] url")
+        raise ConsoleError(f"{name}: console.url: no broker: the daemon's [mqtt] has no url, "
+                           "or an embedded one on another port each start; give [console] url")
     try:
         key = read_secret(key_file)
         password = (read_secret(console.password_file).decode()

@@ -283,10 +283,6 @@ class BrokerSession:
                     await handler(str(message.topic), payload)
 
     def _tls_context(self) -> ssl.SSLContext | None:
-        tls = self.settings.tls
-        if tls is None and not self.address.tls:
-            return None
-        context = ssl.create_default_context(cafile=str(tls.ca_file) if tls else None)
-        if tls is not None and tls.cert_file is not None and tls.key_file is not None:
-            context.load_cert_chain(str(tls.cert_file), str(tls.key_file))
-        return context
+        if self.settings.tls is not None:
+            return self.settings.tls.context()
+        return ssl.create_default_context() if self.address.tls else None

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tabled.daemon.config import ConfigError, load_config, parse_config
+from tabled.daemon.config import ConfigError, check_config, load_config, parse_config
 from tabled.daemon.rules.options import BaccaratOptions, CrapsOptions
 from tabled.daemon.secrets import SecretError, read_secret
 
@@ -184,3 +184,103 @@ def test_a_pinned_serial_number_is_kept() -> None:
     assert craps.devices[0].serial == "DS-1"
     assert parse_config(minimal(devices=[{"id": "s", "family": "shoe", "url": "/x"}])
                         ).devices[0].serial is None
+
+
+# -- what `tabled run` checks, `tabled check-config` checks (issue 10, item 3) ---------------
+
+def tabled(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tabled.tools.cli", *args],
+                          capture_output=True, text=True, check=False, timeout=60)
+
+
+def config_file(tmp_path: Path, mqtt: str, extra: str = "") -> Path:
+    path = tmp_path / "tabled.toml"
+    path.write_text('[table]\nsite = "s1"\nid = "t1"\ngame = "craps"\n'
+                    f'[journal]\npath = "{tmp_path / "journal.sqlite"}"\n'
+                    f"{extra}[mqtt]\n{mqtt}")
+    return path
+
+
+def private(path: Path, text: str, mode: int = 0o600) -> Path:
+    path.write_text(text)
+    os.chmod(path, mode)
+    return path
+
+
+def test_a_config_without_a_broker_is_refused_by_check_config_and_by_run(
+        tmp_path: Path) -> None:
+    path = config_file(tmp_path, "keepalive = 30\n")
+    checked, run = tabled("check-config", str(path)), tabled("run", "-c", str(path))
+    assert checked.returncode == run.returncode == 2
+    assert checked.stderr == run.stderr  # the same checks, said the same way
+    (line,) = checked.stderr.splitlines()
+    assert line.startswith(f"{path}: mqtt.url: no broker: give the floor's")
+    assert 'url = "embedded"' in line  # how to ask for a private one
+    assert not (tmp_path / "journal.sqlite").exists()
+
+
+def test_every_unsafe_secret_is_reported_with_its_key_by_check_config_and_by_run(
+        tmp_path: Path) -> None:
+    password = private(tmp_path / "mqtt.password", "pw-never-shown\n", 0o640)
+    key = private(tmp_path / "console.key", "k" * 64 + "\n", 0o604)
+    path = config_file(
+        tmp_path, f'url = "mqtt://127.0.0.1:1883"\nusername = "t1"\npassword_file = "{password}"\n',
+        extra=f'[commands]\nenabled = true\nhmac_key_file = "{key}"\n')
+    checked, run = tabled("check-config", str(path)), tabled("run", "-c", str(path))
+    assert checked.returncode == run.returncode == 2
+    assert checked.stderr == run.stderr
+    assert checked.stderr.splitlines() == [
+        f"{path}: mqtt.password_file: {password} is accessible by group or others "
+        "(mode -rw-r-----); chmod 600 it",
+        f"{path}: commands.hmac_key_file: {key} is accessible by group or others "
+        "(mode -rw----r--); chmod 600 it"]
+    assert "pw-never-shown" not in checked.stderr + run.stderr + run.stdout
+    assert not (tmp_path / "journal.sqlite").exists()
+    os.chmod(password, 0o600)
+    os.chmod(key, 0o600)
+    assert tabled("check-config", str(path)).returncode == 0
+
+
+def test_tls_files_that_do_not_load_are_refused(tmp_path: Path) -> None:
+    path = config_file(tmp_path, 'url = "mqtts://127.0.0.1:8883"\n[mqtt.tls]\n'
+                                 f'ca_file = "{tmp_path / "missing-ca.pem"}"\n')
+    with pytest.raises(ConfigError) as info:
+        check_config(path)
+    assert [key for key, _ in info.value.errors] == ["mqtt.tls"]
+    assert "no such file" in info.value.errors[0][1]
+    not_pem = tmp_path / "ca.pem"
+    not_pem.write_text("not a certificate\n")
+    path = config_file(tmp_path, f'url = "mqtts://127.0.0.1:8883"\n[mqtt.tls]\n'
+                                 f'ca_file = "{not_pem}"\n')
+    with pytest.raises(ConfigError, match=r"mqtt\.tls: the CA, certificate and key do not load"):
+        check_config(path)
+
+
+def test_the_ok_line_names_the_broker_and_the_client_id(tmp_path: Path) -> None:
+    floor = tabled("check-config", str(config_file(tmp_path, 'url = "mqtt://broker:1883"\n')))
+    assert floor.returncode == 0, floor.stderr
+    assert floor.stdout.strip().endswith("; broker mqtt://broker:1883 as client tabled-s1-t1)")
+    chosen = tabled("check-config", str(config_file(
+        tmp_path, 'url = "mqtt://broker:1883"\nclient_id = "bench-7"\n')))
+    assert chosen.stdout.strip().endswith("as client bench-7)")
+    embedded = tabled("check-config", str(config_file(tmp_path, 'url = "embedded"\n')))
+    assert embedded.returncode == 0, embedded.stderr
+    assert "broker embedded: a private Mosquitto on 127.0.0.1" in embedded.stdout
+    assert "no outcome leaves this machine" in embedded.stdout
+
+
+def test_the_example_has_no_fixed_client_id() -> None:
+    """Copied to a second table, a fixed client id takes the broker from the first (item 2)."""
+    config = load_config(EXAMPLE)
+    assert config.mqtt.client_id is None
+    assert config.client_id == f"tabled-{config.table.site}-{config.table.id}"
+
+
+@pytest.mark.parametrize(("mqtt", "key", "reason"), [
+    ({"url": "embedded", "tls": {"ca_file": "/ca.pem"}}, "mqtt.tls", "plain MQTT on 127.0.0.1"),
+    ({"url": "embedded:1883"}, "mqtt.url", "mqtt://host:port"),
+])
+def test_embedded_is_a_word_of_its_own(mqtt: dict, key: str, reason: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(minimal(mqtt=mqtt))
+    assert any(k == key and reason in r for k, r in info.value.errors), info.value.errors

@@ -40,7 +40,7 @@ def toml_value(value: Any) -> str:
     return json.dumps(str(value))
 
 
-def write_config(path: Path, *, game: str, journal: Path, broker_url: str | None,
+def write_config(path: Path, *, game: str, journal: Path, broker_url: str,
                  devices: Iterable[dict[str, Any]] = (), rules: dict[str, Any] | None = None,
                  mqtt: dict[str, Any] | None = None, commands: dict[str, Any] | None = None,
                  tls: dict[str, Any] | None = None, site: str = "lab", table: str = "t1") -> Path:
@@ -49,10 +49,9 @@ def write_config(path: Path, *, game: str, journal: Path, broker_url: str | None
     lines += [f"{k} = {toml_value(v)}" for k, v in (rules or {}).items()]
     for device in devices:
         lines += ["", "[[devices]]"] + [f"{k} = {toml_value(v)}" for k, v in device.items()]
+    # the broker is always named: "embedded" (the daemon's private Mosquitto) only if asked for
     lines += ["", "[mqtt]", "metrics_interval = 1.0", "reconnect_min = 0.1",
-              "reconnect_max = 1.0"]
-    if broker_url:
-        lines.append(f'url = "{broker_url}"')
+              "reconnect_max = 1.0", f'url = "{broker_url}"']
     lines += [f"{k} = {toml_value(v)}" for k, v in (mqtt or {}).items()]
     if tls:
         lines += ["", "[mqtt.tls]"] + [f"{k} = {toml_value(v)}" for k, v in tls.items()]

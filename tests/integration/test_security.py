@@ -790,9 +790,11 @@ def test_the_daemon_refuses_a_secret_others_can_read(tmp_path: Path, pki: Pki, s
     assert proc.returncode == 2
     assert proc.stdout == ""  # not even a log line: refused before logging is set up
     shown = "-rw-r-----" if mode == 0o640 else "-rw----r--"
-    assert proc.stderr.startswith(f"tabled run: {files[secret]} is accessible by group or "
-                                  f"others (mode {shown})")
-    assert "chmod 600" in proc.stderr
+    named = {"password_file": "mqtt.password_file", "hmac_key_file": "commands.hmac_key_file",
+             "key_file": "mqtt.tls.key_file"}[secret]
+    # one line per problem, with its key, exactly as check-config says it (issue 10, item 3)
+    assert proc.stderr.splitlines() == [f"{config}: {named}: {files[secret]} is accessible by "
+                                        f"group or others (mode {shown}); chmod 600 it"]
     for content in (password, key, "PRIVATE KEY"):
         assert content not in proc.stderr
     assert not (tmp_path / "journal.sqlite").exists()

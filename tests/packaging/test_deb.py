@@ -285,8 +285,9 @@ def played(root: DebianRoot) -> tuple[str, str]:
     device = settings["devices"][0]
     assert device["family"] == "shoe" and journal.startswith("/var/lib/tabled/")
     config = shipped.replace(f'url = "{device["url"]}"', 'url = "/tmp/shoe-1"', 1)
-    config, count = re.subn(r"^\[mqtt\]$", '[mqtt]\nurl = "mqtt://127.0.0.1:1"', config,
-                            flags=re.M)
+    broker = settings["mqtt"]["url"]
+    config, count = re.subn(rf'^url = "{re.escape(broker)}"', 'url = "mqtt://127.0.0.1:1"',
+                            config, flags=re.M)
     assert count == 1 and "/tmp/shoe-1" in config
     root.file("/tmp/run.toml").write_text(config)
     root.file("/tmp/run.toml").chmod(0o644)
