@@ -10,6 +10,12 @@ ends. A change of the table's state (``degraded`` and back) ends the connection 
 next birth says it: the will registered with the broker carries the number after the birth's, so
 no status message may come between them.
 
+It also says what is wrong with the broker, once and in words an installer can act on: an
+unreachable broker at warning (again at most every ``T_REPEAT`` seconds, with a count), and a
+connection that the broker keeps closing right after accepting it as the error it almost always
+is, another client connecting with the same client id (MQTT 3.1.1 gives no reason: Mosquitto
+just closes the older connection; see :meth:`BrokerSession._lost`).
+
 It never decides game state and never sees a face-down card.
 """
 
@@ -19,6 +25,7 @@ import asyncio
 import contextlib
 import socket
 import ssl
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -29,6 +36,7 @@ from aiomqtt.exceptions import MqttConnectError
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.backoff import Backoff
 from tabled.daemon.config import MQTTSettings
+from tabled.daemon.logs import Repeats
 from tabled.daemon.mqtt.numbers import StatusNumbers
 from tabled.daemon.mqtt.topics import BrokerAddress, Topics, dumps
 from tabled.daemon.secrets import read_secret
@@ -40,6 +48,12 @@ T_PUBACK = 10.0
 #: A connection (TCP, TLS handshake, CONNACK) that takes longer has failed, seconds: a broker
 #: that refuses a client certificate may just stop answering.
 T_CONNECT = 3.0
+#: A connection the broker closes within this many seconds of accepting it (plus twice the
+#: reconnect delay: a client that took it over comes back after its own) is cut short; two in a
+#: row are another client taking our client id over, each in turn.
+T_SHORT = 5.0
+#: The same broker problem is logged again at most this often, seconds (with a count).
+T_REPEAT = 60.0
 
 MessageHandler = Callable[[str, bytes], Awaitable[None]]
 
@@ -78,6 +92,13 @@ def _may_hold_will(client: aiomqtt.Client) -> bool:
         return paho is None or paho.socket() is not None
     except Exception:  # not what this aiomqtt looks like: assume it may
         return True
+
+
+def _why(exc: BaseException) -> str:
+    """An aiomqtt error in words, with its cause (the message iterator's "Disconnected during
+    message iteration" says why only there: "[code:7] The connection was lost.")."""
+    cause = exc.__cause__
+    return f"{exc}: {cause}" if cause is not None and str(cause) else str(exc)
 
 
 def _left_cleanly(client: aiomqtt.Client) -> bool:
@@ -121,6 +142,14 @@ class BrokerSession:
         self._password: str | None = None
         if settings.password_file is not None:
             self._password = read_secret(settings.password_file).decode()
+        #: Why there is no (lasting) connection, in a few words for the STATUS line; None
+        #: while all is well.
+        self.problem: str | None = None
+        self._unreachable = Repeats(T_REPEAT)
+        self._short = T_SHORT + 2 * settings.reconnect_min
+        self._accepted_at = 0.0
+        self._cut_short = 0  # connections in a row the broker closed soon after accepting
+        self._taken_over = False  # said so (once, until a connection lasts)
 
     # -- for the rest of the daemon --------------------------------------------------------
 
@@ -140,6 +169,14 @@ class BrokerSession:
     @property
     def url(self) -> str:
         return self.address.url
+
+    def health(self) -> str:
+        """The broker for the STATUS line: ``up``, ``down (URL: why)``, or ``unstable (URL:
+        why)`` while connections do not last."""
+        if self.connected.is_set() and not self._taken_over:
+            return "up"
+        state = "unstable" if self._taken_over else "down"
+        return f"{state} ({self.url}: {self.problem or 'connecting'})"
 
     def set_state(self, state: str, reason: str | None = None) -> None:
         """What ``…/status`` should say: ``online``, or ``degraded`` with its reason. A change
@@ -173,12 +210,17 @@ class BrokerSession:
                 again = await self._session(backoff)
             # A lost connection ends the session's task group: its error comes in a group.
             except* aiomqtt.MqttError as group:
-                error = str(group.exceptions[0])
+                error = _why(group.exceptions[0])
                 if self._client is not None:  # the broker had accepted the connection
                     self.counters["disconnects"] += 1
-                    log.warning("broker_lost", error=error, url=self.url)
+                    self._lost(error, left_cleanly=_left_cleanly(self._client))
                 else:
-                    log.warning("broker_unreachable", error=error, url=self.url)
+                    self._cut_short = 0
+                    self.problem = error
+                    repeats = self._unreachable.seen(error)
+                    if repeats is not None:
+                        log.warning("broker_unreachable", error=error, url=self.url,
+                                    **({"repeats": repeats} if repeats else {}))
             finally:
                 self.connected.clear()
                 self._client = None
@@ -227,6 +269,7 @@ class BrokerSession:
                 # The broker holds the will: from now on it may publish it (a broker stopping
                 # cleanly does, to every subscriber), so its number is spent.
                 accepted = True
+                self._accepted_at = time.monotonic()
                 self.numbers.accepted(will_seq)
                 self._client = client
                 self.counters["connects"] += 1
@@ -245,9 +288,15 @@ class BrokerSession:
                 for topic_filter, _ in self._subscriptions:
                     await client.subscribe(topic_filter, qos=1, timeout=T_PUBACK)
                 self.connected.set()
-                log.info("broker_connected", url=self.url, state=state)
+                self._unreachable.clear()
+                if self._taken_over:  # said once; each of these connections is short
+                    log.debug("broker_connected", url=self.url, state=state)
+                else:
+                    self.problem = None
+                    log.info("broker_connected", url=self.url, state=state)
                 try:
                     async with asyncio.TaskGroup() as group:
+                        group.create_task(self._lasts(), name="mqtt-lasts")
                         for index, part in enumerate(self._parts):
                             group.create_task(part.serve(client), name=f"mqtt-part-{index}")
                         group.create_task(self._incoming(client), name="mqtt-incoming")
@@ -261,6 +310,41 @@ class BrokerSession:
             if accepted and _left_cleanly(client):
                 self.numbers.left_cleanly()
         return restatus
+
+    def _lost(self, error: str, *, left_cleanly: bool) -> None:
+        """An accepted connection ended. If the broker closed it (not our DISCONNECT) soon after
+        accepting it, twice in a row, the likely cause is a second client with our client id:
+        Mosquitto closes the older of two connections that share one (MQTT 3.1.1 has no reason
+        code to say so), and two daemons with one id close each other's, every reconnect delay,
+        for ever. Said once as an error, until a connection lasts (:meth:`_lasts`); every lost
+        connection is a warning otherwise."""
+        lasted = time.monotonic() - self._accepted_at
+        cut_short = not left_cleanly and lasted < self._short
+        self._cut_short = self._cut_short + 1 if cut_short else 0
+        if self._cut_short >= 2:
+            if not self._taken_over:
+                self._taken_over = True
+                self.problem = (f"the broker closes each connection at once: another client "
+                                f"uses client id {self.client_id!r}?")
+                log.error("broker_session_taken_over", url=self.url, client_id=self.client_id,
+                          error=error, lasted_s=round(lasted, 3),
+                          likely_cause=f"another client uses client id {self.client_id!r}: "
+                                       "two tables with the same [mqtt] client_id?")
+            else:
+                log.debug("broker_lost", error=error, url=self.url, lasted_s=round(lasted, 3))
+            return
+        self.problem = error
+        log.warning("broker_lost", error=error, url=self.url, lasted_s=round(lasted, 3))
+
+    async def _lasts(self) -> None:
+        """A connection that lasts ends a suspected takeover (the next one is news again)."""
+        await asyncio.sleep(self._short)
+        self._cut_short = 0
+        if self._taken_over:
+            self._taken_over = False
+            self.problem = None
+            log.info("broker_connection_lasts", url=self.url, client_id=self.client_id,
+                     lasted_s=self._short)
 
     async def _watch_state(self) -> None:
         """End the connection when a state is due that its birth did not say."""
