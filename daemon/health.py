@@ -40,6 +40,14 @@ T_PROBE = 2.0
 T_HEALTH = 10.0
 
 
+#: The longest reason the STATUS line gives for one missing part (the log has it whole).
+STATUS_REASON = 160
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= STATUS_REASON else text[:STATUS_REASON - 1] + "…"
+
+
 def percentiles(samples: Sequence[float]) -> dict[str, float | None]:
     """p50 and p99 of ``samples`` (seconds), in milliseconds."""
     if len(samples) < 2:
@@ -112,12 +120,16 @@ class TableHealth:
         }
 
     def status_line(self) -> str:
-        """systemd's STATUS: what runs and what is missing."""
+        """systemd's STATUS: what runs, and what is missing and why, e.g. ``baccarat ok;
+        devices 0/1 (shoe-1: cannot open /dev/tabled/shoe-1: ...); broker down
+        (mqtt://...: [Errno 111] Connection refused); backlog 3; next round 12``."""
         up = sum(1 for s in self.supervisors if s.connected.is_set())
-        broker = "up" if self.session.connected.is_set() else "down"
+        missing = "; ".join(f"{s.settings.id}: {_short(s.problem or s.state)}"
+                            for s in self.supervisors if not s.connected.is_set())
+        devices = f"devices {up}/{len(self.supervisors)}" + (f" ({missing})" if missing else "")
         state = "degraded (journal)" if self.runtime.degraded else "ok"
-        return (f"{self.config.table.game} {state}; devices {up}/{len(self.supervisors)}; "
-                f"broker {broker}; backlog {self.publisher.backlog}; "
+        return (f"{self.config.table.game} {state}; {devices}; "
+                f"broker {_short(self.session.health())}; backlog {self.publisher.backlog}; "
                 f"next round {self.runtime.table.next_round}")
 
     async def housekeeping(self) -> None:

@@ -131,11 +131,12 @@ class Service:
                 self.notifier.stopping()
                 log.info("stopping")
                 for sup in supervisors:
-                    await sup.stop()
+                    await sup.stop()  # each says "stopped": a status, not a fault
                 runtime.commit()
                 try:
                     async with asyncio.timeout(T_DRAIN):
                         await publisher.drain()
+                        await volatile.settle()  # the devices' "stopped" before "offline"
                 except TimeoutError:
                     log.warning("shutdown_with_backlog", backlog=publisher.backlog)
                 await session.stop()

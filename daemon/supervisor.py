@@ -21,12 +21,23 @@ A device that is not the configured one (another family, another serial number, 
 driver cannot decode: the driver refuses it, ``wrong_device``) is ``unavailable`` with that
 reason, raises one ``wrong_device`` fault per change of situation (not one per attempt), and
 is tried again with the backoff, which keeps growing: it never came up.
+
+What the floor and the installer hear of a device is its *state* and why
+(``…/device/<id>/status``, the log, the STATUS line): ``starting``, ``waiting`` (for discovery),
+``connecting`` (the first attempt), ``connected`` (with the device's identity), ``lost``,
+``unavailable``, ``stopped`` (a clean stop of the daemon). Each change is published once and
+logged once (``device_<state>``: at warning when the device is missing, at info otherwise); a
+retry that fails the same way is no change (no message; the log says it again at most every
+``T_REPEAT`` seconds, with a count). A clean stop is a status, never a fault: nothing of the
+table is lost (an open round resumes when the daemon is back, or the restart's timer decides).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -38,6 +49,7 @@ from tabled.contract.faults import DEVICE_LOST, VOID_DEVICE_LOST, WRONG_DEVICE
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.backoff import Backoff
 from tabled.daemon.config import DeviceSettings
+from tabled.daemon.logs import Repeats
 from tabled.daemon.rules.policy import Loss
 from tabled.daemon.runtime import Degraded, TableRuntime
 from tabled.drivers.errors import DeviceError
@@ -47,6 +59,11 @@ from tabled.drivers.registry import Device, family
 log = structlog.get_logger("tabled.supervisor")
 
 StatusSink = Callable[[str, dict[str, Any]], None]
+
+#: The same device state (the same reason) is logged again at most this often, seconds.
+T_REPEAT = 60.0
+#: The states in which a device is missing: logged at warning.
+MISSING = ("unavailable", "lost")
 
 
 class DeviceSink:
@@ -104,11 +121,18 @@ class DeviceSupervisor:
         self._discovered_url: str | None = None
         self._lost_timer: asyncio.TimerHandle | None = None
         self._counters_before: dict[str, int] = {}
-        self.state = "starting"
+        self.attempts = 0
+        self.state = ""
+        #: Why the device is not connected, in a few words (for the STATUS line); None if it is.
+        self.problem: str | None = None
+        self._said: tuple[str, tuple[tuple[str, str], ...]] | None = None  # state and why
+        self._repeats = Repeats(T_REPEAT)
+        self._stopping = False
         #: The wrong_device refusal last reported (its detail), until the right device connects.
         self._refusal: str | None = None
         #: What the last connection refused (tabled.drivers.link.Refused), for the next one.
         self._refused_message: Any = None
+        self._status("starting")  # a status from the start: none from before survives it
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -118,13 +142,16 @@ class DeviceSupervisor:
         if self.runtime.table.round_open and self.loss is not Loss.NOTHING:
             # A restart in the middle of a round: the round resumes if the device comes back.
             self._arm_lost_timer("not back after a restart")
-        while True:
+        while not self._stopping:
             url = await self._url()
-            self._status("connecting", url=url)
+            if self.state in ("starting", "waiting"):
+                # the first attempt; a retry of a lost or unavailable device changes nothing
+                self._status("connecting", url=url)
             # The options first: they move next_seq past what the journal holds from this
             # device, and first_seq must see that (as an argument after them it did not, so a
             # restarted daemon numbered the device's events from 0 again).
             options = self._driver_options()
+            self.attempts += 1
             try:
                 driver = await self.family.open(url, device_id=s.id,
                                                 sink=DeviceSink(self.runtime, s.id),
@@ -133,16 +160,23 @@ class DeviceSupervisor:
                 if exc.reason == WRONG_DEVICE:
                     self._refused(url, str(exc))
                 else:
-                    self._status("unavailable", url=url, error=str(exc))
+                    self._status("unavailable", url=url, error=_cannot_open(url, exc))
                 await asyncio.sleep(backoff.next())
                 continue
             self.driver = driver
+            if self._stopping:  # stopped while it was opening
+                driver.close("daemon stopping")
+                await driver.wait_closed()
+                self.driver = None
+                return
             if not await _comes_up(driver, s.connect_timeout):
                 driver.close("link did not come up")
                 await driver.wait_closed()
                 self.next_seq = driver.next_seq
                 self._keep_counters(driver)  # (a refused attempt counts its refusal)
                 self.driver = None
+                if self._stopping:
+                    return
                 if not self._was_refused(driver, url):
                     self._status("unavailable", url=url,
                                  error=driver.close_reason or "link did not come up")
@@ -164,17 +198,24 @@ class DeviceSupervisor:
                 self.next_seq = driver.next_seq
                 self._keep_counters(driver)
                 self.driver = None
+            if self._stopping:
+                return  # a clean stop: :meth:`stop` says so, and nothing is lost
             self._lost(driver)
             self._was_refused(driver, url)
             self.reconnects += 1
             await asyncio.sleep(backoff.next())
 
     async def stop(self) -> None:
+        """A clean stop of the daemon: close the device and say ``stopped``. Not a loss: no
+        ``device_lost`` fault, so nothing pages the floor and the rules decide nothing (an open
+        round resumes after the restart, or the restart's own timer decides)."""
+        self._stopping = True
         self._disarm_lost_timer()
         driver = self.driver
         if driver is not None:
             driver.close("daemon stopping")
             await driver.wait_closed()
+        self._status("stopped", reason="daemon stopping")
 
     def _driver_options(self) -> dict[str, Any]:
         """The options of the next connection, with what the journal holds from this device
@@ -212,7 +253,6 @@ class DeviceSupervisor:
         if detail == self._refusal:
             return
         self._refusal = detail
-        log.error("wrong_device", device=s.id, family=s.family, url=url, detail=detail)
         self._accept(Fault(code=WRONG_DEVICE, detail=f"{s.family} {s.id} at {url}: {detail}",
                            meta=Meta(device=s.id, ts=rfc3339_now()),
                            extra={"family": s.family, "kind": self.family.kind,
@@ -224,8 +264,6 @@ class DeviceSupervisor:
     def _lost(self, driver: Device) -> None:
         self.losses += 1
         reason = driver.close_reason or "unknown"
-        log.warning("device_lost", device=self.settings.id, family=self.settings.family,
-                    reason=reason)
         self._status("lost", reason=reason)
         fault = driver.lost_fault()
         self._accept(replace(fault, extra={**fault.extra, "kind": self.family.kind}),
@@ -301,10 +339,33 @@ class DeviceSupervisor:
     # -- status ------------------------------------------------------------------------------
 
     def _status(self, state: str, **fields: Any) -> None:
+        """The device is in ``state`` (``fields`` say why and where): published and logged if
+        that is a change; the same again (a retry that failed the same way) is not, and is
+        logged again only now and then, with a count."""
+        said = (state, tuple(sorted((key, repr(value)) for key, value in fields.items())))
+        if said == self._said:
+            repeats = self._repeats.seen(said)
+            if repeats:
+                self._log(state, fields, repeats=repeats)
+            else:  # every attempt, for whoever asked for debug
+                log.debug(f"device_{state}", device=self.settings.id, again=True, **fields)
+            return
+        self._said = said
+        self._repeats.seen(said)
         self.state = state
+        why = fields.get("error") or fields.get("reason") or fields.get("detail")
+        self.problem = None if state == "connected" else (
+            f"lost: {why}" if state == "lost" else why or state)
         body = {"state": state, "device": self.settings.id, "family": self.settings.family,
                 "since": rfc3339_now(), **fields}
         self.on_status(self.settings.id, body)
+        self._log(state, fields)
+
+    def _log(self, state: str, fields: dict[str, Any], **more: Any) -> None:
+        level = (logging.ERROR if fields.get("reason") == WRONG_DEVICE  # with its fault
+                 else logging.WARNING if state in MISSING else logging.INFO)
+        log.log(level, f"device_{state}", device=self.settings.id,
+                family=self.settings.family, **fields, **more)
 
     def _keep_counters(self, driver: Device) -> None:
         for key, value in driver.link_counters().items():
@@ -318,7 +379,17 @@ class DeviceSupervisor:
                 out[key] = out.get(key, 0) + value
         out["reconnects"] = self.reconnects
         out["losses"] = self.losses
+        out["attempts"] = self.attempts
         return out
+
+
+def _cannot_open(url: str, exc: DeviceError) -> str:
+    """Why ``url`` did not open, in the system's words when it gave an errno (pyserial says
+    "[Errno 2] could not open port X: [Errno 2] No such file or directory: 'X'")."""
+    cause = exc.__cause__
+    if isinstance(cause, OSError) and isinstance(cause.errno, int) and cause.errno > 0:
+        return f"cannot open {url}: {os.strerror(cause.errno)}"
+    return str(exc)
 
 
 async def _comes_up(driver: Device, within: float) -> bool:

@@ -27,7 +27,7 @@ TABLE_STATES = ("online", "degraded", "offline")
 #: Device states of ``…/device/<id>/status`` the daemon publishes today; others are kept as
 #: they come (a newer daemon may add some) and shown as they are.
 DEVICE_STATES = ("starting", "connecting", "connected", "waiting", "unavailable", "lost",
-                 "wrong_device")
+                 "stopped", "wrong_device")
 #: The table id that the pit's own topics use (``<prefix>/<site>/pit/alert``): never a table.
 RESERVED_TABLE = "pit"
 #: Larger payloads are malformed (an outcome is a few kilobytes).

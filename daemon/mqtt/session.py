@@ -221,6 +221,8 @@ class BrokerSession:
                     if repeats is not None:
                         log.warning("broker_unreachable", error=error, url=self.url,
                                     **({"repeats": repeats} if repeats else {}))
+                    else:  # every attempt, for whoever asked for debug
+                        log.debug("broker_unreachable", error=error, url=self.url)
             finally:
                 self.connected.clear()
                 self._client = None

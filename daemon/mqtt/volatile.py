@@ -4,7 +4,8 @@ Owns what is published but not journaled: each message gets the next number of i
 (:class:`~tabled.daemon.mqtt.numbers.Sequences`) only as it is sent; one whose publish fails is
 sent again, the same bytes under the same number, first thing on the next connection. The
 retained per-device availability (``…/device/<id>/status``) is kept here and published again on
-every connection, so that a subscriber always finds the current state.
+every connection, so that a subscriber always finds the current state; between connections, a
+device's status is published when it changes, once (the supervisor says only changes).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ class VolatilePublisher:
         self.sequences = sequences
         self.puback_timeout = puback_timeout
         self._device_status: dict[str, dict[str, Any]] = {}
+        #: The status of each device last published on this connection (to publish each once).
+        self._published: dict[str, dict[str, Any]] = {}
+        self._pending: set[asyncio.Task[None]] = set()
         #: Numbered messages whose publish failed: sent again, same bytes, first thing on the
         #: next connection (topic, payload, qos, retain).
         self._unsent: list[tuple[str, str, int, bool]] = []
@@ -41,8 +45,16 @@ class VolatilePublisher:
         every connection."""
         self._device_status[device_id] = body
         if self.session.client is not None:
-            asyncio.get_running_loop().create_task(
+            task = asyncio.get_running_loop().create_task(
                 self._publish_device_status(device_id), name=f"device-status-{device_id}")
+            self._pending.add(task)
+            task.add_done_callback(self._pending.discard)
+
+    async def settle(self) -> None:
+        """Wait until the device statuses set so far are published (or failed): at a clean
+        stop, the devices' ``stopped`` goes out before the table's ``offline``."""
+        while self._pending:
+            await asyncio.wait(set(self._pending))
 
     async def publish(self, topic: str, body: dict[str, Any], *, kind: str | None,
                       retain: bool = False, qos: int = 1) -> bool:
@@ -75,6 +87,7 @@ class VolatilePublisher:
     async def on_connect(self, client: aiomqtt.Client) -> None:
         """What failed before goes first, in its order (a QoS 1 re-delivery to whoever got it
         already), before anything newer."""
+        self._published.clear()  # every device's status goes out again on this connection
         while self._unsent:
             topic, payload, qos, retain = self._unsent[0]
             await client.publish(topic, payload, qos=qos, retain=retain,
@@ -92,6 +105,8 @@ class VolatilePublisher:
 
     async def _publish_device_status(self, device_id: str) -> None:
         body = self._device_status.get(device_id)
-        if body is not None:
-            await self.publish(self.session.topics.device_status(device_id), body,
-                               kind="device", retain=True)
+        if body is None or self._published.get(device_id) is body:
+            return  # published already (two changes in a row: the latest went out)
+        self._published[device_id] = body
+        await self.publish(self.session.topics.device_status(device_id), body,
+                           kind="device", retain=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tabled.daemon.broker import Mosquitto
-from tests.integration.harness import Daemon, NotifySocket, Subscriber, write_config
+from tests.integration.harness import Daemon, NotifySocket, Simulator, Subscriber, write_config
 
 
 def records(daemon: Daemon) -> list[dict[str, Any]]:
@@ -113,3 +113,113 @@ async def test_the_client_id_is_the_tables_unless_set(tmp_path: Path, broker: Mo
         events = [r["event"] for r in records(daemon)]
         assert events.count("broker_connected") == 1, events
         assert "broker_lost" not in events and "broker_session_taken_over" not in events
+
+
+# -- item 4: what is missing, and why --------------------------------------------------------
+
+
+async def test_a_device_that_is_not_there_is_named_with_why_in_the_log_and_the_status(
+        tmp_path: Path) -> None:
+    """``url = "/nonexistent"`` and no broker: the log says why the device is unavailable
+    (once, at warning, though the daemon tries again every 0.1-0.2 s) and why the broker is
+    down; READY's and STATUS's line names both."""
+    notify = NotifySocket(tmp_path / "notify.sock")
+    config = at_info(write_config(
+        tmp_path / "tabled.toml", game="baccarat", journal=tmp_path / "journal.sqlite",
+        broker_url="mqtt://127.0.0.1:1", devices=[{
+            "id": "shoe-1", "family": "shoe", "url": "/nonexistent",
+            "reconnect_min": 0.1, "reconnect_max": 0.2}]))
+    daemon = Daemon(config, tmp_path / "daemon.log", env={"NOTIFY_SOCKET": str(notify.path)})
+    try:
+        daemon.start()
+        await notify.wait_for("READY=1")
+        await asyncio.sleep(3.0)  # a dozen attempts or more
+    finally:
+        assert daemon.stop() == 0
+    messages = notify.drain()
+    notify.close()
+    ready = next(m for m in messages if "READY=1" in m)
+    assert ("STATUS=baccarat ok; devices 0/1 (shoe-1: cannot open /nonexistent: No such file "
+            "or directory); broker down (mqtt://127.0.0.1:1: [Errno 111] Connection refused)"
+            ) in ready
+    lines = records(daemon)
+    (unavailable,) = [r for r in lines if r["event"] == "device_unavailable"]
+    assert unavailable["level"] == "warning" and unavailable["device"] == "shoe-1"
+    assert unavailable["error"] == "cannot open /nonexistent: No such file or directory"
+    unreachable = [r for r in lines if r["event"] == "broker_unreachable"]
+    assert len(unreachable) == 1 and unreachable[0]["level"] == "warning"
+    assert len(lines) < 12, [r["event"] for r in lines]
+
+
+# -- item 6: retained device statuses that tell the truth --------------------------------------
+
+
+def device_states(sub: Subscriber) -> list[dict[str, Any]]:
+    return sub.on("/device/shoe-1/status")
+
+
+async def retained_status(broker: Mosquitto, topic: str) -> dict[str, Any]:
+    """What a subscriber arriving now gets on ``topic`` (the retained message)."""
+    async with Subscriber("127.0.0.1", broker.port, topic) as late:
+        await late.wait_for(topic, 1, timeout=5)
+    ((_, payload, retained),) = late.messages
+    assert retained
+    return payload
+
+
+async def test_device_statuses_are_fresh_at_every_start_and_a_clean_stop_is_no_fault(
+        tmp_path: Path, broker: Mosquitto) -> None:
+    sim = Simulator(["shoe", "--seed", "5", "--hands", "2", "--pace", "0.01", "--forever",
+                     "--serial", "SHOE-0042", "--link", str(tmp_path / "shoe")],
+                    tmp_path / "sim.log")
+    config = at_info(write_config(
+        tmp_path / "tabled.toml", game="baccarat", journal=tmp_path / "journal.sqlite",
+        broker_url=broker.url, devices=[{"id": "shoe-1", "family": "shoe", "url": sim.start(),
+                                         "reconnect_min": 0.1, "reconnect_max": 0.2}]))
+    daemon = Daemon(config, tmp_path / "daemon.log")
+    topic = "tabled/lab/t1/device/shoe-1/status"
+    try:
+        async with Subscriber("127.0.0.1", broker.port, "tabled/lab/t1/#") as sub:
+            # a clean stop while the shoe is connected: "stopped", and no fault
+            daemon.start()
+            await sub.wait_for("/outcome", 2, alive=daemon)
+            assert daemon.stop() == 0
+            await wait_until(lambda: device_states(sub)[-1]["state"] == "stopped", "stopped")
+            first = device_states(sub)
+            assert (await retained_status(broker, topic))["state"] == "stopped"
+
+            # kill -9 while connected leaves "connected" retained, until the next start
+            daemon.start()
+            await wait_until(lambda: len(device_states(sub)) > len(first) and
+                             device_states(sub)[-1]["state"] == "connected", "connected",
+                             alive=daemon)
+            daemon.kill9()
+            sim.stop()  # the shoe goes away while the daemon is down
+            assert (await retained_status(broker, topic))["state"] == "connected"
+            before = len(device_states(sub))
+            daemon.start()
+            await wait_until(lambda: any(s["state"] == "unavailable"
+                                         for s in device_states(sub)[before:]),
+                             "the restarted daemon to say the shoe is unavailable",
+                             alive=daemon)
+            await asyncio.sleep(1.5)  # retries: no more messages
+            restarted = device_states(sub)[before:]
+            retained = await retained_status(broker, topic)
+            assert daemon.stop() == 0
+            faults = sub.on("/fault")
+    finally:
+        sim.stop()
+        daemon.stop()
+    states = [s["state"] for s in first]
+    assert states[-2:] == ["connected", "stopped"] and "lost" not in states
+    connected = next(s for s in first if s["state"] == "connected")
+    assert connected["info"] == {"firmware": "shoe-sim 1.0", "serial": "SHOE-0042"}
+    assert first[-1]["reason"] == "daemon stopping"
+    # fresh from the first connection on: nothing from before the crash stays "connected"
+    assert [s["state"] for s in restarted] in (["connecting", "unavailable"],
+                                               ["starting", "connecting", "unavailable"],
+                                               ["unavailable"])
+    assert retained["state"] == "unavailable"
+    assert retained["error"].endswith("No such file or directory")
+    # a clean stop is a status, never a fault: the floor is paged for nothing here
+    assert [f for f in faults if f.get("code") == "device_lost"] == []
