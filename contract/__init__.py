@@ -1,5 +1,5 @@
 """The public contract's ground floor: the normalized events, fault codes, outcome types, JSON
-Schemas, the contract version and the one timestamp form (CONTRACT.md, docs/contract.md).
+Schemas, the contract version and the one timestamp form (docs/contract.md).
 
 Every other package of tabled imports from here; this package imports nothing of the project.
 """

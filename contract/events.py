@@ -1,4 +1,4 @@
-"""The normalized event stream of CONTRACT.md, version 1: typed events, parsing and encoding.
+"""The normalized event stream of docs/contract.md, version 1: typed events, parsing and encoding.
 
 This module owns the public event vocabulary that drivers emit and the rules core consumes. It is
 pure: no I/O, no clock, no logging. Parsing is strict about what the contract requires (types,
@@ -51,7 +51,7 @@ class EventError(ContractError):
     """A malformed event: not JSON, an unknown type, a bad card or die, a missing field."""
 
 
-#: Fields CONTRACT.md requires of an event type in one game only (the event table's "qpoker:"
+#: Fields docs/contract.md requires of an event type in one game only (the event table's "qpoker:"
 #: entries): Q Poker deals every card to a seat, and a round's ``round_start`` lists the seats
 #: with a bet. The parser knows no game, so these are checked where the game is known, with
 #: :func:`check_for_game` (``tabled replay``, the daemon's runtime) or ``parse_line(line,
@@ -183,7 +183,7 @@ class NoRoll(Event):
     """Craps: no roll, throw again (Art. 1), e.g. a die left the table."""
 
     TYPE: ClassVar[str] = "no_roll"
-    # CONTRACT.md requires ``reason`` on the wire (the parser never supplies one); the default
+    # docs/contract.md requires ``reason`` on the wire (the parser never supplies one); the default
     # only spares code that builds the event itself from spelling out the usual reason.
     reason: str = "off_table"
 
@@ -508,7 +508,7 @@ def _parse_fault(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Even
 
 
 def _parse_no_roll(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    # CONTRACT.md: ``reason`` is the no_roll's one field, not optional; none is made up here.
+    # docs/contract.md: ``reason`` is the no_roll's one field, not optional; none is made up here.
     return NoRoll(reason=_text(obj, "reason", "no_roll"), meta=meta, extra=extra)
 
 
@@ -576,7 +576,7 @@ def _check_unicode(obj: dict[str, Any]) -> None:
 def parse_event(obj: Any, game: str | None = None) -> Event:
     """Build a typed event from a decoded JSON object, or raise :class:`EventError`.
 
-    With ``game``, the fields CONTRACT.md requires in that game only are required too
+    With ``game``, the fields docs/contract.md requires in that game only are required too
     (:data:`GAME_REQUIRED`)."""
     event = _parse_event(obj, check_unicode=True)
     if game is not None:
@@ -585,7 +585,7 @@ def parse_event(obj: Any, game: str | None = None) -> Event:
 
 
 def check_for_game(event: Event, game: str) -> None:
-    """Raise :class:`EventError` if ``event`` lacks a field CONTRACT.md requires in ``game``
+    """Raise :class:`EventError` if ``event`` lacks a field docs/contract.md requires in ``game``
     (a Q Poker ``card`` without ``seat``, a Q Poker ``round_start`` without ``seats``).
 
     The one check ``tabled replay`` and the daemon's runtime both make before an event reaches
@@ -674,7 +674,7 @@ def load_json(text: str | bytes) -> Any:
 def parse_line(line: str | bytes, game: str | None = None) -> Event:
     """Parse one JSON Lines record into an event, or raise :class:`EventError`.
 
-    A line is one event object: a blank line is malformed too (CONTRACT.md). With ``game``,
+    A line is one event object: a blank line is malformed too (docs/contract.md). With ``game``,
     the fields required in that game are required too (:func:`check_for_game`)."""
     try:
         obj = load_json(line)
@@ -696,7 +696,7 @@ def parse_line(line: str | bytes, game: str | None = None) -> Event:
 def read_events(lines: Iterable[str], game: str | None = None) -> Iterator[tuple[int, Event]]:
     """Each event of a JSON Lines stream with its line number (from 1), in order.
 
-    Every line is one event object (CONTRACT.md): a blank line is malformed like any other
+    Every line is one event object (docs/contract.md): a blank line is malformed like any other
     line that is not one, and so, given ``game``, is an event without a field that game
     requires (:func:`check_for_game`). The first malformed line raises :class:`LineError`:
     what the stream gave before it has been yielded, nothing after it is read. ``tabled

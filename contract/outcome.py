@@ -1,4 +1,4 @@
-"""Typed outcome records of CONTRACT.md, shared by the three games.
+"""Typed outcome records of docs/contract.md, shared by the three games.
 
 This module owns the shape of what the rules core produces: per-bet results, whole-round outcomes
 and notices (events the core declined without voiding a round). It is pure: no I/O, no clock.
@@ -70,7 +70,7 @@ Bets: TypeAlias = Mapping[str, BetResult] | Mapping[str, Mapping[str, BetResult]
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """One round's outcome record (CONTRACT.md "Outcome records")."""
+    """One round's outcome record (docs/contract.md "Outcome records")."""
 
     game: Game
     round: int

@@ -79,7 +79,7 @@ class Mosquitto:
     def write_config(self) -> Path:
         lines = [
             # Started as root, mosquitto would drop to user "mosquitto" and could not read files
-            # in private directories (FIELD-NOTES.md): run it as whoever started it.
+            # in private directories ("Unable to open pwfile"): run it as whoever started it.
             f"user {_current_user()}",
             f"persistence {'true' if self.persistence else 'false'}",
             f"persistence_location {self.dir}/",

@@ -1,4 +1,4 @@
-"""``tabled replay``: the rules core over a recorded event stream (CONTRACT.md).
+"""``tabled replay``: the rules core over a recorded event stream (docs/contract.md).
 
 Reads normalized events (JSON Lines), writes one outcome record per line, exactly as the daemon
 publishes them (the daemon adds only its envelope fields, ``seq`` and ``ts``). A malformed line

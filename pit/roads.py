@@ -99,7 +99,7 @@ def hand_of(outcome: Outcome) -> Hand | None:
 
 
 def hand_from_record(record: Mapping[str, Any]) -> Hand | None:
-    """:func:`hand_of` for an outcome record as published (CONTRACT.md, a decoded JSON object;
+    """:func:`hand_of` for an outcome record as published (docs/contract.md, a decoded JSON object;
     envelope fields such as ``seq`` are ignored). Raises :class:`RecordError` when it is not a
     well-formed baccarat outcome."""
     if record.get("type") != "outcome" or record.get("game") != "baccarat":

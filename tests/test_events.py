@@ -1,4 +1,5 @@
-"""The normalized event stream of CONTRACT.md: parsing, encoding, and the errors for bad input."""
+"""The normalized event stream of docs/contract.md: parsing, encoding, and the errors for bad
+input."""
 
 from __future__ import annotations
 
@@ -163,14 +164,15 @@ def test_arbitrary_input_gives_an_event_or_an_event_error(data: str | bytes) -> 
         parse_line(data)
 
 
-# -- strictness: what CONTRACT.md calls malformed, whatever the parser is made of (issue 16) -----
+# -- strictness: what docs/contract.md calls malformed, whatever the parser is made of (issue 16)
+# -----
 #
 # These tests know nothing of the parser's insides: they feed JSON text or decoded JSON values to
-# ``parse_line``/``parse_event`` and judge the answer by CONTRACT.md alone, through the small
+# ``parse_line``/``parse_event`` and judge the answer by docs/contract.md alone, through the small
 # reading of it below (which JSON values each field may take). A parser written another way (say
 # msgspec, issue 14) must pass them unchanged.
 
-# Each typed field of each event type, and the kind of value CONTRACT.md gives it.
+# Each typed field of each event type, and the kind of value docs/contract.md gives it.
 FIELD_KINDS: dict[str, dict[str, str]] = {
     "shoe_start": {"decks": "positive_int"},
     "burn": {"card": "card"},
@@ -189,7 +191,7 @@ FIELD_KINDS: dict[str, dict[str, str]] = {
     "declare": {"result": "declared", "round": "positive_int"},
 }
 META_KINDS = {"device": "string", "seq": "non_negative_int", "ts": "string"}
-# What each type cannot do without (CONTRACT.md's table; "v" and "type" for every event).
+# What each type cannot do without (docs/contract.md's table; "v" and "type" for every event).
 REQUIRED: dict[str, tuple[str, ...]] = {
     "shoe_start": ("decks",), "card": ("card",), "hand": ("seat", "cards"),
     "decision": ("seat", "play"), "roll": ("dice",), "no_roll": ("reason",),
@@ -205,7 +207,7 @@ def _int(value: Any) -> bool:
 
 
 def acceptable(kind: str, value: Any) -> bool:
-    """CONTRACT.md's reading of one field's value, independent of the parser."""
+    """docs/contract.md's reading of one field's value, independent of the parser."""
     if kind == "positive_int":
         return _int(value) and value >= 1
     if kind == "non_negative_int":
@@ -266,7 +268,7 @@ good_values: dict[str, st.SearchStrategy[Any]] = {
 
 @st.composite
 def well_formed(draw: st.DrawFn) -> dict[str, Any]:
-    """Any event CONTRACT.md accepts, with any of its optional fields."""
+    """Any event docs/contract.md accepts, with any of its optional fields."""
     etype = draw(st.sampled_from(sorted(FIELD_KINDS)))
     obj: dict[str, Any] = {"v": 1, "type": etype}
     for name, kind in {**FIELD_KINDS[etype], **META_KINDS}.items():
@@ -288,7 +290,7 @@ def test_every_typed_field_takes_exactly_the_values_the_contract_gives_it(
         data: st.DataObject, obj: dict[str, Any]) -> None:
     """bool for int, float for int (1.0 included), int for bool, a string for an int, null,
     a list or object where a scalar belongs, and the reverse: one field at a time, the parser
-    accepts a value exactly when CONTRACT.md does, and keeps it as it came."""
+    accepts a value exactly when docs/contract.md does, and keeps it as it came."""
     kinds = {**FIELD_KINDS[obj["type"]], **META_KINDS}
     name = data.draw(st.sampled_from(sorted(kinds)), label="field")
     value = data.draw(json_values | good_values[kinds[name]], label="value")
@@ -343,7 +345,7 @@ def test_a_missing_required_field_is_named(etype: str, field: str) -> None:
 
 
 def test_no_roll_without_reason_is_malformed_not_given_one() -> None:
-    """CONTRACT.md: ``no_roll`` | ``reason``. The parser once made up ``"off_table"``."""
+    """docs/contract.md: ``no_roll`` | ``reason``. The parser once made up ``"off_table"``."""
     for line in ('{"v":1,"type":"no_roll"}', '{"v":1,"type":"no_roll","reason":""}',
                  '{"v":1,"type":"no_roll","reason":null}'):
         with pytest.raises(EventError, match="reason"):
@@ -405,7 +407,7 @@ def test_qpoker_cards_name_their_seat_and_rounds_their_seats(line: str, reason: 
 def test_read_events_numbers_lines_and_stops_at_the_first_bad_one() -> None:
     """The reader ``tabled replay`` and ``tabled roads`` share: each line is numbered; the
     first malformed line raises with its number, after the events before it. A blank line is
-    malformed too (one event object per line, CONTRACT.md; issue 16 item 8)."""
+    malformed too (one event object per line, docs/contract.md; issue 16 item 8)."""
     lines = ['{"v":1,"type":"demo"}\n', '{"v":1,"type":"cut_card"}\n',
              '{"v":1,"type":"card","card":"1S"}\n', '{"v":1,"type":"demo"}\n']
     reader = read_events(lines)

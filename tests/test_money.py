@@ -1,4 +1,4 @@
-"""Settlement in integer minor units (RULES.md "Money", Readings R-C2 and R-M1)."""
+"""Settlement in integer minor units (docs/rules/README.md "Money", Readings R-C2 and R-M1)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ def test_even_money_win_returns_stake_and_winnings() -> None:
 
 
 def test_five_percent_commission_rounds_winnings_down_and_reports_it() -> None:
-    """RULES.md Money: winnings rounded down to the minor unit, the rounding reported."""
+    """docs/rules/README.md "Money": winnings rounded down to the minor unit, the rounding
+    reported."""
     s = settle(WIN_COMMISSION, 1_010)  # 1010 * 19/20 = 959.5
     assert (s.paid, s.net, s.rounding) == (1_969, 959, Fraction(1, 2))
     assert s.article == "baccarat.art17.1"

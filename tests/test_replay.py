@@ -1,5 +1,5 @@
-"""``tabled replay`` on malformed input (CONTRACT.md): exit 2 naming the line, after exactly the
-outcomes completed before it; a round the bad line leaves open is neither settled nor voided."""
+"""``tabled replay`` on malformed input (docs/contract.md): exit 2 naming the line, after exactly
+the outcomes completed before it; a round the bad line leaves open is neither settled nor voided."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""``tabled replay`` and malformed input (CONTRACT.md, "Malformed input"; issue 16, item 8).
+"""``tabled replay`` and malformed input (docs/contract.md, "Malformed input"; issue 16, item 8).
 
-Each line CONTRACT.md calls malformed stops the command with exit status 2 and one message on
+Each line docs/contract.md calls malformed stops the command with exit status 2 and one message on
 standard error naming the line, after exactly the outcomes completed before it: the replay of
 the well-formed lines before it, with any round the bad line left open neither settled nor
 voided. Driven through the real command line (a subprocess) for every case of the issue, and

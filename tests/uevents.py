@@ -1,5 +1,5 @@
-"""Real udev events for tests, where no udevd runs: libudev-format uevents sent over netlink
-(FIELD-NOTES.md "udev"), received by pyudev through its real filter."""
+"""Real udev events for tests, where no udevd runs: libudev-format uevents sent over netlink,
+received by pyudev through its real filter (docs/udev.md, "How the real monitor is tested")."""
 
 from __future__ import annotations
 

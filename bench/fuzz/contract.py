@@ -3,7 +3,7 @@
 Owns the two compiled JSON Schema validators (``contract/schemas``, built once per process with
 jsonschema-rs, which checks a record in microseconds where the reference validator takes a
 millisecond) and the round trip an event must survive. It must never decide what a game or a
-device means: it only holds outputs against CONTRACT.md's schemas and the event codec.
+device means: it only holds outputs against docs/contract.md's schemas and the event codec.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Independent reference oracles for the three games, and the rule for comparing their records.
 
-This package owns a second reading of RULES.md, CONTRACT.md and the project's decisions, written
-without looking at ``daemon/rules/baccarat.py``, ``craps.py`` or ``qpoker.py``: each oracle takes
-a list of event dicts and returns the outcome dicts the rules say. It must never import the rules
-core (``tabled.daemon.rules``); agreeing with it by construction would prove nothing.
+This package owns a second reading of docs/rules/, docs/contract.md and the project's decisions,
+written without looking at ``daemon/rules/baccarat.py``, ``craps.py`` or ``qpoker.py``: each oracle
+takes a list of event dicts and returns the outcome dicts the rules say. It must never import the
+rules core (``tabled.daemon.rules``); agreeing with it by construction would prove nothing.
 
 The oracles model what the generators of :mod:`tests.oracle.streams` produce, the irregular events
 included. Where the project's decisions leave a detail open (for instance the moment a count
@@ -27,8 +27,8 @@ class OutOfScope(Exception):
 
 
 def _subset_differences(path: str, expected: Any, actual: Any) -> list[str]:
-    """Where ``expected`` is not contained in ``actual``: dicts may gain keys (CONTRACT.md: fields
-    may be added), everything else must be equal."""
+    """Where ``expected`` is not contained in ``actual``: dicts may gain keys (docs/contract.md:
+    fields may be added), everything else must be equal."""
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
             return [f"{path}: expected an object {expected!r}, got {actual!r}"]

@@ -1,4 +1,4 @@
-"""Reference oracle for Baccarat (RULES.md §3, the project's baccarat decisions).
+"""Reference oracle for Baccarat (docs/rules/baccarat.md, the project's baccarat decisions).
 
 It owns a plain second reading of the drawing rules (Art. 9), the pay table (Art. 11, 12, 16,
 17), the shoe's last-hand rule (Art. 3, Reading R-B2), demonstration hands (Art. 2.2) and

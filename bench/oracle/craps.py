@@ -1,6 +1,6 @@
-"""Reference oracle for Craps (RULES.md §2, the project's craps decisions).
+"""Reference oracle for Craps (docs/rules/craps.md, the project's craps decisions).
 
-It owns a table-driven second reading of every wager of CONTRACT.md on one throw: what each
+It owns a table-driven second reading of every wager of docs/contract.md on one throw: what each
 total does to it with and without a point, as used by ``tests/test_replay_oracle.py`` to check
 ``tabled replay``. It must never import ``tabled.daemon.rules``.
 
@@ -51,7 +51,7 @@ def win(pays: str, **more: Any) -> Bet:
 
 
 def bet_names() -> list[str]:
-    """Every wager key of CONTRACT.md, in its order."""
+    """Every wager key of docs/contract.md, in its order."""
     names = ["pass", "dont_pass", "pass_odds", "dont_pass_odds", "come", "dont_come"]
     for n in NUMBERS:
         names += [f"come_{n}", f"come_odds_{n}", f"dont_come_{n}", f"dont_come_odds_{n}"]

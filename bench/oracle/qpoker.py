@@ -1,4 +1,4 @@
-"""Reference oracle for Q Poker (RULES.md §1, the project's qpoker decisions).
+"""Reference oracle for Q Poker (docs/rules/qpoker.md, the project's qpoker decisions).
 
 It owns a second reading of the hand ranking (Art. 4, 8, Reading R-Q1), the Dobo and Play pays
 (Art. 9, 10), and the round's irregularities (Art. 1, 11) as the project decided them, used by

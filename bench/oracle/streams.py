@@ -3,7 +3,7 @@
 This module owns the streams that ``tests/test_replay_oracle.py`` feeds both to ``tabled replay``
 and to the oracles: real shoes and decks shuffled by an injected ``random.Random`` (the same seed
 gives the same stream), cards dealt in the order the rules call for them, and a few per cent of
-irregular events. Each generator returns a list of event dicts of CONTRACT.md (``"v": 1``).
+irregular events. Each generator returns a list of event dicts of docs/contract.md (``"v": 1``).
 
 It must never produce a case an oracle declares out of scope, and never import
 ``tabled.daemon.rules``:
@@ -454,7 +454,7 @@ def qpoker_stream(rng: random.Random, rounds: int, positions: int = 7) -> list[E
         stream.maybe_foreign()
         game = _QRound(rng, positions)
         game.plan()
-        # A Q Poker round_start lists the seats with a bet (CONTRACT.md: one without them is
+        # A Q Poker round_start lists the seats with a bet (docs/contract.md: one without them is
         # malformed); a round may also begin with no round_start at all, and then the seats
         # dealt before the dealer's first card are the bets.
         style = "declared" if left_open or after_void or rng.random() < 0.85 else "none"

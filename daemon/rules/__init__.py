@@ -1,4 +1,4 @@
-"""The rules core: the approved rules of Q Poker, Craps and Baccarat (RULES.md), pure and typed.
+"""The rules core: the approved rules of Q Poker, Craps and Baccarat (docs/rules/), pure and typed.
 
 Nothing in this package does I/O, reads a clock, logs, or draws a random number: the daemon,
 ``tabled replay`` and the tests run the very same code over the same events and get the same

@@ -1,9 +1,10 @@
-"""Baccarat (RULES.md §3, dispatch 67/2007): the shoe, the deal, the drawing rules, the settlement.
+"""Baccarat (docs/rules/baccarat.md, dispatch 67/2007): the shoe, the deal, the drawing rules, the
+settlement.
 
 This module owns one baccarat table's state: the shoe's card counts, the hand being dealt, the
 demonstration-hand and last-hand bookkeeping, and the round numbers. It turns the normalized events
-of CONTRACT.md into outcome records and notices, citing the article behind every void and payout.
-It must never do I/O, read a clock, log, guess a card it was not told, or change the table's
+of docs/contract.md into outcome records and notices, citing the article behind every void and
+payout. It must never do I/O, read a clock, log, guess a card it was not told, or change the table's
 regulated options (Art. 18). The project's readings of the rules are in ``docs/rules/baccarat.md``.
 
 ``feed`` sits on the replay hot path (50,000 rounds/s in one process), so every bet result and
@@ -291,7 +292,7 @@ DEFAULT_OPTIONS: Final = BaccaratOptions()
 
 
 class BaccaratTable:
-    """One baccarat table (RULES.md §3) under fixed regulated options.
+    """One baccarat table (docs/rules/baccarat.md) under fixed regulated options.
 
     Each ``card`` event is the next card out of the shoe, dealt as the drawing method calls for;
     the outcome of a hand is returned by the ``feed`` that brings its last required card.

@@ -1,10 +1,10 @@
-"""Craps ("花旗骰", Portaria 97/85/M; RULES.md §2): the table's state machine and outcome records.
+"""Craps ("花旗骰", Portaria 97/85/M; docs/rules/craps.md): the table's state machine and outcome
+records.
 
 This module owns the point, the round numbers, and what each throw does to every kind of wager
-on the layout (CONTRACT.md "craps"): one outcome per ``roll``, ``no_roll`` or ``void``. It never
-holds stakes or money (``tabled.daemon.rules.money`` settles a stake against a result), never does
-I/O,
-and never changes its options.
+on the layout (docs/contract.md "craps"): one outcome per ``roll``, ``no_roll`` or ``void``. It
+never holds stakes or money (``tabled.daemon.rules.money`` settles a stake against a result),
+never does I/O, and never changes its options.
 
 Every result on a roll depends only on the point and the two dice, so the results are decided
 once per table option, ahead of time, from the rules below; ``feed`` is a lookup. That keeps a
@@ -32,7 +32,7 @@ POINTS: Final = (4, 5, 6, 8, 9, 10)
 HARD_WAYS: Final = (4, 6, 8, 10)
 SEVEN: Final = 7
 
-#: Every bet key of CONTRACT.md's craps record, in the order the record lists them.
+#: Every bet key of docs/contract.md's craps record, in the order the record lists them.
 BET_KEYS: Final[tuple[str, ...]] = (
     "pass", "dont_pass", "pass_odds", "dont_pass_odds", "come", "dont_come",
     *(f"come_{n}" for n in POINTS),
@@ -141,7 +141,7 @@ _BIG = {n: _wager(article, ratio, unit) for n, (ratio, unit, article) in BIG_PAY
 _ODDS_OFF = BetResult("off", "craps.art2.2")
 _LAY_OFF = BetResult("off", "craps.art3.2")
 _BIG_OFF = BetResult("off", "craps.art12")
-# Come odds decided with their Come wager on a come-out roll are handed back (CONTRACT.md).
+# Come odds decided with their Come wager on a come-out roll are handed back (docs/contract.md).
 _ODDS_RETURNED = BetResult("push", "craps.art2.2")
 # A no-roll decides nothing: throw again (Art. 1).
 _HELD = BetResult("open", "craps.art1")
@@ -222,7 +222,7 @@ def _roll_bets(
         "any_craps": _one_roll(_ANY_CRAPS, total in CRAPS),
     }
     for n in POINTS:
-        # Wagers already on a number work on every roll, come-out included (CONTRACT.md).
+        # Wagers already on a number work on every roll, come-out included (docs/contract.md).
         bets[f"come_{n}"] = _right(_COME, n, total)
         bets[f"dont_come_{n}"] = _wrong(_DONT_COME, n, total)
         bets[f"dont_come_odds_{n}"] = _wrong(_LAY[n], n, total)
@@ -295,7 +295,7 @@ _POINT_UNKNOWN: Final[Mapping[str, Any]] = MappingProxyType({"point_unknown": Tr
 
 
 class CrapsTable:
-    """One craps table (RULES.md §2): feed it throws, get one outcome per throw.
+    """One craps table (docs/rules/craps.md): feed it throws, get one outcome per throw.
 
     Each roll is a whole round, numbered from 1. A ``roll`` is decided by Art. 2-12; a
     ``no_roll`` (Art. 1) is a complete outcome that decides nothing; a ``void`` is the dealer

@@ -1,4 +1,4 @@
-"""Settlement of concrete wagers in integer minor units (RULES.md "Money").
+"""Settlement of concrete wagers in integer minor units (docs/rules/README.md "Money").
 
 The outcome records say what happened to each kind of bet (``result`` and ``pays``); this module
 turns one such result and a stake into money. Amounts are integers in minor units, never floats.

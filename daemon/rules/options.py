@@ -1,4 +1,4 @@
-"""The regulated options of each game (RULES.md; Baccarat Art. 18): typed, validated, declared.
+"""The regulated options of each game (docs/rules/; Baccarat Art. 18): typed, validated, declared.
 
 A table's options are chosen by the house with the regulator's approval. They are fixed for the
 life of a table object: nothing in the rules core changes them, and ``declare()`` gives the form

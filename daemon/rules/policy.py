@@ -1,9 +1,9 @@
 """What each game asks of the table service: which devices it needs, what losing one means for an
 open round, and what of its event stream may be published when.
 
-Game policy lives with the game (DESIGN.md "Layers"): the runtime, the supervisor and the service
-ask a table's :class:`GamePolicy` and its :meth:`~tabled.daemon.rules.Table.publication`, and
-have no ``if game ==`` and no ``if family ==`` of their own. Devices are named by their *kind*
+Game policy lives with the game (docs/design.md "Layers"): the runtime, the supervisor and the
+service ask a table's :class:`GamePolicy` and its :meth:`~tabled.daemon.rules.Table.publication`,
+and have no ``if game ==`` and no ``if family ==`` of their own. Devices are named by their *kind*
 (:data:`tabled.contract.devices.DEVICE_KINDS`): what a device does at the table, whichever
 vendor's family drives it. Pure data and pure functions, like the rest of the rules core.
 """
@@ -72,7 +72,7 @@ class GamePolicy:
 
 
 class Publication(Protocol):
-    """What of a table's event stream may be published when (CONTRACT.md: a face-down card is
+    """What of a table's event stream may be published when (docs/contract.md: a face-down card is
     withheld until the rules open it). ``admit`` is called with each event after the table was
     fed it, and returns the events to publish now, in order."""
 

@@ -1,5 +1,5 @@
-"""Q Poker (RULES.md §1, dispatch 89/2004): one table's rounds, from the deal to settled bets, and
-the published form of its event stream.
+"""Q Poker (docs/rules/qpoker.md, dispatch 89/2004): one table's rounds, from the deal to settled
+bets, and the published form of its event stream.
 
 This module owns a Q Poker round: the positions with a bet, the dealing order of Art. 7, the
 single deck of Art. 1, the irregularities of Art. 11, the players' decisions (Art. 9.2-9.3) and
@@ -70,7 +70,7 @@ ART11_5: Final = "qpoker.art11.5"
 DEALER_VOID_ARTICLES: Final = frozenset(f"qpoker.art11.{n}" for n in range(1, 6))
 
 #: The extra field that marks a card or hand event as the identity of an earlier ``withheld``
-#: placeholder, published once the rules open the cards (CONTRACT.md, :class:`Publication`).
+#: placeholder, published once the rules open the cards (docs/contract.md, :class:`Publication`).
 WITHHELD_MARK: Final = "withheld"
 
 CARDS_PER_POSITION: Final = 3  # Art. 7
@@ -182,7 +182,8 @@ class DealerResult:
 
 @dataclass(frozen=True, slots=True)
 class QPokerResult:
-    """The ``result`` of a Q Poker outcome (CONTRACT.md): the dealer and every dealt or bet seat."""
+    """The ``result`` of a Q Poker outcome (docs/contract.md): the dealer and every dealt or bet
+    seat."""
 
     dealer: DealerResult
     seats: Mapping[int, SeatResult]
@@ -321,8 +322,8 @@ def _is_withheld_identity(event: CardDealt | HandDealt) -> bool:
 
 
 class QPokerTable:
-    """One Q Poker table (RULES.md §1): feed it events in order; it returns one outcome per round,
-    at ``reveal`` or when the round is voided, and notices for events it declines.
+    """One Q Poker table (docs/rules/qpoker.md): feed it events in order; it returns one outcome per
+    round, at ``reveal`` or when the round is voided, and notices for events it declines.
 
     It accepts the real stream and the published one alike: a ``withheld`` placeholder takes
     its cards' place in the dealing order, and the later events marked ``"withheld": true`` fill
@@ -719,7 +720,8 @@ def _identified(event: CardDealt | HandDealt) -> CardDealt | HandDealt:
 
 class Publication:
     """The published stream of one table: its events with face-down cards withheld until the
-    rules open them (CONTRACT.md: the dealer's cards never appear in any message before reveal).
+    rules open them (docs/contract.md: the dealer's cards never appear in any message before
+    reveal).
 
     Call :meth:`admit` with each event after ``table.feed(event)``. A face-down card or hand is
     published as a ``withheld`` placeholder at its place in the deal (carrying, in ``exposed``,

@@ -1,4 +1,5 @@
-"""Q Poker hands (RULES.md §1, Art. 4 and Art. 8, Reading R-Q1): class and order of three cards.
+"""Q Poker hands (docs/rules/qpoker.md, Art. 4 and Art. 8, Reading R-Q1): class and order of three
+cards.
 
 This module owns the order of cards and of three-card hands: a hand's class, which of two hands
 wins, and whether the dealer qualifies (Art. 9.4). It knows nothing of rounds, seats or wagers.
@@ -41,7 +42,7 @@ class HandClass(IntEnum):
 
     @property
     def label(self) -> str:
-        """The class's name in outcome records (CONTRACT.md), e.g. ``"three_of_a_kind"``."""
+        """The class's name in outcome records (docs/contract.md), e.g. ``"three_of_a_kind"``."""
         return self.name.lower()
 
 

@@ -1,4 +1,4 @@
-"""The shuffler-dealer's driver: its messages in, the normalized events of CONTRACT.md out.
+"""The shuffler-dealer's driver: its messages in, the normalized events of docs/contract.md out.
 
 Owns what the machine's messages mean as events (:func:`normalize`, pure), the machine's
 identity (``info``) and its last known :class:`~tabled.drivers.shuffler.protocol.Status`, on top of

@@ -2,8 +2,8 @@
 their presence, the async stream from injected records and from pyudev's real netlink monitor,
 and the udev rules' syntax (config/99-tabled.rules).
 
-The real-monitor tests inject genuine libudev-format uevents over netlink (FIELD-NOTES "udev"),
-so pyudev's real kernel filter and parser are on the path; they need root and are skipped with
+The real-monitor tests inject genuine libudev-format uevents over netlink (tests/uevents.py), so
+pyudev's real kernel filter and parser are on the path; they need root and are skipped with
 the reason where that cannot run.
 """
 

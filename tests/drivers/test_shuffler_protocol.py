@@ -1,7 +1,7 @@
 """The shuffler-dealer's protocol, normalization and scripted sessions, without any I/O.
 
 Round trips and garbage for the message catalogue, the documented byte-level examples, the
-events each message stands for (CONTRACT.md; Q Poker Art. 7(2), 11.2, 11.3, 11.5; baccarat
+events each message stands for (docs/contract.md; Q Poker Art. 7(2), 11.2, 11.3, 11.5; baccarat
 Art. 1, 7), the machine's status, and the simulator's sessions, including through a link fed in
 any chunking.
 """

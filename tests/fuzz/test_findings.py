@@ -49,7 +49,7 @@ def test_a_run_of_escaped_bytes_is_cut_off_at_the_buffer_cap() -> None:
 
 @pytest.mark.parametrize("nesting", ["[", '{"v":'])
 def test_json_nested_past_the_stack_is_an_event_error(nesting: str) -> None:
-    """parse_line let RecursionError out (CONTRACT.md, tabled replay: malformed input is
+    """parse_line let RecursionError out (docs/contract.md, tabled replay: malformed input is
     reported, not a crash)."""
     with pytest.raises(EventError, match="not JSON"):
         parse_line(nesting * 100_000)

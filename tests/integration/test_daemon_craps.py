@@ -34,7 +34,7 @@ async def test_rolls_arrive_as_outcomes_equal_to_replay(tmp_path: Path, broker: 
     try:
         async with Subscriber("127.0.0.1", broker.port, "tabled/lab/t1/#") as sub:
             daemon.start()
-            # the no-roll is an outcome of its own (CONTRACT.md)
+            # the no-roll is an outcome of its own (docs/contract.md)
             outcomes = await sub.wait_for("/outcome", ROLLS + 1, alive=daemon)
             await sub.wait_for("/fault", 1, alive=daemon)
             events = sub.on("/event")

@@ -705,7 +705,7 @@ def voided_by_the_dealer(rng: random.Random, rounds: int) -> set[int]:
 
 async def test_no_dealer_card_is_published_or_logged_before_its_round_ends(
         tmp_path: Path, broker: Mosquitto) -> None:
-    """CONTRACT.md (qpoker) and docs/mqtt.md: the dealer's cards appear in no message and no
+    """docs/contract.md (qpoker) and docs/mqtt.md: the dealer's cards appear in no message and no
     log line before the event that ends the round. Several dozen rounds in shuffler mode
     (Art. 7(2)), seats drawn by the machine, the daemon at debug, every message on ``#``.
 

@@ -57,7 +57,7 @@ def _pg_bin(name: str) -> str | None:
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PgServer]:
     """A PostgreSQL server for the session. The server refuses to run as root: as root it runs
-    as the package's ``postgres`` user, in a directory that user owns (FIELD-NOTES.md)."""
+    as the package's ``postgres`` user, in a directory that user owns."""
     initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
     if initdb is None or pg_ctl is None:
         pytest.skip("PostgreSQL is not installed (make system-deps installs it)")

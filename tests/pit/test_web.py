@@ -3,8 +3,8 @@
 Everything is real: Mosquitto, three ``tabled run`` daemons with simulated devices (a baccarat
 shoe dealing a known, seeded shoe; electronic dice; a Q Poker shuffler-dealer with a dealer
 console signing decisions and reveals), ``tabled pit`` as a subprocess serving its page, and
-Debian's Chromium driven by Playwright (FIELD-NOTES.md: ``/usr/bin/chromium``, never
-``playwright install``). The tests run in order against one floor:
+Debian's Chromium driven by Playwright (``/usr/bin/chromium``, never ``playwright install``,
+which downloads a browser of its own). The tests run in order against one floor:
 
 1. the floor shows every table (six: three games, two device families);
 2. the known shoe draws exactly the cells ``tabled roads`` computes from the same stream;
@@ -50,7 +50,7 @@ playwright_sync = pytest.importorskip("playwright.sync_api")
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "docs" / "images"
 CHROMIUM = "/usr/bin/chromium"
-#: FIELD-NOTES.md and the machine notes: as root, no sandbox; and no background networking,
+#: As root, no sandbox; and no background networking,
 #: which this machine's closed network refuses many times a second.
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update",

@@ -1,5 +1,6 @@
 """Baccarat rules core, by example: one test (or one parametrised family) per observable article of
-RULES.md §3 and per project Reading, each asserting exact outcome records through ``feed``."""
+docs/rules/baccarat.md and per project Reading, each asserting exact outcome records through
+``feed``."""
 
 from __future__ import annotations
 

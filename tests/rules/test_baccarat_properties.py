@@ -1,8 +1,8 @@
 """Baccarat rules core, by property: whole shoes of 6-12 decks, shuffled at random and dealt under
 random options, with demonstrations, burns, a cut card and harmless events strewn between hands.
 
-The expectations come from a reference dealer written here straight from RULES.md Art. 9 and
-Reading R-B1, independent of the implementation's state machine; totals and winners are
+The expectations come from a reference dealer written here straight from docs/rules/baccarat.md Art.
+9 and Reading R-B1, independent of the implementation's state machine; totals and winners are
 recomputed from the cards the records list (Art. 5).
 """
 
@@ -47,7 +47,8 @@ def total(cards: list[str]) -> int:
 
 
 def reference_hand(shoe: Iterator[str], method: int) -> tuple[list[str], list[str], list[str]]:
-    """One hand dealt as RULES.md words Art. 9 and R-B1: (player, banker, cards in shoe order)."""
+    """One hand dealt as docs/rules/baccarat.md words Art. 9 and R-B1: (player, banker, cards in
+    shoe order)."""
     order = [next(shoe) for _ in range(4)]
     player, banker = [order[0], order[2]], [order[1], order[3]]
     if total(player) < 8 and total(banker) < 8:
@@ -235,7 +236,8 @@ def test_art11_art12_art16_art17_settlement_never_pays_a_losing_bet(stream: Stre
 def test_contract_records_validate_against_the_outcome_schema(
     stream: Stream, outcome_validator: Draft202012Validator
 ) -> None:
-    """CONTRACT.md: every baccarat record validates against contract/schemas/outcome.schema.json."""
+    """docs/contract.md: every baccarat record validates against
+    contract/schemas/outcome.schema.json."""
     for outcome in run(stream):
         outcome_validator.validate(outcome.to_record())
 

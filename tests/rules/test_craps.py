@@ -1,4 +1,4 @@
-"""Craps, article by article and Reading by Reading (RULES.md §2, CONTRACT.md "craps").
+"""Craps, article by article and Reading by Reading (docs/rules/craps.md, docs/contract.md "craps").
 
 Each test names the article or Reading it proves and asserts the records the table publishes.
 """

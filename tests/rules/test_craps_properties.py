@@ -1,4 +1,4 @@
-"""Craps properties over any sequence of throws (RULES.md §2, CONTRACT.md "craps")."""
+"""Craps properties over any sequence of throws (docs/rules/craps.md, docs/contract.md "craps")."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def test_the_point_state_machine_stays_consistent(stream: list[Event], opts: Cra
 def test_every_record_has_every_key_and_pays_only_on_a_win(
     stream: list[Event], opts: CrapsOptions, outcome_validator: Draft202012Validator
 ) -> None:
-    """CONTRACT.md: every bet key on every record, each citing its article; a win always has
+    """docs/contract.md: every bet key on every record, each citing its article; a win always has
     its pays, nothing else has one; each record validates against the outcome schema."""
     for outcome in outcomes_of(CrapsTable(opts), stream):
         bets = bets_of(outcome)

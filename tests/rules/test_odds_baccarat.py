@@ -1,11 +1,12 @@
-"""Exact baccarat odds (tabled.daemon.rules.odds.baccarat) against the rules core and RULES.md §3.
+"""Exact baccarat odds (tabled.daemon.rules.odds.baccarat) against the rules core and
+docs/rules/baccarat.md.
 
 The module reads the drawing rules off the rules core (its decision table) and enumerates the
 shoe by value. These tests check each half independently: the decision table against a dealer
-written here from RULES.md Art. 9, the rules core against the decision table on every four-card
-value prefix and every draw, the enumeration against brute force over small physical shoes dealt
-card by card through ``BaccaratTable``, and the whole against random shoes; then the money
-against the pays of Art. 12, 16 and 17 as RULES.md states them.
+written here from docs/rules/baccarat.md Art. 9, the rules core against the decision table on every
+four-card value prefix and every draw, the enumeration against brute force over small physical shoes
+dealt card by card through ``BaccaratTable``, and the whole against random shoes; then the money
+against the pays of Art. 12, 16 and 17 as docs/rules/baccarat.md states them.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ RANKS_OF_VALUE = {v: [r for r in RANKS if CARD_VALUES[r] == v] for v in range(10
 
 
 def reference_deal(values: list[int], method: int) -> tuple[Deal, int]:
-    """RULES.md Art. 9 and R-B1 over card values, written afresh: the deal and cards used."""
+    """docs/rules/baccarat.md Art. 9 and R-B1 over card values, written afresh: the deal and cards
+    used."""
     player, banker = [values[0], values[2]], [values[1], values[3]]
     used = 4
 
@@ -66,8 +68,8 @@ def reference_deal(values: list[int], method: int) -> tuple[Deal, int]:
 
 @pytest.mark.parametrize("method", METHODS)
 def test_the_decision_table_is_art9_as_rules_md_words_it(method: int) -> None:
-    """Every value path the rules core decided ends as a dealer written from RULES.md says, and
-    every path that dealer can take is in the table."""
+    """Every value path the rules core decided ends as a dealer written from docs/rules/baccarat.md
+    says, and every path that dealer can take is in the table."""
     ends = decision_table(method).ends
     for player, banker, third, fourth in product(range(10), repeat=4):
         deal, used = reference_deal([player, 0, 0, banker, third, fourth], method)
@@ -186,7 +188,8 @@ def test_natural_is_either_hand_8_or_9_on_two_cards() -> None:
 
 
 def edges_from_rules_md(method: int, commission: str, decks: int) -> dict[str, Fraction]:
-    """The edges from the deals and the pays as RULES.md Art. 11, 12, 16, 17 state them."""
+    """The edges from the deals and the pays as docs/rules/baccarat.md Art. 11, 12, 16, 17 state
+    them."""
     deals = deal_probabilities(shoe_values(decks), method)
     tie_pays = {1: 14, 2: 9}[method]
     commissioned = {"five_percent": ({7, 8, 9}, Fraction(19, 20)),

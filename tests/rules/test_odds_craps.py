@@ -1,5 +1,5 @@
 """Exact house edges of every craps bet key, from CrapsTable outcomes and money.settle
-(RULES.md §2, tabled.daemon.rules.odds.craps).
+(docs/rules/craps.md, tabled.daemon.rules.odds.craps).
 
 The expected values are the edges the regulator's pay tables imply, per resolved bet (a push
 resolves it); the code computes them from the table's own records, so a wrong payout or a wrong

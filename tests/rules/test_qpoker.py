@@ -1,4 +1,5 @@
-"""Q Poker rounds (RULES.md §1): one example per article and Reading, asserting exact records."""
+"""Q Poker rounds (docs/rules/qpoker.md): one example per article and Reading, asserting exact
+records."""
 
 from __future__ import annotations
 
@@ -580,7 +581,7 @@ def publish(events: Iterable[Event]) -> list[tuple[Event, list[Event]]]:
 
 
 def test_publication_withholds_cards_until_the_rules_open_them() -> None:
-    """CONTRACT.md: players' cards are published when the deal is complete (Art. 9.1), the
+    """docs/contract.md: players' cards are published when the deal is complete (Art. 9.1), the
     dealer's just before the reveal; until then each is a placeholder at its place."""
     deal = hands(STANDARD)
     events = [RoundStart(seats=(1, 3)), *deal, Decision(seat=1, play=True), Reveal()]

@@ -1,4 +1,5 @@
-"""Q Poker hand ranking (RULES.md §1 Art. 4, Art. 8, Reading R-Q1) and its exact combinatorics."""
+"""Q Poker hand ranking (docs/rules/qpoker.md Art. 4, Art. 8, Reading R-Q1) and its exact
+combinatorics."""
 
 from __future__ import annotations
 

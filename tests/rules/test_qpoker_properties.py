@@ -1,6 +1,6 @@
-"""Q Poker properties over random rounds (RULES.md §1, CONTRACT.md): the published stream gives
-the real stream's outcomes and leaks no face-down card early; records keep the contract's shape;
-settlement never pays a losing bet."""
+"""Q Poker properties over random rounds (docs/rules/qpoker.md, docs/contract.md): the published
+stream gives the real stream's outcomes and leaks no face-down card early; records keep the
+contract's shape; settlement never pays a losing bet."""
 
 from __future__ import annotations
 
@@ -279,8 +279,8 @@ def check_equivalent(events: Sequence[Event]) -> None:
 @settings(max_examples=300, deadline=None)
 @given(rounds)
 def test_published_stream_gives_the_real_streams_outcomes(events: list[Event]) -> None:
-    """CONTRACT.md hidden information: the same outcomes from the real and the published stream,
-    and no dealer card (nor a face-down player card mid-deal) published before its time."""
+    """docs/contract.md hidden information: the same outcomes from the real and the published
+    stream, and no dealer card (nor a face-down player card mid-deal) published before its time."""
     check_equivalent(events)
 
 
@@ -358,7 +358,8 @@ def test_records_validate_against_the_outcome_schema(events: list[Event]) -> Non
 @settings(max_examples=200, deadline=None)
 @given(rounds, st.integers(min_value=0, max_value=10**9))
 def test_settlement_never_pays_a_losing_bet(events: list[Event], stake: int) -> None:
-    """Every Q Poker result settles as RULES.md "Money" says: a lost bet pays nothing, a fold
+    """Every Q Poker result settles as docs/rules/README.md "Money" says: a lost bet pays nothing, a
+    fold
     returns half (rounded down), a void returns the stake, a win returns more than it."""
     for output in feed_all(QPokerTable(), events):
         if not isinstance(output, Outcome):

@@ -2,7 +2,7 @@
 
 This package owns the exact combinatorics of the three games as the rules core plays them:
 the probability of each outcome class of a round, and the house edge of every bet of
-CONTRACT.md under the table's regulated options. Each figure is computed from the rules core's
+docs/contract.md under the table's regulated options. Each figure is computed from the rules core's
 own code (tables dealt, hands ranked, results settled by :func:`tabled.daemon.rules.money.settle`),
 in
 exact fractions, never by simulation, so a rule change moves the odds with it.

@@ -1,4 +1,5 @@
-"""Exact baccarat odds (RULES.md §3): the first hand of a full shoe of 6 to 12 decks, card by card.
+"""Exact baccarat odds (docs/rules/baccarat.md): the first hand of a full shoe of 6 to 12 decks,
+card by card.
 
 This module owns the composition-exact analysis of one hand: the probability of every way a hand
 can end (winner, totals, natural, cards drawn), the pair probabilities, and the house edge of the

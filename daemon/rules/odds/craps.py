@@ -1,4 +1,5 @@
-"""Exact craps odds (RULES.md §2): the distribution of a throw and the house edge of every bet key.
+"""Exact craps odds (docs/rules/craps.md): the distribution of a throw and the house edge of every
+bet key.
 
 This module owns the analysis behind ``tabled odds --game craps``. A wager is followed through a
 Markov chain whose states are (the table's point, where the wager stands: its bet key) and whose

@@ -47,7 +47,7 @@ class Odds:
     ``probabilities`` names the outcome classes a round can be counted by (baccarat ``player``,
     ``banker``, ``tie``, ``natural``, ``player_pair``, ``banker_pair``; craps the totals ``"2"``
     to ``"12"``; Q Poker the six hand classes and ``dealer_qualifies``), each an exact
-    probability per round. ``bets`` maps every bet name of CONTRACT.md to its :class:`BetOdds`.
+    probability per round. ``bets`` maps every bet name of docs/contract.md to its :class:`BetOdds`.
     Each game's subclass adds the typed detail behind them. ``decks`` is the shoe size the
     figures are for (baccarat only).
     """

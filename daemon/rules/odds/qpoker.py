@@ -1,4 +1,5 @@
-"""Exact Q Poker odds (RULES.md §1): hand classes, Dobo, and Play under the best fold strategy.
+"""Exact Q Poker odds (docs/rules/qpoker.md): hand classes, Dobo, and Play under the best fold
+strategy.
 
 This module owns the combinatorics of one 52-card deck (Art. 1) behind ``tabled odds --game
 qpoker``: how many of the 22,100 three-card hands fall in each class of Art. 8, how often the
