@@ -133,14 +133,15 @@ class CheckResult:
 
 
 class KitError(Exception):
-    """The kit cannot run as asked (an unknown family or check, a family that does not load)."""
+    """The kit's exception root; raised as itself when the kit cannot run as asked (an unknown
+    family or check, a family that does not load)."""
 
 
-class CheckFailed(Exception):
+class CheckFailed(KitError):
     """A check found the family wanting; the message says what and where."""
 
 
-class CheckSkipped(Exception):
+class CheckSkipped(KitError):
     """A check that does not apply to the family; the message says why (printed)."""
 
 
@@ -451,12 +452,14 @@ class Session:
         problems: list[str] = []
         drivers, self._drivers = self._drivers, []
         for driver in drivers:
-            driver.close("conformance kit done")
             try:
+                driver.close("conformance kit done")
                 async with asyncio.timeout(T_CLOSE):
                     await driver.wait_closed()
             except TimeoutError:
                 problems.append(f"a driver did not close within {T_CLOSE:g} s of close()")
+            except Exception as exc:  # whatever the family does, the rest is released
+                problems.append(f"closing a driver raised {_unexpected(exc)}")
         devices, self._devices = self._devices, []
         for device in devices:
             try:
@@ -464,6 +467,8 @@ class Session:
                     await device.stop()
             except TimeoutError:
                 problems.append(f"a simulated device did not stop within {T_CLOSE:g} s")
+            except Exception as exc:
+                problems.append(f"stopping a simulated device raised {_unexpected(exc)}")
         return problems
 
     async def close(self) -> list[str]:
