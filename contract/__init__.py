@@ -10,3 +10,8 @@ from typing import Final
 
 #: The version of the public contract (``"v"`` of every event and outcome record).
 CONTRACT_VERSION: Final = 1
+
+
+class ContractError(ValueError):
+    """The one exception root of the contract: something that is not what the contract says
+    (a malformed event, a line that is not one)."""

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeAlias
 
-from tabled.contract import CONTRACT_VERSION
+from tabled.contract import CONTRACT_VERSION, ContractError
 from tabled.contract.devices import DEVICE_KINDS
 
 RANKS = "A23456789TJQK"
@@ -47,7 +47,7 @@ DECLARATIONS: dict[str, tuple[str, ...]] = {
 _DECLARED: frozenset[str] = frozenset(word for words in DECLARATIONS.values() for word in words)
 
 
-class EventError(ValueError):
+class EventError(ContractError):
     """A malformed event: not JSON, an unknown type, a bad card or die, a missing field."""
 
 
@@ -64,11 +64,16 @@ GAME_REQUIRED: Mapping[str, Mapping[str, tuple[str, ...]]] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Meta:
-    """Where an event came from: the device id, its per-device sequence number, its timestamp."""
+    """Where an event came from: the device id, its per-device sequence number, its timestamp,
+    and which of the device's messages it stands for (``boot``: the device's boot id, ``msg``:
+    its message number from that boot; docs/protocols/framing.md, exactly-once delivery;
+    ``device_boot``/``device_msg`` in JSON)."""
 
     device: str | None = None
     seq: int | None = None
     ts: str | None = None
+    boot: int | None = None
+    msg: int | None = None
 
 
 _NO_META = Meta()
@@ -147,18 +152,22 @@ class HandDealt(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Decision(Event):
-    """Q Poker: a seat plays (``play=True``) or folds (Art. 9.2-9.3)."""
+    """Q Poker: a seat plays (``play=True``) or folds (Art. 9.2-9.3); with ``round``, only in
+    that round (:data:`FOR_A_ROUND`)."""
 
     TYPE: ClassVar[str] = "decision"
     seat: int
     play: bool
+    round: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reveal(Event):
-    """Q Poker: the dealer turns the dealer's cards; the round is settled."""
+    """Q Poker: the dealer turns the dealer's cards; the round is settled. With ``round``, only
+    that round (:data:`FOR_A_ROUND`)."""
 
     TYPE: ClassVar[str] = "reveal"
+    round: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -190,10 +199,12 @@ class Fault(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Void(Event):
-    """The dealer voids the current round."""
+    """The dealer voids the current round; with ``round``, only that round
+    (:data:`FOR_A_ROUND`)."""
 
     TYPE: ClassVar[str] = "void"
     reason: str | None = None
+    round: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -217,6 +228,17 @@ class Declare(Event):
     TYPE: ClassVar[str] = "declare"
     result: str
     round: int | None = None
+
+
+#: The event types whose optional ``round`` (a positive integer, an addition to contract v1)
+#: names the round the dealer's command is for: the number that round's outcome carries. A
+#: command reaches the daemon later than the dealer gave it (a slow network, a console that
+#: sends again when no reply came), and the table may have begun another round meanwhile: the
+#: rules core declines a ``decision``, ``reveal`` or ``void`` naming a round other than the one
+#: it would act on (notice ``for_another_round``) and changes nothing. Without ``round`` the
+#: event acts on whatever round is open, as before. A ``declare`` names the round it declares
+#: (without it, the round decided last), and decides nothing either way.
+FOR_A_ROUND: frozenset[str] = frozenset({"decision", "reveal", "void", "declare"})
 
 
 #: The extra field of a ``hand`` (or ``card``) event that lists which of its cards were seen face
@@ -259,7 +281,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     )
 }
 
-_META_KEYS = frozenset({"v", "type", "device", "seq", "ts"})
+_META_KEYS = frozenset({"v", "type", "device", "seq", "ts", "device_boot", "device_msg"})
 # Tuples, not sets: encoding must put the fields in the same order in every process.
 _FIELDS: dict[str, tuple[str, ...]] = {
     "shoe_start": ("decks",),
@@ -269,12 +291,12 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "card": ("card", "face_up", "seat"),
     "round_start": ("seats",),
     "hand": ("seat", "cards", "face_up"),
-    "decision": ("seat", "play"),
-    "reveal": (),
+    "decision": ("seat", "play", "round"),
+    "reveal": ("round",),
     "roll": ("dice",),
     "no_roll": ("reason",),
     "fault": ("code", "detail"),
-    "void": ("reason",),
+    "void": ("reason", "round"),
     "withheld": ("seat", "count"),
     "declare": ("result", "round"),
 }
@@ -304,16 +326,20 @@ def _slot_setters(cls: type[Any], *names: str) -> tuple[Callable[[Any, Any], Non
 
 
 _new = object.__new__
-_set_device, _set_seq, _set_ts = _slot_setters(Meta, "device", "seq", "ts")
+_set_device, _set_seq, _set_ts, _set_boot, _set_msg = _slot_setters(
+    Meta, "device", "seq", "ts", "boot", "msg")
 _set_card_meta, _set_card_extra, _set_card, _set_face_up, _set_seat = _slot_setters(
     CardDealt, "meta", "extra", "card", "face_up", "seat")
 
 
-def _new_meta(device: str | None, seq: int | None, ts: str | None) -> Meta:
+def _new_meta(device: str | None, seq: int | None, ts: str | None, boot: int | None,
+              msg: int | None) -> Meta:
     meta: Meta = _new(Meta)
     _set_device(meta, device)
     _set_seq(meta, seq)
     _set_ts(meta, ts)
+    _set_boot(meta, boot)
+    _set_msg(meta, msg)
     return meta
 
 
@@ -377,7 +403,8 @@ def _text(obj: Mapping[str, Any], key: str, etype: str) -> str:
 
 def _meta(obj: Mapping[str, Any]) -> Meta:
     device, seq, ts = obj.get("device"), obj.get("seq"), obj.get("ts")
-    if device is None and seq is None and ts is None:
+    boot, msg = obj.get("device_boot"), obj.get("device_msg")
+    if device is None and seq is None and ts is None and boot is None and msg is None:
         return _NO_META
     if device is not None and not isinstance(device, str):
         raise EventError(f"device {device!r} is not a string")
@@ -385,7 +412,10 @@ def _meta(obj: Mapping[str, Any]) -> Meta:
         raise EventError(f"seq {seq!r} is not a non-negative integer")
     if ts is not None and not isinstance(ts, str):
         raise EventError(f"ts {ts!r} is not an RFC 3339 string")
-    return _new_meta(device, seq, ts)
+    for key, value in (("device_boot", boot), ("device_msg", msg)):
+        if value is not None and not (_is_int(value) and 0 <= value <= 0xFFFFFFFF):
+            raise EventError(f"{key} {value!r} is not a 32-bit unsigned integer")
+    return _new_meta(device, seq, ts, boot, msg)
 
 
 # One parser per event type: (object, meta, extra) -> event.
@@ -418,12 +448,26 @@ def _parse_hand(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event
                      face_up=_optional_bool(obj, "face_up"), meta=meta, extra=extra)
 
 
+def parse_round(value: Any) -> int | None:
+    """An optional ``round`` field (absent: None), a positive integer (not ``true``, not
+    ``1.0``), or :class:`EventError`; shared with the console's commands."""
+    if value is None:
+        return None
+    if not (_is_int(value) and value >= 1):
+        raise EventError(f"round {value!r} is not a positive integer")
+    return int(value)
+
+
 def _parse_decision(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
     play = _required(obj, "play", "decision")
     if not isinstance(play, bool):
         raise EventError(f"play {play!r} is not a boolean")
     return Decision(seat=int(_seat(_required(obj, "seat", "decision"), dealer_allowed=False)),
-                    play=play, meta=meta, extra=extra)
+                    play=play, round=parse_round(obj.get("round")), meta=meta, extra=extra)
+
+
+def _parse_reveal(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
+    return Reveal(round=parse_round(obj.get("round")), meta=meta, extra=extra)
 
 
 def _parse_round_start(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
@@ -477,7 +521,8 @@ def _parse_withheld(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> E
 
 
 def _parse_void(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    return Void(reason=_optional_str(obj, "reason"), meta=meta, extra=extra)
+    return Void(reason=_optional_str(obj, "reason"), round=parse_round(obj.get("round")),
+                meta=meta, extra=extra)
 
 
 def parse_declaration(result: Any, round_no: Any = None) -> tuple[str, int | None]:
@@ -485,9 +530,7 @@ def parse_declaration(result: Any, round_no: Any = None) -> tuple[str, int | Non
     command), or :class:`EventError`."""
     if not isinstance(result, str) or result not in _DECLARED:
         raise EventError(f"result {result!r} is not one of {', '.join(sorted(_DECLARED))}")
-    if round_no is not None and not (_is_int(round_no) and round_no >= 1):
-        raise EventError(f"round {round_no!r} is not a positive integer")
-    return result, round_no
+    return result, parse_round(round_no)
 
 
 def _parse_declare(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
@@ -506,7 +549,7 @@ _PARSERS: dict[str, _Parser] = {
     "round_start": _parse_round_start, "shoe_start": _parse_shoe_start, "burn": _parse_burn,
     "fault": _parse_fault, "no_roll": _parse_no_roll, "withheld": _parse_withheld,
     "void": _parse_void, "cut_card": _fieldless(CutCard), "demo": _fieldless(Demo),
-    "reveal": _fieldless(Reveal), "declare": _parse_declare,
+    "reveal": _parse_reveal, "declare": _parse_declare,
 }
 assert _PARSERS.keys() == EVENT_TYPES.keys()
 
@@ -560,7 +603,8 @@ def check_for_game(event: Event, game: str) -> None:
 #: (A missing optional field is left out of the object; ``null`` is no value of any of them:
 #: event.schema.json, and a parse-encode round trip that kept what came in, both say so.)
 _TYPED: dict[str, tuple[str, ...]] = {
-    etype: ("device", "seq", "ts", *known) for etype, known in _FIELDS.items()
+    etype: ("device", "seq", "ts", "device_boot", "device_msg", *known)
+    for etype, known in _FIELDS.items()
 }
 
 
@@ -693,6 +737,10 @@ def event_to_dict(ev: Event) -> dict[str, Any]:
         if value is None:
             continue
         out[name] = list(value) if isinstance(value, tuple) else value
+    if meta.boot is not None:
+        out["device_boot"] = meta.boot
+    if meta.msg is not None:
+        out["device_msg"] = meta.msg
     out.update(ev.extra)
     return out
 

@@ -127,4 +127,9 @@ class Notice:
         return out
 
 
+#: The notice of a dealer's command (``decision``, ``reveal``, ``void``) whose ``round`` names
+#: another round than the one the table would act on (``tabled.contract.events.FOR_A_ROUND``):
+#: it came late, or early; the rules decline it and change nothing.
+FOR_ANOTHER_ROUND = "for_another_round"
+
 Output: TypeAlias = Outcome | Notice

@@ -17,11 +17,13 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from tabled.daemon.errors import DaemonError
+
 #: Where Debian puts the broker when /usr/sbin is not on PATH.
 _CANDIDATES = ("mosquitto", "/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto")
 
 
-class BrokerError(RuntimeError):
+class BrokerError(DaemonError, RuntimeError):
     """Mosquitto is missing or would not start."""
 
 

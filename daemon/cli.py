@@ -57,15 +57,16 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
         for key, reason in exc.errors:
             print(f"{exc.path}: {key}: {reason}", file=sys.stderr)
         return 2
+    from tabled.daemon.rules import game_policy
     from tabled.daemon.rules.options import declare
 
     print(f"{args.file}: ok ({config.table.game} at {config.table.site}/{config.table.id}, "
           f"{len(config.devices)} devices, options {declare(config.game_options())})")
-    if config.table.game == "qpoker" and not config.commands.enabled:
-        # valid, and useless: only a dealer console sends Q Poker's decisions and reveal
-        print(f"{args.file}: warning: commands: a Q Poker table needs its dealer console, and "
-              "[commands] enabled = false: no decision or reveal can reach the daemon, so every "
-              "round will end void (qpoker.art11.1, the reveal was due). Set [commands] "
+    console = game_policy(config.table.game).needs_console
+    if console is not None and not config.commands.enabled:
+        # valid, and useless: the game's rounds are settled through the dealer console
+        print(f"{args.file}: warning: commands: a {config.table.game} table needs its dealer "
+              f"console, and [commands] enabled = false: {console}. Set [commands] "
               "enabled = true and hmac_key_file (`tabled console keygen --out FILE` makes a "
               "key; docs/console.md).", file=sys.stderr)
     return 0
@@ -131,23 +132,31 @@ def _journal_path(args: argparse.Namespace) -> str:
 def _cmd_journal(args: argparse.Namespace) -> int:
     import json
 
-    from tabled.daemon.journal import Journal, JournalError
+    from tabled.daemon.journal import Head, Journal, JournalError
 
+    expect = None
+    if getattr(args, "expect_head", None):
+        try:
+            expect = Head.parse(args.expect_head)
+        except ValueError as exc:
+            print(f"tabled journal: --expect-head: {exc}", file=sys.stderr)
+            return 2
     try:
         journal = Journal(_journal_path(args), create=False)
-    except JournalError as exc:
+    except (JournalError, OSError) as exc:  # a file it may not read: one line, no traceback
         print(f"tabled journal: {exc}", file=sys.stderr)
         return 2
     try:
         if args.journal_command == "verify":
-            result = journal.verify()
+            result = journal.verify(expect)
             if result.ok:
-                print(f"ok: {result.rows} records, hash chain intact")
+                print(f"ok: {result.rows} records, hash chain intact, head {result.head}@"
+                      f"{result.rows}" + (", the witness's head is in it" if expect else ""))
                 return 0
             print(f"BROKEN at record {result.first_bad_id}: {result.reason} "
                   f"({result.rows} records read)", file=sys.stderr)
             return 1
-        for rnd in journal.recall(args.last):
+        for rnd in journal.recall(args.last, round_no=args.round):
             if args.json:
                 print(json.dumps({"round": rnd.round, "events": [i.body for i in rnd.inputs],
                                   "outcome": rnd.outcome}, separators=(",", ":")))
@@ -180,7 +189,7 @@ def _cmd_odds(args: argparse.Namespace) -> int:
 
     from tabled.daemon.rules.odds import odds
     from tabled.daemon.rules.odds.render import markdown, text
-    from tabled.daemon.rules.options import OptionError, parse_options
+    from tabled.daemon.rules.options import OPTION_TYPES, OptionError, parse_options
 
     def refuse(reason: str) -> int:
         print(f"tabled odds: {reason}", file=sys.stderr)
@@ -193,7 +202,7 @@ def _cmd_odds(args: argparse.Namespace) -> int:
                           "or --json with it")
         print(markdown(args.game))
         return 0
-    if args.decks is not None and args.game != "baccarat":
+    if args.decks is not None and "decks" not in OPTION_TYPES[args.game].__dataclass_fields__:
         return refuse(f"--decks is for baccarat only ({args.game} has no shoe)")
     try:
         options = parse_options(args.game, raw)
@@ -262,8 +271,16 @@ def register(sub: Any) -> None:
         where.add_argument("--config", "-c", metavar="FILE")
         where.add_argument("--journal", metavar="PATH")
         if name == "recall":
-            action.add_argument("--last", type=int, default=10, metavar="N")
+            which = action.add_mutually_exclusive_group()
+            which.add_argument("--last", type=int, default=10, metavar="N",
+                               help="the last N rounds (default 10)")
+            which.add_argument("--round", type=int, metavar="N", help="round N alone")
             action.add_argument("--json", action="store_true", help="one JSON object per round")
+        else:
+            action.add_argument("--expect-head", metavar="HASH[@ROWS]",
+                                help="a head a witness holds (the birth record's journal.head, "
+                                "as the floor recorded it): the journal must hold that row, "
+                                "with that hash, or it was cut")
         action.set_defaults(func=_cmd_journal)
 
     lp = sub.add_parser("listen", help="print the normalized events a device sends (JSON lines)")

@@ -33,7 +33,9 @@ from tabled.contract.events import (
     ShoeStart,
     Void,
     parse_declaration,
+    parse_round,
 )
+from tabled.daemon.errors import DaemonError
 
 #: Command names (the last topic level of ``…/cmd/<name>``).
 COMMANDS = ("decision", "reveal", "void", "new_shoe", "declare")
@@ -41,7 +43,7 @@ COMMANDS = ("decision", "reveal", "void", "new_shoe", "declare")
 MAX_NONCES = 100_000
 
 
-class CommandRejected(Exception):
+class CommandRejected(DaemonError):
     """A command refused; ``reason`` is one of forged, stale, replayed, malformed, unknown."""
 
     def __init__(self, reason: str, detail: str) -> None:
@@ -87,14 +89,14 @@ def _event(name: str, args: dict[str, Any], source: dict[str, Any]) -> Event:
                 raise EventError(f"seat {seat!r} is not a positive integer")
             if not isinstance(play, bool):
                 raise EventError(f"play {play!r} is not a boolean")
-            return Decision(seat=seat, play=play, extra=source)
+            return Decision(seat=seat, play=play, round=_round(args), extra=source)
         if name == "reveal":
-            return Reveal(extra=source)
+            return Reveal(round=_round(args), extra=source)
         if name == "void":
             reason = args.get("reason", "dealer_console")
             if not isinstance(reason, str):
                 raise EventError(f"reason {reason!r} is not a string")
-            return Void(reason=reason, extra=source)
+            return Void(reason=reason, round=_round(args), extra=source)
         if name == "declare":
             # the dealer's call of a result ("banker", "seven_out"), for the pit to compare
             result, round_no = parse_declaration(args.get("result"), args.get("round"))
@@ -105,6 +107,16 @@ def _event(name: str, args: dict[str, Any], source: dict[str, Any]) -> Event:
         return ShoeStart(decks=decks, extra=source)
     except EventError as exc:
         raise CommandRejected("malformed", str(exc)) from None
+
+
+def _round(args: dict[str, Any]) -> int | None:
+    """The round a decision, reveal or void is for (``args["round"]``, optional): the rules
+    decline the command in any other round (``for_another_round``), so that one that arrives
+    late — a console sending again, a slow network — cannot act on the round that began
+    meanwhile. Present, it is a positive integer; ``null`` is no round."""
+    if "round" in args and args["round"] is None:
+        raise EventError("round is null: a command without a round leaves it out")
+    return parse_round(args.get("round"))
 
 
 class CommandGate:

@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from tabled.daemon.errors import DaemonError
 from tabled.daemon.rules import game_policy
 from tabled.daemon.rules.options import GameOptions, OptionErrors, build_options
 from tabled.daemon.secrets import read_secret
@@ -306,7 +307,7 @@ class Problems(ValueError):
         self.problems = problems
 
 
-class ConfigError(Exception):
+class ConfigError(DaemonError):
     """An unusable configuration. ``errors`` lists ``(key, reason)`` pairs, one per problem."""
 
     def __init__(self, path: str, errors: list[tuple[str, str]]) -> None:

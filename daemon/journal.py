@@ -22,6 +22,14 @@ wrote, it reads them from the file again before writing: a failure whose cause h
 disk freed, an I/O error that passed, rows written behind its back) never leaves it writing from
 a position the file has left.
 
+It is the journal's one owner, and each writer gets a typed part of it, not the file: the table
+runtime the :class:`EventLog` (events and what they caused), the publisher the
+:class:`DeliveryLog` (what the broker acknowledged, the numbers of non-durable messages), the
+command gate and start-up the :class:`AuditLog` (starts, refused commands, spent nonces).
+
+The file's format is versioned (SQLite's ``user_version``): opening a journal written by an
+older release migrates it in place (:data:`MIGRATIONS`), one written by a newer one is refused.
+
 It never publishes, never reads the rules, and never logs a row's body (it may hold face-down
 cards).
 """
@@ -42,10 +50,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-SCHEMA_VERSION: Final = 1
+from tabled.daemon.errors import DaemonError
+
+#: The file format this code writes. 1: release 0.1.0 (which did not record it: a journal
+#: without a version is 1); 2: the version recorded, delivery numbers under typed meta keys.
+SCHEMA_VERSION: Final = 2
 #: How often the checkpoint thread copies the WAL into the database, seconds.
 T_CHECKPOINT: Final = 1.0
 GENESIS: Final = b"\x00" * 32
+#: How much a probe of a failing disk writes: more than a busy commit (an event with an outcome
+#: and its published copies, a few KiB), so that a disk that takes it takes the next commit.
+PROBE_BYTES: Final = 256 * 1024
 #: Topics whose messages are durable: journaled, sequenced, re-published until acknowledged.
 DURABLE_TOPICS: Final = ("event", "outcome", "fault")
 
@@ -72,8 +87,21 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 _SET_META = ("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
              "value = excluded.value")
 
+#: The statements that take a journal from version N to N + 1, each run in one transaction.
+#: 1 -> 2 changes no table: release 0.1.0's rows and meta keys are read as they are; it only
+#: starts recording the version, so that a later change of format knows where it starts.
+MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
+    1: (),
+}
 
-class JournalError(Exception):
+# The meta keys, all here: the publisher's and the numbering's positions (their values are
+# decimal integers). "seq:<kind>" is each non-durable sequence's last number.
+_ACKED_KEY: Final = "acked_id"
+_PROBE_KEY: Final = "probe"
+_STATUS_KIND: Final = "status"
+
+
+class JournalError(DaemonError):
     """The journal could not make a record durable (disk full, unwritable, corrupt)."""
 
 
@@ -180,6 +208,32 @@ class VerifyResult:
     rows: int
     first_bad_id: int | None = None
     reason: str = ""
+    #: The last row's hash (hex): what the table publishes as its journal's head, for a
+    #: witness to hold (``journal verify --expect-head``).
+    head: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """A journal's head: its row count and its last row's hash. The table publishes it in its
+    retained birth record and its metrics, so that the floor holds a copy: a journal cut back
+    behind a head a witness holds fails ``journal verify --expect-head``."""
+
+    rows: int
+    hash: str
+
+    def __str__(self) -> str:
+        return f"{self.hash}@{self.rows}"
+
+    @classmethod
+    def parse(cls, text: str) -> Head:
+        """``HASH@ROWS`` (as printed), or ``HASH`` alone (then the row is the last one)."""
+        digest, _, rows = text.partition("@")
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest.lower()):
+            raise ValueError(f"{digest!r} is not a SHA-256 hash in hex")
+        if rows and not rows.isdigit():
+            raise ValueError(f"{rows!r} is not a row count")
+        return cls(int(rows) if rows else 0, digest.lower())
 
 
 @dataclass(slots=True)
@@ -236,9 +290,13 @@ class Journal:
                 columns = {row[1] for row in self._db.execute("PRAGMA table_info(journal)")}
                 if "acked" not in columns:  # a journal from before the column
                     self._db.execute("ALTER TABLE journal ADD COLUMN acked INTEGER")
+                self._migrate()
         except (sqlite3.Error, OSError) as exc:
             self._unlock()
             raise JournalError(f"{self.path}: cannot open: {exc}") from exc
+        self.events = EventLog(self)
+        self.delivery = DeliveryLog(self)
+        self.audit = AuditLog(self)
         self._acked_to_record: int | None = None
         self._checkpointer: tuple[threading.Thread, threading.Event] | None = None
         self._last_hash, self._last_id = GENESIS, 0
@@ -256,7 +314,7 @@ class Journal:
 
     # -- writing --------------------------------------------------------------------------------
 
-    def note_acked(self, acked_id: int) -> None:
+    def _note_acked(self, acked_id: int) -> None:
         """The broker acknowledged every output up to ``acked_id``: recorded with the next
         write's transaction (no commit of its own), so that a crash re-publishes little.
 
@@ -265,17 +323,17 @@ class Journal:
         page in every commit's WAL, measured at 0.1-0.15 ms of each commit on this disk."""
         self._acked_to_record = acked_id
 
-    def save_acked(self) -> None:
+    def _save_acked(self) -> None:
         """Make the noted position durable now, with a commit of its own, if no write has
         carried it yet (the publisher calls this when idle and when the connection ends)."""
         pending = self._acked_to_record
         if pending is None:
             return
-        self.set_meta("acked_id", str(pending))
+        self._set_meta(_ACKED_KEY, str(pending))
         if self._acked_to_record == pending:
             self._acked_to_record = None
 
-    def write(self, entries: Sequence[Entry], ts: str) -> list[StoredOutput]:
+    def _write(self, entries: Sequence[Entry], ts: str) -> list[StoredOutput]:
         """Make ``entries`` durable in one transaction; return the outputs as stored.
 
         Raises :class:`JournalError` and leaves the journal unchanged if the commit fails.
@@ -332,25 +390,35 @@ class Journal:
             self._acked_to_record = None
         return stored
 
-    def set_meta(self, key: str, value: str) -> None:
+    def _set_meta(self, key: str, value: str) -> None:
         try:
             self._end_transaction()
             self._db.execute(_SET_META, (key, value))
         except sqlite3.Error as exc:
             raise JournalError(f"{self.path}: meta write failed: {exc}") from exc
 
-    def get_meta(self, key: str, default: str | None = None) -> str | None:
+    def _get_meta(self, key: str, default: str | None = None) -> str | None:
         rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
         return default if not rows else str(rows[0][0])
 
-    def probe(self) -> None:
-        """A small durable write, to learn whether the disk takes writes again, after reading
-        the positions from the file if a write failed (so that the next write can go on)."""
+    def _probe(self) -> None:
+        """A durable write as large as a busy commit, to learn whether the disk takes writes
+        again, after reading the positions from the file if a write failed (so that the next
+        write can go on). A one-row write is not enough: a full disk can take it and still
+        refuse the next commit (the fault campaign saw the daemon go online and degrade again
+        50 ms later); so the probe writes :data:`PROBE_BYTES` in one transaction, and then
+        removes them, leaving the pages free for the commits that follow."""
         try:
             self._settle()
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("CREATE TABLE IF NOT EXISTS probe (data BLOB)")
+            self._db.execute("INSERT INTO probe VALUES (zeroblob(?))", (PROBE_BYTES,))
+            self._db.execute(_SET_META, (_PROBE_KEY, str(self._last_id)))
+            self._db.execute("COMMIT")
+            self._db.execute("DELETE FROM probe")
         except sqlite3.Error as exc:
-            raise JournalError(f"{self.path}: read failed: {exc}") from exc
-        self.set_meta("probe", str(self._last_id))
+            self._rollback()
+            raise JournalError(f"{self.path}: probe failed: {exc}") from exc
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -361,18 +429,26 @@ class Journal:
     def next_seq(self, topic: str) -> int:
         return self._next_seq[topic]
 
-    def inputs(self, after_id: int = 0) -> Iterator[StoredInput]:
-        """Every accepted input in order: what the rules core is rebuilt from."""
+    @property
+    def version(self) -> int:
+        """The file format version (:data:`SCHEMA_VERSION` once opened for writing)."""
+        rows = self._read("PRAGMA user_version")
+        return int(rows[0][0]) or 1
+
+    def inputs(self, after_id: int = 0, before_id: int | None = None) -> Iterator[StoredInput]:
+        """Every accepted input in order (after ``after_id``, before ``before_id``): what the
+        rules core is rebuilt from."""
         try:
             cur = self._db.execute(
                 "SELECT id, source, body FROM journal WHERE kind = 'input' AND id > ? "
-                "ORDER BY id", (after_id,))
+                "AND id < ? ORDER BY id",
+                (after_id, before_id if before_id is not None else 1 << 62))
             for row_id, source, body in cur:
                 yield StoredInput(row_id, source, json.loads(body))
         except sqlite3.Error as exc:
             raise JournalError(f"{self.path}: read failed: {exc}") from exc
 
-    def has_input(self, after_id: int, key: str, value: str) -> bool:
+    def _has_input(self, after_id: int, key: str, value: str) -> bool:
         """Whether an input after ``after_id`` has ``key`` set to the string ``value`` (did a
         write that reported failure reach the file all the same?)."""
         needle = _dumps({key: value})[1:-1]  # "key":"value", as the bodies are written
@@ -380,26 +456,26 @@ class Journal:
                           "instr(body, ?) > 0 LIMIT 1", (after_id, needle))
         return bool(rows)
 
-    def outputs_after(self, after_id: int, limit: int = 500) -> list[StoredOutput]:
+    def _outputs_after(self, after_id: int, limit: int = 500) -> list[StoredOutput]:
         """Outputs with id > ``after_id``, oldest first (store-and-forward reads these)."""
         rows = self._read(
             "SELECT id, topic, stream_seq, body FROM journal WHERE kind = 'output' AND id > ? "
             "ORDER BY id LIMIT ?", (after_id, limit))
         return [StoredOutput(*row) for row in rows]
 
-    def count_outputs_after(self, after_id: int) -> int:
+    def _count_outputs_after(self, after_id: int) -> int:
         """How many outputs have an id above ``after_id`` (not yet acknowledged, if it is the
         acknowledged position)."""
         rows = self._read("SELECT COUNT(*) FROM journal WHERE kind = 'output' AND id > ?",
                           (after_id,))
         return int(rows[0][0])
 
-    def acked_id(self) -> int:
+    def _acked_id(self) -> int:
         """Every output with an id up to this one was acknowledged by the broker: the later
         of the position the publisher persists in ``meta`` and the last one that rode on a
         write (a row recording position P has an id above P, so only rows after the persisted
         position need looking at)."""
-        persisted = int(self.get_meta("acked_id", "0") or 0)
+        persisted = int(self._get_meta(_ACKED_KEY, "0") or 0)
         rows = self._read("SELECT MAX(acked) FROM journal WHERE id > ?", (persisted,))
         return max(persisted, int(rows[0][0] or 0))
 
@@ -410,41 +486,89 @@ class Journal:
                 total += os.stat(f"{self.path}{suffix}").st_size
         return total
 
-    def verify(self) -> VerifyResult:
-        """Recompute the hash chain from the first row; report the first row that breaks it."""
+    def head(self) -> Head:
+        """The journal's head as the file holds it."""
+        last_hash, last_id = self._tail()
+        return Head(last_id, last_hash.hex())
+
+    def verify(self, expect: Head | None = None) -> VerifyResult:
+        """Recompute the hash chain from the first row; report the first row that breaks it.
+
+        A chain intact to its last row can still have lost its tail (rows deleted from the
+        end leave a shorter, valid chain). Two things catch that: the journal's own positions
+        (the broker's acknowledged position, the last probe) may not lie beyond its last row;
+        and ``expect``, a head a witness holds (the floor's copy of the birth record's
+        ``journal``), must be a row of this chain: that row, with that hash."""
         prev = GENESIS
         rows = 0
-        cur = self._db.execute(
-            "SELECT id, kind, topic, stream_seq, source, round, ts, body, hash FROM journal "
-            "ORDER BY id"
-        )
-        for expected_id, (*row, stored_hash) in enumerate(cur, 1):
+        witnessed: bytes | None = None
+        chain = self._rows("SELECT id, kind, topic, stream_seq, source, round, ts, body, hash "
+                           "FROM journal ORDER BY id")
+        for expected_id, (*row, stored_hash) in enumerate(chain, 1):
             rows = expected_id
             if row[0] != expected_id:
                 return VerifyResult(False, rows, row[0], f"row {expected_id} is missing")
             prev = _row_hash(prev, row)
             if prev != stored_hash:
                 return VerifyResult(False, rows, row[0], "hash does not match the row")
-        return VerifyResult(True, rows)
+            if expect is not None and expected_id == expect.rows:
+                witnessed = prev
+        head = prev.hex() if rows else ""
+        for name, position in self._positions():
+            if position > rows:
+                return VerifyResult(False, rows, rows + 1,
+                                    f"the tail was cut: the journal's {name} is record "
+                                    f"{position}, its last record is {rows}", head)
+        if expect is not None:
+            if expect.rows == 0:  # a hash alone: the journal's head
+                witnessed = prev if rows else None
+                expect = Head(rows, expect.hash)
+            if expect.rows > rows:
+                return VerifyResult(False, rows, rows + 1,
+                                    f"the tail was cut: the witness holds record "
+                                    f"{expect.rows}, the last record is {rows}", head)
+            if witnessed is None or witnessed.hex() != expect.hash:
+                return VerifyResult(False, rows, expect.rows,
+                                    f"record {expect.rows} is not the one the witness holds "
+                                    f"(its hash differs)", head)
+        return VerifyResult(True, rows, head=head)
 
-    def recall(self, last: int) -> list[RecalledRound]:
-        """The last ``last`` rounds that have an outcome, each with the inputs that led to it
-        (game recall). Inputs after the last outcome (a round in progress) are not shown."""
-        outcome_rows = self._read(
-            "SELECT id, round, body FROM journal WHERE kind = 'output' AND topic = 'outcome' "
-            "ORDER BY id DESC LIMIT ?", (last,))
-        outcome_rows.reverse()
+    def _positions(self) -> list[tuple[str, int]]:
+        """The record positions the journal itself wrote down besides its rows."""
+        out = []
+        for name, key in (("acknowledged position", _ACKED_KEY), ("last probe", _PROBE_KEY)):
+            value = self._get_meta(key)
+            if value is not None and value.isdigit():
+                out.append((name, int(value)))
+        rows = self._read("SELECT MAX(acked) FROM journal")
+        if rows and rows[0][0] is not None:
+            out.append(("acknowledged position", int(rows[0][0])))
+        return out
+
+    def recall(self, last: int = 10, *, round_no: int | None = None) -> list[RecalledRound]:
+        """The last ``last`` rounds that have an outcome — or, with ``round_no``, that round
+        alone — each with the inputs that led to it (game recall). Inputs after the last
+        outcome (a round in progress) are not shown."""
+        if round_no is not None:
+            outcome_rows = self._read(
+                "SELECT id, round, body FROM journal WHERE kind = 'output' AND "
+                "topic = 'outcome' AND round = ? ORDER BY id", (round_no,))
+        else:
+            outcome_rows = self._read(
+                "SELECT id, round, body FROM journal WHERE kind = 'output' AND "
+                "topic = 'outcome' ORDER BY id DESC LIMIT ?", (last,))
+            outcome_rows.reverse()
         if not outcome_rows:
             return []
         first_id = outcome_rows[0][0]
         before = self._read(
             "SELECT MAX(id) FROM journal WHERE kind = 'output' AND topic = 'outcome' AND id < ?",
             (first_id,))[0][0] or 0
-        inputs = list(self.inputs(after_id=before))
+        inputs = list(self.inputs(after_id=before, before_id=outcome_rows[-1][0]))
         rounds = []
         start = before
-        for row_id, round_no, body in outcome_rows:
-            rec = RecalledRound(round=round_no, outcome=json.loads(body))
+        for row_id, number, body in outcome_rows:
+            rec = RecalledRound(round=number, outcome=json.loads(body))
             rec.inputs = [i for i in inputs if start < i.id < row_id]
             rounds.append(rec)
             start = row_id
@@ -483,6 +607,28 @@ class Journal:
         self._unlock()  # last: the next writer finds the file closed
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        """Bring the file to :data:`SCHEMA_VERSION`, one step per transaction; refuse a file
+        written by a newer release (its format is not this code's to guess)."""
+        found = int(self._db.execute("PRAGMA user_version").fetchone()[0]) or 1
+        if found > SCHEMA_VERSION:
+            raise JournalError(f"{self.path}: written by a newer tabled (journal format "
+                               f"{found}; this one knows up to {SCHEMA_VERSION})")
+        for version in range(found, SCHEMA_VERSION):
+            self._db.execute("BEGIN IMMEDIATE")
+            for statement in MIGRATIONS[version]:
+                self._db.execute(statement)
+            self._db.execute(f"PRAGMA user_version={version + 1}")
+            self._db.execute("COMMIT")
+
+    def _rows(self, sql: str) -> Iterator[tuple[Any, ...]]:
+        """A query's rows one at a time (a journal may not fit in memory); a failing disk is a
+        JournalError."""
+        try:
+            yield from self._db.execute(sql)
+        except sqlite3.Error as exc:
+            raise JournalError(f"{self.path}: read failed: {exc}") from exc
 
     def _read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         """A query's rows; a failing disk is a JournalError like a failing write."""
@@ -534,3 +680,112 @@ class Journal:
     def _rollback(self) -> None:
         with contextlib.suppress(sqlite3.Error):  # no transaction was open if BEGIN failed
             self._db.execute("ROLLBACK")
+
+
+# -- each writer's part of the journal --------------------------------------------------------
+
+
+class EventLog:
+    """The table runtime's part: each accepted event with everything it caused, in one
+    transaction, and the inputs the rules state is rebuilt from."""
+
+    __slots__ = ("_journal",)
+
+    def __init__(self, journal: Journal) -> None:
+        self._journal = journal
+
+    @property
+    def owner(self) -> Journal:
+        """The journal this is part of (for whoever owns it: to verify, recall, close)."""
+        return self._journal
+
+    def write(self, entries: Sequence[InputEntry | OutputEntry], ts: str) -> list[StoredOutput]:
+        """Make ``entries`` durable in one transaction (:class:`JournalError` if not, the
+        journal unchanged); the outputs as stored, each with its ``table_seq``."""
+        return self._journal._write(entries, ts)
+
+    def inputs(self, after_id: int = 0) -> Iterator[StoredInput]:
+        return self._journal.inputs(after_id)
+
+    def outputs_after(self, after_id: int, limit: int = 500) -> list[StoredOutput]:
+        """What was written to publish, after ``after_id``, oldest first."""
+        return self._journal._outputs_after(after_id, limit)
+
+    @property
+    def last_id(self) -> int:
+        return self._journal.last_id
+
+    def probe(self) -> None:
+        """A small durable write: does the disk take writes (again)?"""
+        self._journal._probe()
+
+
+class DeliveryLog:
+    """The publisher's part: the durable messages in order, how far the broker acknowledged
+    them, and the last number of each non-durable sequence (``status``, ``device``, ...)."""
+
+    __slots__ = ("_journal",)
+
+    def __init__(self, journal: Journal) -> None:
+        self._journal = journal
+
+    @property
+    def last_id(self) -> int:
+        return self._journal.last_id
+
+    def outputs_after(self, after_id: int, limit: int = 500) -> list[StoredOutput]:
+        return self._journal._outputs_after(after_id, limit)
+
+    def count_outputs_after(self, after_id: int) -> int:
+        return self._journal._count_outputs_after(after_id)
+
+    def acked_id(self) -> int:
+        """Every output up to this id was acknowledged by the broker."""
+        return self._journal._acked_id()
+
+    def note_acked(self, acked_id: int) -> None:
+        """The broker acknowledged up to ``acked_id``: recorded with the next event's
+        transaction (no commit of its own)."""
+        self._journal._note_acked(acked_id)
+
+    def save_acked(self) -> None:
+        """Make the noted position durable now, if no event's transaction carried it."""
+        self._journal._save_acked()
+
+    def last_number(self, kind: str) -> int:
+        """The last number sequence ``kind`` gave (-1: none yet)."""
+        return int(self._journal._get_meta(f"seq:{kind}", "-1") or -1)
+
+    def save_number(self, kind: str, number: int) -> None:
+        """Record that sequence ``kind`` gave ``number`` (a commit of its own)."""
+        self._journal._set_meta(f"seq:{kind}", str(number))
+
+
+class AuditLog:
+    """Start-up's and the command gate's part: each daemon start with its declared options,
+    each refused command, and the nonces of the commands the journal holds."""
+
+    __slots__ = ("_journal",)
+
+    def __init__(self, journal: Journal) -> None:
+        self._journal = journal
+
+    def record_start(self, body: dict[str, Any], ts: str) -> None:
+        self._journal._write([StartEntry(body)], ts)
+
+    def record_rejection(self, body: dict[str, Any], ts: str) -> None:
+        """A refused command, published on ``…/fault`` like the journal's other faults."""
+        self._journal._write([OutputEntry("fault", body)], ts)
+
+    def commands(self) -> Iterator[StoredInput]:
+        """Every input that came from a console (a replay across a restart must be refused)."""
+        return (stored for stored in self._journal.inputs()
+                if stored.source.startswith("console:"))
+
+    def has_input(self, after_id: int, key: str, value: str) -> bool:
+        """Whether an input after ``after_id`` has ``key`` set to the string ``value``."""
+        return self._journal._has_input(after_id, key, value)
+
+    @property
+    def last_id(self) -> int:
+        return self._journal.last_id

@@ -35,6 +35,7 @@ from typing import Any
 
 import structlog
 
+from tabled.contract import CONTRACT_VERSION
 from tabled.contract.events import (
     Event,
     EventError,
@@ -52,19 +53,16 @@ from tabled.contract.faults import (
 from tabled.contract.outcome import Notice, Outcome, Output
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.config import Config
-from tabled.daemon.journal import Entry, InputEntry, Journal, JournalError, OutputEntry, StartEntry
+from tabled.daemon.errors import DaemonError
+from tabled.daemon.journal import EventLog, InputEntry, JournalError, OutputEntry
 from tabled.daemon.logs import event_fields
-from tabled.daemon.rules import Publication, Table, make_table
-from tabled.daemon.rules.options import declare
+from tabled.daemon.rules import Publication, Table, make_table, published_body
 
 log = structlog.get_logger("tabled.runtime")
 
-#: The link's stamps that say which device message an event was (tabled.drivers.link): the
-#: fault that stands for an event not applied keeps them, so the message counts as handled.
-_LINK_STAMPS = ("device_boot", "device_msg")
 
 
-class Degraded(Exception):
+class Degraded(DaemonError):
     """The runtime refuses events: the journal cannot make them durable."""
 
 
@@ -96,8 +94,8 @@ class DeviceProgress:
     def saw(self, event: Event) -> None:
         if event.meta.seq is not None:
             self.next_seq = max(self.next_seq, event.meta.seq + 1)
-        boot, number = event.extra.get("device_boot"), event.extra.get("device_msg")
-        if isinstance(boot, int) and isinstance(number, int) and (
+        boot, number = event.meta.boot, event.meta.msg
+        if boot is not None and number is not None and (
                 boot != self.boot_id or self.last_message is None or number > self.last_message):
             self.boot_id, self.last_message = boot, number
 
@@ -108,7 +106,7 @@ class TableRuntime:
     def __init__(
         self,
         config: Config,
-        journal: Journal,
+        events: EventLog,
         *,
         on_committed: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
@@ -116,7 +114,8 @@ class TableRuntime:
         self.config = config
         self.game = config.table.game
         self.options = config.game_options()
-        self.journal = journal
+        #: The runtime's part of the journal: events and what they caused.
+        self.events = events
         self.on_committed = on_committed
         self._clock = clock
         self.counters: Counter[str] = Counter()
@@ -124,7 +123,7 @@ class TableRuntime:
         self.degraded: str | None = None
         self._stale = False  # the rules state is ahead of the journal: rebuild before use
         self._recovering = False  # staging the fault that stands for an event not applied
-        self._staged: list[Entry] = []
+        self._staged: list[InputEntry | OutputEntry] = []
         self._staged_at: float | None = None
         self.devices: dict[str, DeviceProgress] = {}
         self.table: Table
@@ -142,7 +141,7 @@ class TableRuntime:
         table, publication = self._fresh()
         count = 0
         self.devices.clear()
-        for stored in self.journal.inputs():
+        for stored in self.events.inputs():
             event = parse_event(stored.body)
             self._saw(event)
             outputs = table.feed(event)
@@ -150,13 +149,6 @@ class TableRuntime:
             count += 1
         self.counters["rebuilt_inputs"] = count
         return table, publication
-
-    def record_start(self, version: str, devices: list[dict[str, Any]]) -> None:
-        """Journal this start with the declared regulated options (never changed at run time)."""
-        body = {"version": version, "game": self.game, "options": declare(self.options),
-                "devices": devices, "round_open": self.table.round_open,
-                "next_round": self.table.next_round}
-        self.journal.write([StartEntry(body)], rfc3339_now())
 
     # -- the path of an event ------------------------------------------------------------------
 
@@ -175,9 +167,11 @@ class TableRuntime:
             # stops there; the daemon cannot, and does not apply it either.
             return self._not_applied(event, exc, reason=str(exc))
         try:
+            # the round each published event belongs to, for consoles (docs/mqtt.md)
+            rounds = (self.table.round_of(event), self.table.next_round)
             outputs = self.table.feed(event)
             published = self.publication.admit(event, outputs)
-            entries = self._entries(event, source, outputs, published)
+            entries = self._entries(event, source, outputs, published, rounds)
         except Exception as exc:  # a bug must neither take the table down nor split its state
             return self._not_applied(event, exc)
         self._saw(event)
@@ -191,12 +185,14 @@ class TableRuntime:
         return outputs
 
     def _entries(self, event: Event, source: str, outputs: list[Output],
-                 published: list[Event]) -> list[Entry]:
-        """The journal records of one applied event: the input, what may be published of it,
-        a device fault, the outcomes and the notices."""
+                 published: list[Event], rounds: tuple[int | None, int]
+                 ) -> list[InputEntry | OutputEntry]:
+        """The journal records of one applied event: the input, what may be published of it
+        (with the round it belongs to: ``published_body``), a device fault, the outcomes and
+        the notices."""
         body = event_to_dict(event)  # once: the input and, most often, what is published of it
-        entries: list[Entry] = [InputEntry(source, body)]
-        entries.extend(OutputEntry("event", body if item is event else event_to_dict(item))
+        entries: list[InputEntry | OutputEntry] = [InputEntry(source, body)]
+        entries.extend(OutputEntry("event", published_body(item, event, *rounds, body))
                        for item in published)
         if isinstance(event, Fault):
             entries.append(OutputEntry("fault", {**body, "source": source}))
@@ -256,7 +252,6 @@ class TableRuntime:
         extra: dict[str, Any] = {"source": "daemon", NOT_APPLIED_TYPE: event.TYPE}
         if isinstance(event, Fault):
             extra[NOT_APPLIED_CODE] = event.code
-        extra.update((key, event.extra[key]) for key in _LINK_STAMPS if key in event.extra)
         fault = Fault(code=EVENT_NOT_APPLIED, detail=detail, meta=event.meta, extra=extra)
         if self._recovering:
             # The rules failed on the fault too: keep the state the journal gives, say so.
@@ -275,7 +270,7 @@ class TableRuntime:
         staged, self._staged = self._staged, []
         started, self._staged_at = self._staged_at, None
         try:
-            self.journal.write(staged, rfc3339_now())
+            self.events.write(staged, rfc3339_now())
         except JournalError as exc:
             self._degrade(str(exc))
             return False
@@ -322,7 +317,7 @@ class TableRuntime:
     def check_journal(self) -> bool:
         """A small durable write to a healthy journal; a failure degrades the runtime."""
         try:
-            self.journal.probe()
+            self.events.probe()
         except JournalError as exc:
             self._degrade(str(exc))
             return False
@@ -334,7 +329,7 @@ class TableRuntime:
         if self.degraded is None:
             return True
         try:
-            self.journal.probe()
+            self.events.probe()
         except JournalError:
             return False
         if self._stale and not self._try_rebuild():
@@ -345,12 +340,12 @@ class TableRuntime:
 
     def fault_body(self, code: str, detail: str) -> dict[str, Any]:
         """A fault the daemon raises about itself (not journaled when the journal is the fault)."""
-        return {"v": 1, "type": "fault", "code": code, "detail": detail, "source": "daemon",
-                "ts": rfc3339_now()}
+        return {"v": CONTRACT_VERSION, "type": "fault", "code": code, "detail": detail,
+                "source": "daemon", "ts": rfc3339_now()}
 
     @staticmethod
     def _notice_body(notice: Notice, event: Event) -> dict[str, Any]:
-        body: dict[str, Any] = {"v": 1, "type": "notice", **notice.to_dict(),
+        body: dict[str, Any] = {"v": CONTRACT_VERSION, "type": "notice", **notice.to_dict(),
                                 "event": event_fields(event), "ts": rfc3339_now()}
         return body
 

@@ -11,8 +11,10 @@ import os
 import stat
 from pathlib import Path
 
+from tabled.daemon.errors import DaemonError
 
-class SecretError(Exception):
+
+class SecretError(DaemonError):
     """A secret file that is missing, empty, or readable by others than the service."""
 
 

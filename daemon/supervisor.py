@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -82,7 +82,7 @@ class DeviceSupervisor:
         *,
         on_status: StatusSink,
         first_seq: int = 0,
-        records: asyncio.Queue[tuple[str, str | None]] | None = None,
+        discovered: bool = False,
         options: dict[str, Any] | None = None,
     ) -> None:
         self.settings = settings
@@ -92,7 +92,10 @@ class DeviceSupervisor:
         self.runtime = runtime
         self.on_status = on_status
         self.next_seq = first_seq
-        self.records = records  # discovery: ("add", url) / ("remove", None)
+        #: A device with a ``match``: discovery's ("add"/"present", url) and ("remove", None)
+        #: records (:func:`feed_discovery`) tell where it is.
+        self.records: asyncio.Queue[tuple[str, str | None]] | None = (
+            asyncio.Queue() if discovered else None)
         self.options = options or {}
         self.driver: Device | None = None
         self.connected = asyncio.Event()
@@ -233,18 +236,20 @@ class DeviceSupervisor:
     def _arm_lost_timer(self, reason: str) -> None:
         self._disarm_lost_timer()
         loop = asyncio.get_running_loop()
-        self._lost_timer = loop.call_later(self.settings.lost_void_after,
-                                           self._still_lost, reason)
+        self._lost_timer = loop.call_later(self.settings.lost_void_after, self._still_lost,
+                                           reason, self.runtime.table.next_round)
 
     def _disarm_lost_timer(self) -> None:
         if self._lost_timer is not None:
             self._lost_timer.cancel()
             self._lost_timer = None
 
-    def _still_lost(self, reason: str) -> None:
-        """The device did not come back in time while a round was open."""
+    def _still_lost(self, reason: str, lost_in: int) -> None:
+        """The device did not come back in time while the round it was lost in (``lost_in``)
+        was still open: never another round, begun since (from another device)."""
         self._lost_timer = None
-        if self.connected.is_set() or not self.runtime.table.round_open:
+        table = self.runtime.table
+        if self.connected.is_set() or not table.round_open or table.next_round != lost_in:
             return
         detail = f"{self.settings.family} {self.settings.id} not back within " \
                  f"{self.settings.lost_void_after:g} s ({reason})"
@@ -252,7 +257,7 @@ class DeviceSupervisor:
             # baccarat.art10: a dealing error that cannot be corrected voids the hand. Nobody at
             # the table pressed anything, so the void says the dealer may still be dealing it:
             # the cards the shoe sends when it is back are that hand's, not the next one's.
-            self._accept(Void(reason=f"device_lost: {detail}",
+            self._accept(Void(reason=f"device_lost: {detail}", round=lost_in,
                               extra={"source": "daemon", VOID_DEVICE_LOST: True}),
                          "hand cannot be corrected")
         else:
@@ -329,3 +334,28 @@ async def _comes_up(driver: Device, within: float) -> bool:
             waiter.cancel()
         await asyncio.gather(up, closed, return_exceptions=True)
     return up in done
+
+
+async def feed_discovery(supervisors: Sequence[DeviceSupervisor]) -> None:
+    """Hot-plug: pyudev's add/remove events for the devices configured with a match go to
+    their supervisors (docs/udev.md)."""
+    from tabled.drivers.discovery import DeviceMatch, Discovery
+
+    by_id = {sup.settings.id: sup for sup in supervisors if sup.records is not None}
+    matches = {}
+    for device_id, sup in by_id.items():
+        m = sup.settings.match
+        assert m is not None
+        matches[device_id] = DeviceMatch(
+            vendor_id=m.vendor_id, model_id=m.model_id, serial=m.serial, by_id=m.by_id,
+            # a USB serial adapter shows up as its USB device and as its tty: the family says
+            # which one it is opened through
+            subsystem=sup.family.udev_subsystem)
+    async with Discovery(matches, udev=True) as discovery:
+        async for change in discovery:
+            record = change.record
+            log.info("device_discovered", device=change.device_id, action=record.action,
+                     node=record.device_node)
+            queue = by_id[change.device_id].records
+            assert queue is not None
+            queue.put_nowait((record.action, record.url()))

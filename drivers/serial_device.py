@@ -117,14 +117,12 @@ class SerialDevice(asyncio.Protocol):
 
     def emit(self, event: Event) -> None:
         """Stamp ``event`` with device id, sequence number and time, and hand it on."""
-        meta = Meta(device=self.device_id, seq=self.next_seq, ts=rfc3339_now())
+        boot, number = self._message if self._message is not None else (None, None)
+        meta = Meta(device=self.device_id, seq=self.next_seq, ts=rfc3339_now(), boot=boot,
+                    msg=number)
         self.next_seq += 1
         self.counters["events"] += 1
-        if self._message is not None:
-            boot_id, number = self._message
-            event = replace(event, extra={**event.extra, "device_boot": boot_id,
-                                          "device_msg": number})
-        self._sink.emit(replace(event, meta=meta))
+        self._sink.emit(replace(event, meta=meta))  # one copy: the event with where it came from
 
     def send(self, kind: int, payload: bytes = b"") -> None:
         """Send a family message to the device (reliably, in order)."""

@@ -231,14 +231,14 @@ class AlertEngine:
             return
         if m.stream in DURABLE and m.table_seq is not None:
             await self._sequence(m, m.table_seq)
-        family = m.topic.family
-        if family == "status" and applied:
+        channel = m.topic.channel
+        if channel == "status" and applied:
             await self._status(m)
-        elif family == "device" and applied:
+        elif channel == "device" and applied:
             await self._device(m)
-        elif family == "fault":
+        elif channel == "fault":
             await self._fault(m)
-        elif family == "outcome" and m.payload.get("status") == "void":
+        elif channel == "outcome" and m.payload.get("status") == "void":
             p = m.payload
             await self._raise(AlertSpec(
                 m.site, m.table, "void", f"round {p.get('round')}", "minor",

@@ -17,6 +17,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 from tabled.pit.config import UserSettings
+from tabled.pit.errors import PitError
 
 Role = Literal["viewer", "supervisor"]
 Action = Literal["view", "acknowledge", "close"]
@@ -28,7 +29,7 @@ PERMISSIONS: dict[Role, frozenset[Action]] = {
 }
 
 
-class Forbidden(Exception):
+class Forbidden(PitError):
     """The user's role does not allow the action."""
 
     def __init__(self, user: User, action: str) -> None:

@@ -21,6 +21,7 @@ from argon2.low_level import Type
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tabled.daemon.secrets import read_secret
+from tabled.pit.errors import PitError
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # safe inside an MQTT topic level and a client id
 _LEVEL = r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$"
@@ -331,7 +332,7 @@ class PitConfig(_Strict):
         return self.mqtt.client_id or f"tabled-pit-{self.pit.id}"
 
 
-class ConfigError(Exception):
+class ConfigError(PitError):
     """An unusable configuration. ``errors`` lists ``(key, reason)`` pairs, one per problem."""
 
     def __init__(self, path: str, errors: list[tuple[str, str]]) -> None:

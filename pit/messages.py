@@ -17,6 +17,7 @@ from typing import Any
 
 from tabled.contract.events import EventError, parse_event
 from tabled.contract.outcome import GAMES
+from tabled.pit.errors import PitError
 
 #: Streams whose ``table_seq`` the daemon makes contiguous and durable (docs/mqtt.md): gaps in
 #: them are real losses.
@@ -33,7 +34,7 @@ RESERVED_TABLE = "pit"
 MAX_PAYLOAD = 256 * 1024
 
 
-class Malformed(ValueError):
+class Malformed(PitError, ValueError):
     """A message the pit cannot use; ``reason`` says why (for the log and the record)."""
 
 
@@ -51,7 +52,7 @@ class Topic:
         return None
 
     @property
-    def family(self) -> str:
+    def channel(self) -> str:
         """The stream without the device id: what metrics and the rules switch on."""
         return "device" if self.device is not None else self.stream
 
@@ -91,20 +92,20 @@ class Message:
         """A short word for the record's index: the outcome's status, the event's type, the
         fault's code, the table's or device's state."""
         p = self.payload
-        family = self.topic.family
-        if family == "outcome":
+        channel = self.topic.channel
+        if channel == "outcome":
             return str(p["status"])
-        if family == "event":
+        if channel == "event":
             return str(p["type"])
-        if family == "fault":
+        if channel == "fault":
             return str(p.get("code") or p.get("type"))
-        if family in ("status", "device"):
+        if channel in ("status", "device"):
             return str(p["state"])
-        return family
+        return channel
 
     @property
     def round(self) -> int | None:
-        value = self.payload.get("round") if self.topic.family == "outcome" else None
+        value = self.payload.get("round") if self.topic.channel == "outcome" else None
         return value if isinstance(value, int) else None
 
 
@@ -146,19 +147,19 @@ def parse_message(prefix: str, topic: str, payload: bytes, received_at: float,
     if not isinstance(body, dict):
         raise Malformed("payload is not a JSON object")
     seq = body.get("table_seq")
-    family = where.family
+    channel = where.channel
     if seq is None:
         # docs/mqtt.md: the journal failure is the only message without a number
-        if not (family == "fault" and body.get("durable") is False):
+        if not (channel == "fault" and body.get("durable") is False):
             raise Malformed("no table_seq")
     elif not _int(seq) or seq < 0:
         raise Malformed(f"table_seq {seq!r} is not a non-negative integer")
-    _check_body(family, body)
+    _check_body(channel, body)
     return Message(where, seq, body, text, received_at, retained)
 
 
-def _check_body(family: str, body: dict[str, Any]) -> None:
-    if family == "outcome":
+def _check_body(channel: str, body: dict[str, Any]) -> None:
+    if channel == "outcome":
         if body.get("type") != "outcome" or body.get("v") != 1:
             raise Malformed("an outcome needs v 1 and type outcome")
         if body.get("game") not in GAMES:
@@ -171,21 +172,21 @@ def _check_body(family: str, body: dict[str, Any]) -> None:
             raise Malformed("an outcome needs result and bets objects")
         if body["status"] == "void" and not isinstance(body.get("article"), str):
             raise Malformed("a void outcome needs its article")
-    elif family == "event":
+    elif channel == "event":
         try:
             parse_event(body)
         except EventError as exc:
             raise Malformed(f"event: {exc}") from None
-    elif family == "fault":
+    elif channel == "fault":
         kind = body.get("type")
         if kind not in ("fault", "notice", "command_rejected"):
             raise Malformed(f"fault type {kind!r}")
         if kind in ("fault", "notice") and not isinstance(body.get("code"), str):
             raise Malformed(f"a {kind} needs a code")
-    elif family == "status":
+    elif channel == "status":
         if body.get("state") not in TABLE_STATES:
             raise Malformed(f"table state {body.get('state')!r}")
         if body["state"] == "online" and body.get("game") not in GAMES:
             raise Malformed(f"a birth record names an unknown game {body.get('game')!r}")
-    elif family == "device" and not isinstance(body.get("state"), str):
+    elif channel == "device" and not isinstance(body.get("state"), str):
         raise Malformed("a device status needs a state")

@@ -256,33 +256,51 @@ class BaccaratPanel:
 
 
 Panel = CrapsPanel | QPokerPanel | BaccaratPanel
+#: Each game's panel (the floor's picture of a table's play).
+PANELS: dict[str, Callable[[], Panel]] = {
+    "craps": CrapsPanel, "qpoker": QPokerPanel, "baccarat": BaccaratPanel,
+}
 
 
-def describe(outcome: Mapping[str, Any]) -> str:
-    """The last outcome of a table in one line, for its tile."""
-    game, rnd = outcome.get("game"), outcome.get("round")
-    result = outcome.get("result") or {}
-    if outcome.get("status") == "void":
-        return f"#{rnd} void ({outcome.get('article')}): {outcome.get('void_reason')}"
-    if game == "baccarat":
-        if outcome.get("demo"):
-            return f"#{rnd} demonstration hand"
-        winner = result.get("winner")
-        head = "tie" if winner == "tie" else f"{winner} wins"
-        natural = " natural" if result.get("natural") else ""
-        return (f"#{rnd} {head} {result.get('player_total')}-{result.get('banker_total')}"
-                f"{natural}")
-    if game == "craps":
-        if outcome.get("no_roll"):
-            return f"#{rnd} no roll"
-        dice = result.get("dice") or ["?", "?"]
-        point = result.get("point_after")
-        return (f"#{rnd} {dice[0]}-{dice[1]} = {result.get('total')}, point "
-                f"{'off' if point is None else point}")
+def _describe_baccarat(rnd: Any, outcome: Mapping[str, Any], result: Mapping[str, Any]) -> str:
+    if outcome.get("demo"):
+        return f"#{rnd} demonstration hand"
+    winner = result.get("winner")
+    head = "tie" if winner == "tie" else f"{winner} wins"
+    natural = " natural" if result.get("natural") else ""
+    return f"#{rnd} {head} {result.get('player_total')}-{result.get('banker_total')}{natural}"
+
+
+def _describe_craps(rnd: Any, outcome: Mapping[str, Any], result: Mapping[str, Any]) -> str:
+    if outcome.get("no_roll"):
+        return f"#{rnd} no roll"
+    dice = result.get("dice") or ["?", "?"]
+    point = result.get("point_after")
+    return (f"#{rnd} {dice[0]}-{dice[1]} = {result.get('total')}, point "
+            f"{'off' if point is None else point}")
+
+
+def _describe_qpoker(rnd: Any, outcome: Mapping[str, Any], result: Mapping[str, Any]) -> str:
     dealer = result.get("dealer") or {}
     seats = result.get("seats") or {}
     qualifies = "qualifies" if dealer.get("qualifies") else "does not qualify"
     return f"#{rnd} dealer {dealer.get('hand')} ({qualifies}), {len(seats)} seats"
+
+
+_DESCRIBERS: dict[str, Callable[[Any, Mapping[str, Any], Mapping[str, Any]], str]] = {
+    "baccarat": _describe_baccarat, "craps": _describe_craps, "qpoker": _describe_qpoker,
+}
+
+
+def describe(outcome: Mapping[str, Any]) -> str:
+    """The last outcome of a table in one line, for its tile."""
+    rnd = outcome.get("round")
+    result = outcome.get("result") or {}
+    if outcome.get("status") == "void":
+        return f"#{rnd} void ({outcome.get('article')}): {outcome.get('void_reason')}"
+    describer = _DESCRIBERS.get(str(outcome.get("game")))
+    return f"#{rnd} {outcome.get('status')}" if describer is None else describer(
+        rnd, outcome, result)
 
 
 # -- one table ----------------------------------------------------------------------------------
@@ -523,14 +541,8 @@ class Floor:
         if model.game == game and model.panel is not None:
             return
         model.game = game
-        if game == "craps":
-            model.panel = CrapsPanel()
-        elif game == "qpoker":
-            model.panel = QPokerPanel()
-        elif game == "baccarat":
-            model.panel = BaccaratPanel()
-        else:
-            model.panel = None
+        panel = PANELS.get(game)
+        model.panel = None if panel is None else panel()
 
     def _outcome(self, model: TableModel, payload: Mapping[str, Any],
                  received_at: float) -> bool:

@@ -22,6 +22,7 @@ from tabled.contract.outcome import Notice, Outcome
 from tabled.daemon.rules import make_table
 from tabled.daemon.rules.baccarat import BaccaratResult
 from tabled.daemon.rules.options import BaccaratOptions
+from tabled.pit.errors import PitError
 
 Winner: TypeAlias = Literal["banker", "player", "tie"]
 Side: TypeAlias = Literal["banker", "player"]
@@ -45,7 +46,7 @@ _RED: Final = 0
 _BLUE: Final = 1
 
 
-class RecordError(ValueError):
+class RecordError(PitError, ValueError):
     """An outcome record the roads cannot read: not a baccarat outcome, or missing its result."""
 
 

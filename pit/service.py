@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import structlog
 
+from tabled.contract import CONTRACT_VERSION
 from tabled.daemon.backoff import Backoff
 from tabled.daemon.systemd import Notifier
 from tabled.pit.alerts import AlertEngine
@@ -76,7 +77,7 @@ def alert_payload(alert: Alert, audit: AuditEntry, pit_id: str) -> dict[str, Any
         body[key] = rfc3339(body[key])
     if body["acknowledged"] is not None:
         body["acknowledged"] = {**body["acknowledged"], "at": rfc3339(alert.acked_at)}
-    return {"v": 1, "type": "alert", **body,
+    return {"v": CONTRACT_VERSION, "type": "alert", **body,
             "change": {"audit_id": audit.id, "action": audit.action, "actor": audit.actor,
                        "note": audit.note, "at": rfc3339(audit.at)},
             "pit": pit_id, "ts": rfc3339(time.time())}
@@ -229,20 +230,20 @@ class PitService:
             await self._retrying("record_malformed", lambda: self.store.record_malformed(
                 topic, reason, payload, now, self.actor))
             return
-        family = message.topic.family
-        self.metrics.received.labels(family).inc()
-        if family == "metrics":  # a sample: not recorded (pit.store)
+        channel = message.topic.channel
+        self.metrics.received.labels(channel).inc()
+        if channel == "metrics":  # a sample: not recorded (pit.store)
             self.floor.apply(message)
             await self._retrying("alerts", lambda: self.engine.message(message, None, False))
             return
         recorded = await self._retrying("record", lambda: self.store.record(message,
                                                                             self.actor))
         if recorded.new:
-            self.metrics.recorded.labels(family).inc()
+            self.metrics.recorded.labels(channel).inc()
         elif recorded.status == "duplicate":
-            self.metrics.duplicates.labels(family).inc()
+            self.metrics.duplicates.labels(channel).inc()
         else:
-            self.metrics.conflicts.labels(family).inc()
+            self.metrics.conflicts.labels(channel).inc()
             log.error("seq_conflict", site=message.site, table=message.table,
                       stream=message.stream, table_seq=message.table_seq)
         applied = False
@@ -250,7 +251,7 @@ class PitService:
             applied = self.floor.apply(message)
             if recorded.id is not None and self.config.mqtt.share_group:
                 self._applied[recorded.id] = time.monotonic()
-        elif recorded.status == "duplicate" and family in ("status", "device"):
+        elif recorded.status == "duplicate" and channel in ("status", "device"):
             # every server of a floor receives the state topics, and one of them recorded this
             # copy first: still news to this server's model (which keeps its own order by
             # table_seq); the alert rules ran where it was recorded

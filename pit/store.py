@@ -34,6 +34,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from tabled.pit.errors import PitError
 from tabled.pit.messages import DURABLE, Message
 
 #: Every store operation (one transaction) must finish within this, seconds.
@@ -49,11 +50,11 @@ Severity = Literal["critical", "major", "minor", "info"]
 SEVERITIES: tuple[Severity, ...] = ("critical", "major", "minor", "info")
 
 
-class StoreError(Exception):
+class StoreError(PitError):
     """The database failed or did not answer in time (the operation was not done)."""
 
 
-class AlertActionError(Exception):
+class AlertActionError(PitError):
     """An alert action that cannot be done: no such alert, or not in its current state."""
 
 

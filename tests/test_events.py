@@ -60,10 +60,13 @@ event_dicts = st.one_of(
     st.tuples(seats, st.lists(cards, min_size=1, max_size=4)).flatmap(
         lambda t: _with({"type": "hand", "seat": t[0], "cards": t[1]})
     ),
-    st.tuples(st.integers(1, 12), st.booleans()).flatmap(
-        lambda t: _with({"type": "decision", "seat": t[0], "play": t[1]})
+    st.tuples(st.integers(1, 12), st.booleans(), st.one_of(st.none(), st.integers(1, 10**6))
+              ).flatmap(
+        lambda t: _with({"type": "decision", "seat": t[0], "play": t[1],
+                         **({} if t[2] is None else {"round": t[2]})})
     ),
     _with({"type": "reveal"}),
+    st.integers(1, 10**6).flatmap(lambda r: _with({"type": "reveal", "round": r})),
     st.tuples(st.integers(1, 6), st.integers(1, 6)).flatmap(
         lambda d: _with({"type": "roll", "dice": list(d)})
     ),
@@ -72,6 +75,7 @@ event_dicts = st.one_of(
         lambda c: _with({"type": "fault", "code": c, "detail": "x"})
     ),
     _with({"type": "void", "reason": "dealer"}),
+    st.integers(1, 10**6).flatmap(lambda r: _with({"type": "void", "round": r})),
     st.tuples(seats, st.integers(1, 3)).flatmap(
         lambda t: _with({"type": "withheld", "seat": t[0], "count": t[1]})
     ),

@@ -109,6 +109,8 @@ def _cmd_console(args: argparse.Namespace) -> int:
             command_args = {"reason": args.reason}
         elif name == "new_shoe":
             command_args = {"decks": args.decks}
+        if getattr(args, "round", None) is not None:
+            command_args["round"] = args.round
         return asyncio.run(send_once(target, name, command_args, wait=args.timeout))
     except ConsoleError as exc:
         print(f"tabled console: {exc}", file=sys.stderr)
@@ -197,15 +199,23 @@ def _add_console(sub: Any) -> None:
                         default=argparse.SUPPRESS)
         return ap
 
+    def for_round(ap: argparse.ArgumentParser) -> None:
+        ap.add_argument("--round", type=_positive_int, metavar="N",
+                        help="the round this is for (the number its outcome will carry): in "
+                        "any other round the daemon declines it. Without it, the command is "
+                        "for whatever round is open when it arrives")
+
     dp = action("decision", "a player's decision: Play (--play) or fold (--fold), Art. 9.2-9.3")
     dp.add_argument("--seat", type=_positive_int, required=True, metavar="N")
     choice = dp.add_mutually_exclusive_group(required=True)
     choice.add_argument("--play", dest="play", action="store_true")
     choice.add_argument("--fold", dest="play", action="store_false")
-    action("reveal", "turn the dealer's cards: the round is settled (Art. 9)")
+    for_round(dp)
+    for_round(action("reveal", "turn the dealer's cards: the round is settled (Art. 9)"))
     vp = action("void", "void the open round, with the reason (an article such as "
                 "qpoker.art11.3 is cited as given)")
     vp.add_argument("--reason", required=True)
+    for_round(vp)
     np = action("new-shoe", "baccarat: a new shoe of N decks")
     np.add_argument("--decks", type=_positive_int, required=True, metavar="N")
     kp = actions.add_parser("keygen", help="write a new shared key (mode 0600)",

@@ -28,7 +28,7 @@ import termios
 import tty
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -40,6 +40,7 @@ from tabled.daemon.commands import COMMANDS, sign
 from tabled.daemon.config import ConfigError, load_config
 from tabled.daemon.mqtt import BrokerAddress
 from tabled.daemon.secrets import SecretError, read_secret
+from tabled.tools.errors import ToolError
 from tabled.tools.show import describe
 
 #: Exit statuses of ``tabled console``.
@@ -55,7 +56,7 @@ CARDS_PER_HAND = 3
 AUTO_ATTEMPTS = 3
 
 
-class ConsoleError(Exception):
+class ConsoleError(ToolError):
     """The console cannot do its job: a config, key or broker problem, said for a person."""
 
 
@@ -418,6 +419,11 @@ class RoundView:
     The dealer's cards are counted, never kept: before the reveal the daemon publishes them as
     ``withheld`` placeholders, and the identified dealer hand that comes with the reveal is
     ignored here (the outcome line shows it, after the round).
+
+    The round's number comes from the published events, each of which names the round it
+    belongs to (``round``, docs/mqtt.md), or else from the last outcome: every command the
+    console sends carries the round it shows (:attr:`command_round`), so that a command that
+    reaches the daemon late, in another round, is declined there instead of acting on it.
     """
 
     def __init__(self, game: str) -> None:
@@ -425,6 +431,10 @@ class RoundView:
         self.phase: Phase = "waiting"
         self.seats: dict[int, SeatView] = {}
         self.dealer_cards = 0
+        #: The round of the last round_start shown (its published ``round``), and the round
+        #: named by the last published event that named one.
+        self.current: int | None = None
+        self.latest: int | None = None
         self.last_round: int | None = None
         self.last_outcome: dict[str, Any] | None = None
         self.status: dict[str, Any] | None = None
@@ -442,7 +452,29 @@ class RoundView:
 
     @property
     def round_number(self) -> int | None:
+        """The number of the round being dealt, or of the next one: the published events', or
+        the last outcome's plus one."""
+        if self.current is not None:
+            return self.current
         return None if self.last_round is None else self.last_round + 1
+
+    @property
+    def command_round(self) -> int | None:
+        """The round a command given now is for: the round the console shows. In Q Poker, the
+        round being dealt and decided (its round_start's number), or the round just settled
+        (a reveal then is declined, not applied to the next round); before the console has
+        seen a whole round, the round the last published event named. In the other games,
+        the hand or throw at the table: the later of the last outcome's next and the round
+        the last event named. None when the console has seen nothing that says."""
+        if self.game == "qpoker":
+            if self.phase == "settled":
+                return self.last_round
+            if self.phase == "waiting":
+                return self.latest
+            return self.round_number
+        after = None if self.last_round is None else self.last_round + 1
+        known = [n for n in (after, self.latest) if n is not None]
+        return max(known) if known else None
 
     def apply(self, kind: str, body: dict[str, Any]) -> list[str]:
         """Take one message; return what is news in it, a line each (for a console on a
@@ -466,6 +498,14 @@ class RoundView:
 
     def _event(self, event: dict[str, Any]) -> list[str]:
         kind, seat = event.get("type"), event.get("seat")
+        named = event.get("round")
+        if isinstance(named, int) and not isinstance(named, bool) and named >= 1 \
+                and kind not in ("decision", "reveal", "void", "declare"):  # (a command's own)
+            self.latest = named
+            if kind == "round_start":
+                self.current = named
+        elif kind == "round_start":  # a daemon that does not say: the last outcome's next
+            self.current = None
         number = self.round_number
         head = f"round {number}" if number is not None else "the round"
         if kind == "round_start":
@@ -523,8 +563,9 @@ class RoundView:
                f"{target.console_id} · broker {target.url} {self._connection()}"]
         if self.status:
             out.append(self._status_line())
-        if self.game == "qpoker":
-            out += self._qpoker_lines()
+        round_lines = {"qpoker": self._qpoker_lines}.get(self.game)  # the games with seats
+        if round_lines is not None:
+            out += round_lines()
         if self.last_outcome is not None:
             out.append("last: " + describe(self.last_outcome).strip())
         out += [f"fault: {f}" for f in self.faults]
@@ -704,6 +745,18 @@ class _Terminal:
             pass  # a terminal that went away: the console ends on its input's end
 
 
+#: The commands that name the round they are for (``round`` in their args; docs/mqtt.md).
+ROUND_COMMANDS = ("decision", "reveal", "void")
+
+
+def for_round(action: Action, number: int | None) -> Action:
+    """``action``, a command typed now, for round ``number`` (the round the console shows
+    when the key is pressed, not when the command goes out)."""
+    if action.name not in ROUND_COMMANDS or number is None or "round" in action.args:
+        return action
+    return replace(action, args={**action.args, "round": number})
+
+
 async def interactive(target: ConsoleTarget, stdin: TextIO | None = None,
                       stdout: TextIO | None = None) -> int:
     """The dealer console on a terminal (or driven through a pipe): shows the open round, takes
@@ -769,7 +822,7 @@ async def interactive(target: ConsoleTarget, stdin: TextIO | None = None,
                                 break
                             if action.kind == "command":
                                 message = f"{describe_command(action.name, action.args)}: sent"
-                                outbox.put_nowait(action)
+                                outbox.put_nowait(for_round(action, view.command_round))
                             elif action.text:
                                 message = action.text
                         if quit_now:
@@ -841,14 +894,18 @@ class AutoDealer:
 
     async def _play(self) -> None:
         view = self.view
+        # the round whose deal is complete, named now: while the players think, the table
+        # may end it (a dealer's card exposed) and begin the next, which these are not for
+        named = {} if view.round_number is None else {"round": view.round_number}
         view.phase = "revealed"  # this round is ours to finish: never act on it twice
         for seat in sorted(view.seats):
             if self.think:
                 await asyncio.sleep(self.think * self.rng.uniform(0.5, 1.5))
-            await self._send("decision", {"seat": seat, "play": self.rng.random() < self.play_rate})
+            await self._send("decision", {"seat": seat, "play": self.rng.random() < self.play_rate,
+                                          **named})
         if self.think:
             await asyncio.sleep(self.think)
-        await self._send("reveal", {})
+        await self._send("reveal", named)
         self.rounds_played += 1
 
     async def _send(self, name: str, args: dict[str, Any]) -> None:
@@ -857,7 +914,8 @@ class AutoDealer:
             try:
                 reply = await self.console.command(name, args)
             except ConsoleError as exc:  # no reply, or the connection went: try again (a
-                # decision that did arrive is then declined as repeated, which changes nothing)
+                # command that did arrive is then declined, as repeated or for another round:
+                # it names its round, so it changes nothing)
                 self.said(f"{what}: {exc}" + ("; again" if attempt < AUTO_ATTEMPTS else ""))
                 await asyncio.sleep(1.0)
                 continue

@@ -19,13 +19,23 @@ import json
 import random
 import signal
 import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiomqtt
 
 from tabled.daemon.mqtt import BrokerAddress
-from tabled.tools.console import AutoDealer, TableConsole, command_body, keygen, load_target
+from tabled.tools.console import (
+    ROUND_COMMANDS,
+    AutoDealer,
+    TableConsole,
+    command_body,
+    keygen,
+    load_target,
+)
+from tabled.tools.errors import ToolError
 from tabled.tools.procs import Fleet, FleetError, python, say_safely
 from tabled.tools.show import BetsShown, describe
 
@@ -38,7 +48,7 @@ T_STALL = 60.0
 T_SIM_START = 30.0
 
 
-class DemoError(RuntimeError):
+class DemoError(ToolError, RuntimeError):
     pass
 
 
@@ -68,7 +78,9 @@ class Console:
     """A dealer console on a connection the caller owns, for test rigs that watch the table
     themselves (tests/campaigns): decides and reveals once a deal is complete, publishing each
     command as :func:`tabled.tools.console.command_body` signs it, without waiting for replies.
-    The demos use :class:`tabled.tools.console.AutoDealer` instead."""
+    Each decision and reveal names the round whose deal it saw (the ``round`` its round_start
+    was published with): one that arrives late, in the next round, is declined there. The
+    demos use :class:`tabled.tools.console.AutoDealer` instead."""
 
     def __init__(self, client: aiomqtt.Client, base: str, key: bytes, seed: int) -> None:
         self.client, self.base, self.key = client, base, key
@@ -76,8 +88,12 @@ class Console:
         self.seats: list[int] = []
         self.dealer_cards = 0
         self.armed = False  # a round_start was seen and its deal is not complete yet
+        self.round: int | None = None  # the round of that round_start
 
     async def send(self, name: str, args: dict[str, Any]) -> None:
+        """Publish a command; a decision, reveal or void for the round last begun."""
+        if name in ROUND_COMMANDS and self.round is not None:
+            args = {"round": self.round, **args}
         body = command_body(name, args, "demo-console", self.key)
         await self.client.publish(f"{self.base}/cmd/{name}", json.dumps(body), qos=1)
 
@@ -92,6 +108,8 @@ class Console:
             self.seats = list(event.get("seats") or [])
             self.dealer_cards = 0
             self.armed = True
+            named = event.get("round")
+            self.round = named if isinstance(named, int) and not isinstance(named, bool) else None
         elif kind in ("withheld", "hand", "card") and event.get("seat") == "dealer" \
                 and not event.get("withheld") and self.armed:
             self.dealer_cards += int(event.get("count", len(event.get("cards", [1]))))
@@ -128,22 +146,24 @@ async def _demo(game: str, rounds: int, broker_url: str | None, seed: int, pace:
             broker_url = fleet.start_broker()
             say(f"[demo] private Mosquitto broker at {broker_url}")
         address = BrokerAddress.parse(broker_url)
-        device, sim_args, rules = _devices(game, rounds, seed, pace, work)
-        sim = fleet.spawn("simulator", python("tabled.simulators.cli", *sim_args),
+        recipe = RECIPES[game]
+        device = dict(recipe.device)
+        sim = fleet.spawn("simulator", python("tabled.simulators.cli",
+                                              *recipe.sim_args(rounds, seed, pace, work)),
                           log=work / "simulator.log", stdout=subprocess.PIPE,
                           stdin=subprocess.PIPE)
         printed = await first_line(sim, work / "simulator.log")
-        if game == "craps":  # the dice simulator prints its socket, then the URL to open
+        if recipe.prints_socket_first:  # its socket, then the URL to open
             printed = await first_line(sim, work / "simulator.log")
         device["url"] = printed
-        key_file = keygen(work / "console.key") if game == "qpoker" else None
+        key_file = keygen(work / "console.key") if recipe.console else None
         config = write_table_config(work / "tabled.toml", SITE, table, game, broker_url, device,
-                                    rules, work / "journal.sqlite", key_file)
+                                    recipe.rules, work / "journal.sqlite", key_file)
         say(f"[demo] {game}: simulator and daemon starting (work dir {work})")
         daemon = fleet.spawn("daemon", python("tabled.tools.cli", "run", "-c", str(config)),
                              log=work / "daemon.log")
-        seen = await _watch(address, f"tabled/{SITE}/{table}", game, rounds, seed, daemon, say,
-                            sim, config, bets)
+        seen = await _watch(address, f"tabled/{SITE}/{table}", recipe, rounds, seed, daemon,
+                            say, sim, config, bets)
         where = (f"journal {work / 'journal.sqlite'}" if fleet.keep else
                  "the work dir is removed at exit; --workdir DIR keeps its journal and logs")
         say(f"[demo] {seen} outcomes published and received; {where}")
@@ -169,22 +189,40 @@ async def _demo(game: str, rounds: int, broker_url: str | None, seed: int, pace:
                        + (f"; see {work / 'daemon.log'}" if fleet.keep else ""))
 
 
-def _devices(game: str, rounds: int, seed: int, pace: float,
-             work: Path) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
-    if game == "baccarat":
-        return ({"id": "shoe-1", "family": "shoe"},
-                ["shoe", "--seed", str(seed), "--hands", str(rounds), "--pace", str(pace),
-                 "--link", str(work / "shoe"), "--forever"],
-                {"method": 1, "commission": "five_percent", "last_hand": "this", "decks": 8})
-    if game == "craps":
-        return ({"id": "dice-1", "family": "dice"},
-                ["dice", "--seed", str(seed), "--count", str(rounds), "--pace", str(pace),
-                 "--socket", str(work / "dice.sock"), "--forever"],
-                {"big_bets_on_come_out": True})
-    return ({"id": "shuffler-1", "family": "shuffler"},
-            ["shuffler", "--game", "qpoker", "--seed", str(seed), "--rounds", str(rounds),
-             "--pace", str(pace), "--link", str(work / "shuffler"), "--step", "--forever"],
-            {"positions": 7})
+@dataclass(frozen=True)
+class TableRecipe:
+    """How the demo plays one game: its device (``device``, the simulator's arguments for
+    ``rounds`` at ``pace``), its regulated options, whether the simulator prints its socket
+    before the URL to open, and whether a dealer console settles the rounds (and presses the
+    machine's deal button after each)."""
+
+    device: dict[str, Any]
+    sim_args: Callable[[int, int, float, Path], list[str]]
+    rules: dict[str, Any]
+    prints_socket_first: bool = False
+    console: bool = False
+
+
+RECIPES: dict[str, TableRecipe] = {
+    "baccarat": TableRecipe(
+        {"id": "shoe-1", "family": "shoe"},
+        lambda rounds, seed, pace, work: [
+            "shoe", "--seed", str(seed), "--hands", str(rounds), "--pace", str(pace),
+            "--link", str(work / "shoe"), "--forever"],
+        {"method": 1, "commission": "five_percent", "last_hand": "this", "decks": 8}),
+    "craps": TableRecipe(
+        {"id": "dice-1", "family": "dice"},
+        lambda rounds, seed, pace, work: [
+            "dice", "--seed", str(seed), "--count", str(rounds), "--pace", str(pace),
+            "--socket", str(work / "dice.sock"), "--forever"],
+        {"big_bets_on_come_out": True}, prints_socket_first=True),
+    "qpoker": TableRecipe(
+        {"id": "shuffler-1", "family": "shuffler"},
+        lambda rounds, seed, pace, work: [
+            "shuffler", "--game", "qpoker", "--seed", str(seed), "--rounds", str(rounds),
+            "--pace", str(pace), "--link", str(work / "shuffler"), "--step", "--forever"],
+        {"positions": 7}, console=True),
+}
 
 
 def write_table_config(path: Path, site: str, table: str, game: str, broker_url: str,
@@ -209,14 +247,14 @@ def write_table_config(path: Path, site: str, table: str, game: str, broker_url:
     return path
 
 
-async def _watch(address: BrokerAddress, base: str, game: str, rounds: int, seed: int,
+async def _watch(address: BrokerAddress, base: str, recipe: TableRecipe, rounds: int, seed: int,
                  daemon: subprocess.Popen[Any], say: Any, sim: subprocess.Popen[str],
                  config: Path, bets: BetsShown) -> int:
     seen = 0
     async with contextlib.AsyncExitStack() as stack:
         client = await stack.enter_async_context(aiomqtt.Client(address.host, address.port))
         await client.subscribe(f"{base}/#", qos=1)
-        if game == "qpoker":  # the dealer console, on its own connection, as at a table
+        if recipe.console:  # the dealer console, on its own connection, as at a table
             console = await stack.enter_async_context(
                 TableConsole(load_target(config), watch=True, reconnect=True))
             dealer = AutoDealer(console, seed=seed, said=lambda text: say(f"[console] {text}"))
@@ -235,7 +273,7 @@ async def _watch(address: BrokerAddress, base: str, game: str, rounds: int, seed
                         say(describe(body, bets))
                         if seen >= rounds:
                             return seen
-                        if game == "qpoker" and sim.stdin is not None:
+                        if recipe.console and sim.stdin is not None:
                             sim.stdin.write("deal\n")  # the dealer presses "deal" on the machine
                             sim.stdin.flush()
                     elif topic.endswith("/fault"):

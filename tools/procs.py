@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tabled.daemon.broker import Mosquitto, find_mosquitto
+from tabled.tools.errors import ToolError
 from tabled.tools.reaper import start_time
 
 #: Seconds a child has between SIGTERM and SIGKILL.
@@ -41,7 +42,7 @@ T_BROKER = 10.0
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-class FleetError(RuntimeError):
+class FleetError(ToolError, RuntimeError):
     """A child would not start."""
 
 

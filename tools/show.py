@@ -9,7 +9,7 @@ cards only once the round is revealed; it never sees anything else.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 BetsShown = Literal["main", "all"]
@@ -32,17 +32,13 @@ def describe(outcome: Mapping[str, Any], bets: BetsShown = "main") -> str:
 def _headline(outcome: Mapping[str, Any]) -> str:
     game, rnd = outcome["game"], outcome["round"]
     if outcome["status"] == "void":
-        word = "roll " if game == "craps" else "round"
+        word = _ROUND_WORDS.get(game, "round")
         return f"{word} {rnd:>4}  VOID  {outcome.get('void_reason')}  [{outcome.get('article')}]"
-    result, bets = outcome["result"], outcome.get("bets") or {}
-    if game == "baccarat":
-        return _baccarat(rnd, outcome, result)
-    if game == "craps":
-        return _craps(rnd, outcome, result, bets)
-    return _qpoker(rnd, result, bets)
+    return _HEADLINES[game](rnd, outcome, outcome["result"], outcome.get("bets") or {})
 
 
-def _baccarat(rnd: int, outcome: Mapping[str, Any], result: Mapping[str, Any]) -> str:
+def _baccarat(rnd: int, outcome: Mapping[str, Any], result: Mapping[str, Any],
+              bets: Mapping[str, Any]) -> str:
     if outcome.get("demo"):
         tag = "demonstration hand"
     else:
@@ -85,7 +81,8 @@ def _craps(rnd: int, outcome: Mapping[str, Any], result: Mapping[str, Any],
     return f"roll  {rnd:>4}  {a}-{b} = {result['total']:>2}  {point:<22} " + ", ".join(parts)
 
 
-def _qpoker(rnd: int, result: Mapping[str, Any], bets: Mapping[str, Any]) -> str:
+def _qpoker(rnd: int, outcome: Mapping[str, Any], result: Mapping[str, Any],
+            bets: Mapping[str, Any]) -> str:
     dealer = result["dealer"]
     seats = []
     for seat, info in sorted(result["seats"].items(), key=lambda kv: int(kv[0])):
@@ -108,3 +105,12 @@ def every_bet(outcome: Mapping[str, Any], width: int = 100) -> str:
         items = [f"{name} {_result(bet)}" for name, bet in bets.items()]
     return textwrap.fill(", ".join(items), width=width, initial_indent="        bets: ",
                          subsequent_indent="              ")
+
+
+#: One line per outcome, each game its own way.
+_HEADLINES: dict[str, Callable[[int, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]],
+                               str]] = {
+    "baccarat": _baccarat, "craps": _craps, "qpoker": _qpoker,
+}
+#: What a round is called, where it is not a round.
+_ROUND_WORDS = {"craps": "roll "}

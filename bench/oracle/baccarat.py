@@ -234,6 +234,13 @@ class BaccaratOracle:
         self.demos += 1
         self.next_is_demo = True
 
+    def _at_the_table(self) -> tuple[int, ...]:
+        """The numbers a void may name for the hand at the table: the hand being dealt (or
+        the next), and a hand already voided for a lost shoe that is still being dealt, which
+        a console that counts outcomes calls by the next number."""
+        upcoming = len(self.outcomes) + 1
+        return (upcoming - 1, upcoming) if self.rest_of_void is not None else (upcoming,)
+
     def feed(self, event: Mapping[str, Any]) -> None:
         """Apply one event dict."""
         kind = event["type"]
@@ -242,6 +249,8 @@ class BaccaratOracle:
             return
         if kind == "fault" and event["code"] == "event_not_applied":
             raise OutOfScope("an event the daemon could not apply")
+        if kind == "void" and "round" in event and event["round"] not in self._at_the_table():
+            return  # a void for another hand (it came late): only noticed
         following = self.rest_of_void is not None
         # The dealer stopped the hand: whatever a void hand still lacked will not come. (A void
         # the daemon raised for a lost shoe is not the dealer's: see below.)

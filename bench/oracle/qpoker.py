@@ -172,6 +172,12 @@ class QPokerOracle:
         self._clear()
 
     @property
+    def number(self) -> int:
+        """The number of the round being dealt, or of the next one: every round before it has
+        had its outcome, void ones included."""
+        return len(self.outcomes) + 1
+
+    @property
     def open(self) -> bool:
         """A round has begun: its round_start, or its first dealing event."""
         return self.opened or self.dealing
@@ -255,6 +261,9 @@ class QPokerOracle:
     def feed(self, event: Mapping[str, Any]) -> None:
         """Apply one event dict."""
         kind = event["type"]
+        if kind in ("decision", "reveal", "void") and event.get("round", self.number) \
+                != self.number:
+            return  # the dealer's command for another round (it came late): only noticed
         if self.deal_voided and kind in ("card", "hand"):
             return  # the rest of a deal voided midway: not a new round
         if self.dealer_rest and kind in ("card", "hand"):

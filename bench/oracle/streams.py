@@ -34,6 +34,11 @@ DECK = tuple(rank + suit for rank in "A23456789TJQK" for suit in "SHCD")
 IRREGULAR = 0.04
 #: The share of events of another game slipped in (each gets a notice, nothing else).
 STRAY_EVENT = 0.01
+#: The share of a dealer's commands (decision, reveal, void) that name their round, and the
+#: share of rounds in which a command for an earlier round arrives late (each is declined with
+#: a notice, nothing else: the rounds it lands in are unchanged).
+NAMES_ITS_ROUND = 0.5
+LATE_COMMAND = 0.02
 FOREIGN_EVENTS: dict[str, tuple[Event, ...]] = {
     "baccarat": ({"type": "roll", "dice": [3, 4]}, {"type": "decision", "seat": 1, "play": True},
                  {"type": "reveal"}, {"type": "hand", "seat": 2, "cards": ["AS", "KD", "2C"]},
@@ -122,11 +127,14 @@ class _Shoe:
         shown = self.stream.rng.random() < 0.5
         self.stream.emit("shoe", type="burn", **({"card": card} if shown else {}))
 
-    def deal_hand(self, stop_after: int | None = None) -> None:
-        """Deal one hand by Art. 9, or only its first ``stop_after`` cards."""
+    def deal_hand(self, stop_after: int | None = None, late: Event | None = None) -> None:
+        """Deal one hand by Art. 9, or only its first ``stop_after`` cards; ``late``, a command
+        for an earlier hand, arrives after its first card."""
         rng, stream = self.stream.rng, self.stream
         cards: list[str] = []
         while stop_after is None or len(cards) < stop_after:
+            if len(cards) == 1 and late is not None:
+                stream.emit("console", **late)
             if cards and stop_after is None and not self.cut_out and rng.random() < 0.005:
                 self.burn()  # mid-hand: a notice (Art. 8), the hand goes on
             stream.maybe_foreign()
@@ -139,8 +147,15 @@ class _Shoe:
                 return
 
 
-def _baccarat_shoe(stream: _Stream, method: int, last_hand: str, budget: int) -> int:
-    """Deal one shoe (or its first ``budget`` hands); return how many hands it dealt."""
+def _named(rng: random.Random, number: int) -> dict[str, int]:
+    """A command's ``round``, named or not (``NAMES_ITS_ROUND``)."""
+    return {"round": number} if rng.random() < NAMES_ITS_ROUND else {}
+
+
+def _baccarat_shoe(stream: _Stream, method: int, last_hand: str, budget: int,
+                   first_round: int = 1) -> int:
+    """Deal one shoe (or its first ``budget`` hands), whose first hand is round
+    ``first_round``; return how many hands it dealt."""
     rng = stream.rng
     shoe = _Shoe(stream, method)
     stream.emit("shoe", type="shoe_start", decks=shoe.decks)
@@ -165,15 +180,18 @@ def _baccarat_shoe(stream: _Stream, method: int, last_hand: str, budget: int) ->
         if not was_out and rng.random() < 0.03:
             shoe.burn()  # Art. 8: a burn at the start of a hand
         # A misdeal stays well clear of the cut card, whose hand R-B2 must number plainly.
+        number = first_round + hands  # every hand is one outcome
         if shoe.next + 12 < shoe.cut_at and rng.random() < IRREGULAR:
-            _baccarat_misdeal(shoe, rng.randint(1, shoe.hand_length() - 1))
+            _baccarat_misdeal(shoe, rng.randint(1, shoe.hand_length() - 1), number)
         elif shoe.next + 12 < shoe.cut_at and rng.random() < IRREGULAR / 2:
             # Art. 7: a card out of the shoe between hands is the Player's first; unread, its
             # hand is void (Art. 10) and the dealer stops it there.
             shoe.draw()
             stream.emit("shoe", type="fault", code=UNREADABLE_CARD)
         else:
-            shoe.deal_hand()
+            late = ({"type": "void", "reason": "misdeal", "round": number - 1}
+                    if number > 1 and rng.random() < LATE_COMMAND else None)
+            shoe.deal_hand(late=late)
             if shoe.cut_out and not was_out:
                 after_cut = 0 if last_hand == "this" else 1
             elif after_cut > 0:
@@ -185,17 +203,19 @@ def _baccarat_shoe(stream: _Stream, method: int, last_hand: str, budget: int) ->
     return hands
 
 
-def _baccarat_misdeal(shoe: _Shoe, dealt: int) -> None:
-    """A hand cut short after ``dealt`` cards (Art. 10), one of the ways a table does it."""
-    stream = shoe.stream
+def _baccarat_misdeal(shoe: _Shoe, dealt: int, number: int) -> None:
+    """Hand ``number`` cut short after ``dealt`` cards (Art. 10), one of the ways a table does
+    it."""
+    stream, rng = shoe.stream, shoe.stream.rng
     shoe.deal_hand(stop_after=dealt)
-    how = stream.rng.choice(("void", "round_start", "unreadable", "lost", "lost"))
+    how = rng.choice(("void", "round_start", "unreadable", "lost", "lost"))
     if how == "lost":
         # The daemon voided the hand because the shoe stayed lost (lost_void_after); the dealer
         # saw nothing and dealt on, and the shoe sends the rest when it is back: those cards
-        # are the void hand's, never the next hand's. Now and then the dealer stops it first.
+        # are the void hand's, never the next hand's. Now and then the dealer stops it first,
+        # naming it by its number or, as a console that counts outcomes does, by the next.
         stream.emit("daemon", type="void", reason="device_lost: shoe shoe-1 not back within 3 s",
-                    device_lost=True)
+                    device_lost=True, **_named(rng, number))
         hand = shoe.cards[shoe.next - dealt:shoe.next]
         while not deal(hand, shoe.method).complete:
             if stream.rng.random() < 0.1:
@@ -204,13 +224,14 @@ def _baccarat_misdeal(shoe: _Shoe, dealt: int) -> None:
                     shoe.draw()
                     stream.emit("shoe", type="fault", code=UNREADABLE_CARD)
                 else:
-                    stream.emit("console", type=stop, **({"reason": "dealer_button"}
+                    named = _named(rng, rng.choice((number, number + 1)))
+                    stream.emit("console", type=stop, **({"reason": "dealer_button", **named}
                                                           if stop == "void" else {}))
                 return
             hand.append(shoe.draw())
             stream.emit("shoe", type="card", card=hand[-1])
     elif how == "void":
-        stream.emit("console", type="void", reason="misdeal")
+        stream.emit("console", type="void", reason="misdeal", **_named(rng, number))
     elif how == "round_start":
         stream.emit("console", type="round_start")
     else:
@@ -223,7 +244,7 @@ def baccarat_stream(rng: random.Random, hands: int, method: int, last_hand: str)
     stream = _Stream(rng, "baccarat")
     dealt = 0
     while dealt < hands:
-        dealt += _baccarat_shoe(stream, method, last_hand, hands - dealt)
+        dealt += _baccarat_shoe(stream, method, last_hand, hands - dealt, dealt + 1)
     return stream.events
 
 
@@ -246,7 +267,12 @@ def craps_stream(rng: random.Random, rolls: int) -> list[Event]:
         if draw < 0.04:
             stream.emit("dice", type="no_roll", reason="off_table")  # Art. 1
         elif draw < 0.06:
-            stream.emit("console", type="void", reason="dealer_call")
+            stream.emit("console", type="void", reason="dealer_call",
+                        **_named(rng, outcomes + 1))
+        elif draw < 0.07 and outcomes:  # a void for a throw already decided: declined
+            stream.emit("console", type="void", reason="dealer_call",
+                        round=rng.randint(1, outcomes))
+            continue
         else:
             stream.emit("dice", type="roll", dice=[rng.randint(1, 6), rng.randint(1, 6)])
         outcomes += 1
@@ -421,6 +447,7 @@ def qpoker_stream(rng: random.Random, rounds: int, positions: int = 7) -> list[E
     stream = _Stream(rng, "qpoker")
     left_open = False  # the last round is waiting for a round_start to void it
     after_void = False  # the last round was voided midway: the next must begin with its seats
+    late_commands: list[Event] = []  # the last round's commands, arriving in this one
     made = 0
     while made < rounds:
         made += 1
@@ -447,10 +474,23 @@ def qpoker_stream(rng: random.Random, rounds: int, positions: int = 7) -> list[E
             after_void = True  # a dealing the rules cut short: a round_start must follow
         elif style != "declared" and rng.random() < IRREGULAR:
             game.voided_midway_dealt_on()
-        for device, fields in game.events:
+        events = [(device, {**fields, **_named(rng, made)}
+                   if fields["type"] in ("decision", "reveal", "void") else fields)
+                  for device, fields in game.events]
+        for late in late_commands:  # the last round's console, late: anywhere in this round
+            events.insert(rng.randint(0, len(events)), ("console", late))
+        late_commands = []
+        if rng.random() < LATE_COMMAND:  # the console's commands, sent again or slow
+            late_commands = [dict(fields, round=made) for _, fields in events
+                             if fields["type"] in ("decision", "reveal", "void")]
+        if rng.random() < LATE_COMMAND / 2:  # a command for a round to come: declined too
+            events.insert(rng.randint(0, len(events)),
+                          ("console", {"type": "reveal", "round": made + 1}))
+        for device, fields in events:
             stream.events.append(stream.stamp(device, fields))
         if rng.random() < 0.02:  # between rounds: no round to void, nothing to decide
             stream.emit("shuffler", **dict(rng.choice(SHUFFLER_FAULTS)))
         if rng.random() < 0.01:
-            stream.emit("console", type="decision", seat=rng.choice(game.seats), play=True)
+            stream.emit("console", type="decision", seat=rng.choice(game.seats), play=True,
+                        **_named(rng, made))
     return stream.events

@@ -8,9 +8,9 @@ outcomes. Every void and payout names the article that decides it (``qpoker.art1
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
-from tabled.contract.events import Event
+from tabled.contract.events import FOR_A_ROUND, Event, Withheld, event_to_dict
 from tabled.contract.outcome import GAMES, Game, Notice, Outcome, Output
 from tabled.daemon.rules.options import (
     BaccaratOptions,
@@ -52,6 +52,12 @@ class Table(Protocol):
         """A new publication of this table's stream, following its state from here on."""
         ...
 
+    def round_of(self, event: Event) -> int | None:
+        """The number of the round ``event`` belongs to, were it fed now: the number that
+        round's outcome carries (or carried); None when the table cannot tell. A dealer's
+        command naming another round (``round`` on a decision, reveal or void) is declined."""
+        ...
+
 
 def game_policy(game: str) -> GamePolicy:
     """The demands of ``game`` on the table service (which devices, what a loss means)."""
@@ -80,7 +86,27 @@ def make_table(game: str, options: GameOptions | Mapping[str, str] | None = None
     return QPokerTable(options)
 
 
+def published_body(item: Event, event: Event, own: int | None, opened: int,
+                   event_body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What is published on ``…/event`` of ``item`` — ``event`` itself, its ``withheld``
+    placeholder, or a card the rules open now (Q Poker's :class:`Publication`) — with
+    ``"round"``, the round it belongs to, from which a dealer console learns the round its
+    commands are for (docs/mqtt.md). ``event``'s round is ``own`` (``table.round_of(event)``
+    before it was fed; none when the table cannot tell); a card opened now belongs to the
+    round that was open when ``event`` came (``opened``: ``table.next_round`` then). A command
+    (:data:`~tabled.contract.events.FOR_A_ROUND`) keeps its own ``round``, or has none: added
+    there, it would be checked by a replay of the published stream. The rules read no
+    ``round`` on other events, so the published stream replays as before. ``event_body``,
+    ``event``'s own JSON object if the caller has it, saves encoding it again."""
+    body = (dict(event_body) if item is event and event_body is not None
+            else event_to_dict(item))
+    number = own if item is event or isinstance(item, Withheld) else opened
+    if number is not None and item.TYPE not in FOR_A_ROUND:
+        body["round"] = number
+    return body
+
+
 __all__ = [
     "GAMES", "Game", "GamePolicy", "Loss", "Notice", "Outcome", "Output", "Publication",
-    "PublishAll", "Table", "game_policy", "make_table",
+    "PublishAll", "Table", "game_policy", "make_table", "published_body",
 ]

@@ -38,7 +38,7 @@ from tabled.contract.faults import (
     UNREADABLE_CARD,
     VOID_DEVICE_LOST,
 )
-from tabled.contract.outcome import BetResult, Game, Notice, Outcome, Output
+from tabled.contract.outcome import FOR_ANOTHER_ROUND, BetResult, Game, Notice, Outcome, Output
 from tabled.daemon.rules.options import (
     MAX_DECKS,
     MIN_DECKS,
@@ -368,6 +368,21 @@ class BaccaratTable:
         """Baccarat deals face up (Art. 7): every event is published as it comes."""
         return PublishAll()
 
+    def round_of(self, event: Event) -> int | None:
+        """The number of the round (hand) ``event`` belongs to, were it fed now (the number its
+        outcome carries, or carried): a ``round_start``, ``shoe_start`` or ``demo`` mark belongs
+        to the next hand to begin; while a hand the daemon voided is still being dealt (the
+        shoe stayed lost), the shoe's events are that hand's; a card the daemon cannot place in
+        any hand (adrift, or after a gap in the shoe's numbers) belongs to no round it can
+        name: None. The runtime adds it to the published events."""
+        if isinstance(event, (RoundStart, ShoeStart, Demo)):
+            return self._round + 1 if self._hand is not None else self._round
+        if self._trailing is not None:
+            return self._trailing.number
+        if (isinstance(event, CardDealt) and self._adrift is not None) or self._skips(event):
+            return None
+        return self._round
+
     # -- events
 
     def _card(self, event: CardDealt) -> list[Output]:
@@ -416,6 +431,15 @@ class BaccaratTable:
             ART10,
         ))
         return out
+
+    def _skips(self, event: Event) -> bool:
+        """Whether ``event`` carries a shoe's card number that is not the one due (what
+        :meth:`_numbered` acts on), without acting on it."""
+        number = event.extra.get("card_no") if event.extra else None
+        if not isinstance(number, int) or isinstance(number, bool) \
+                or not isinstance(event, (CardDealt, Burn, Fault)):
+            return False
+        return self._next_card_no is not None and number != self._next_card_no
 
     def _numbered(self, event: Event) -> list[Output]:
         """A card out of a shoe that numbers its cards: if the numbers skip, cards left the shoe
@@ -513,6 +537,17 @@ class BaccaratTable:
         return [] if self._hand is None else self._misdeal(self._hand, "round_start")
 
     def _void(self, event: Void) -> list[Output]:
+        named = event.round
+        if named is not None and named != self._round and (
+                self._trailing is None or named != self._trailing.number):
+            # A void for another hand than the one at the table (it came late: that hand is
+            # over): Art. 10 voids the hand whose deal went wrong, never the next one. (While
+            # a hand the daemon voided is still being dealt, that hand is the one at the
+            # table, under its own number or, as a console counting outcomes sees it, the next.)
+            at_table = "is being dealt" if self._hand is not None else "is next"
+            return [Notice(FOR_ANOTHER_ROUND, f"a void for round {named}, while round "
+                                              f"{self._round} {at_table}: declined; round "
+                                              f"{self._round} is unchanged", ART10)]
         device_lost = event.extra.get(VOID_DEVICE_LOST) is True
         hand = self._hand
         if hand is None:

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Final, TypeAlias
 
 from tabled.contract.events import Declare, Event, Fault, NoRoll, Roll, Void
 from tabled.contract.faults import EVENT_NOT_APPLIED, NOT_APPLIED_TYPE
-from tabled.contract.outcome import BetResult, Game, Notice, Outcome, Output
+from tabled.contract.outcome import FOR_ANOTHER_ROUND, BetResult, Game, Notice, Outcome, Output
 from tabled.daemon.rules.options import CrapsOptions
 from tabled.daemon.rules.policy import GamePolicy, PublishAll
 
@@ -340,6 +340,11 @@ class CrapsTable:
         """Dice are in plain sight: every event is published as it comes."""
         return PublishAll()
 
+    def round_of(self, event: Event) -> int | None:
+        """The number of the round ``event`` belongs to, were it fed now: every throw is a
+        round of its own, so the next one's."""
+        return self._round
+
     def feed(self, event: Event) -> list[Output]:
         """Apply one event; return the outcome of the throw, or a notice, or nothing."""
         if isinstance(event, Roll):
@@ -356,6 +361,12 @@ class CrapsTable:
             result, bets = self._no_throws[self._point]
             return [self._outcome(result, bets, article="craps.art1", extra=_NO_ROLL)]
         if isinstance(event, Void):
+            if event.round not in (None, self._round):
+                # Art. 1: the dealer declares a throw invalid, the one being thrown; a void for
+                # another (it came late, that throw was decided) would void the next one.
+                return [Notice(FOR_ANOTHER_ROUND, f"a void for round {event.round}, while "
+                                                  f"round {self._round} is the next throw: "
+                                                  "declined; nothing changes", "craps.art1")]
             result, bets = self._no_throws[self._point]
             return [self._outcome(result, bets, article="craps.art1",
                                   void_reason=event.reason or "throw_declared_invalid")]

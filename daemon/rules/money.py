@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from tabled.contract.outcome import BetResult
+from tabled.daemon.rules.errors import RulesError
 
 #: Minor units in one major currency unit (avos in a pataca, cents in a dollar).
 MINOR_PER_MAJOR = 100
 
 
-class SettlementError(ValueError):
+class SettlementError(RulesError):
     """A stake or bet result that cannot be settled (a negative stake, a win with no ratio)."""
 
 

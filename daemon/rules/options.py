@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Final, Literal, TypeAlias
 
+from tabled.daemon.rules.errors import RulesError
+
 #: Art. 1: a baccarat shoe holds 6 to 12 decks (the one place these numbers are written).
 MIN_DECKS: Final = 6
 MAX_DECKS: Final = 12
@@ -20,7 +22,7 @@ Commission: TypeAlias = Literal["five_percent", "half_on_four"]
 LastHand: TypeAlias = Literal["this", "one_more"]
 
 
-class OptionError(ValueError):
+class OptionError(RulesError):
     """An option that is unknown for the game or has a value the rules do not allow."""
 
     def __init__(self, key: str, reason: str) -> None:

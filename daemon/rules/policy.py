@@ -44,10 +44,14 @@ class GamePolicy:
     least one device must be configured (a baccarat table deals from a shoe *or* an automatic
     shuffler-dealer). ``used``: every kind the game can use at all. ``on_loss``: what a kind
     staying away means for an open round (:class:`Loss`; a kind not listed means nothing).
+    ``needs_console``: why the rounds need the dealer console, when they do.
     """
 
     needs: tuple[frozenset[DeviceKind], ...]
     on_loss: Mapping[str, Loss] = field(default_factory=lambda: MappingProxyType({}))
+    #: Why the game's rounds cannot be settled without the dealer console (its decisions and
+    #: reveal come only from there), citing the article; None when they can.
+    needs_console: str | None = None
 
     @property
     def used(self) -> frozenset[DeviceKind]:

@@ -44,7 +44,7 @@ from tabled.contract.faults import (
     NOT_APPLIED_TYPE,
     SHUFFLER_FAILURES,
 )
-from tabled.contract.outcome import BetResult, Game, Notice, Outcome, Output
+from tabled.contract.outcome import FOR_ANOTHER_ROUND, BetResult, Game, Notice, Outcome, Output
 from tabled.daemon.rules.options import QPokerOptions
 from tabled.daemon.rules.policy import GamePolicy, Loss
 from tabled.daemon.rules.qpoker_hands import HandClass, RankedHand, qualifies, rank_hand
@@ -53,6 +53,7 @@ from tabled.daemon.rules.qpoker_hands import HandClass, RankedHand, qualifies, r
 DEALT_AFTER_VOID: Final = "dealt_after_void"
 ART1: Final = "qpoker.art1"
 ART2: Final = "qpoker.art2"
+ART9: Final = "qpoker.art9"
 ART9_1: Final = "qpoker.art9.1"
 ART9_2: Final = "qpoker.art9.2"
 ART9_3: Final = "qpoker.art9.3"
@@ -60,6 +61,7 @@ ART9_5: Final = "qpoker.art9.5"
 ART9_6: Final = "qpoker.art9.6"
 ART9_7: Final = "qpoker.art9.7"
 ART10: Final = "qpoker.art10"
+ART11: Final = "qpoker.art11"
 ART11_1: Final = "qpoker.art11.1"
 ART11_3: Final = "qpoker.art11.3"
 ART11_4: Final = "qpoker.art11.4"
@@ -334,6 +336,8 @@ class QPokerTable:
     policy: ClassVar[GamePolicy] = GamePolicy(
         needs=(frozenset({"shuffler"}),),
         on_loss=MappingProxyType({"shuffler": Loss.FAULT}),
+        needs_console=("the players' decisions and the reveal come only from the dealer console:"
+                       " without it every round ends void (qpoker.art11.1, the reveal was due)"),
     )
 
     def __init__(self, options: QPokerOptions = QPokerOptions()) -> None:  # noqa: B008 (frozen)
@@ -372,24 +376,33 @@ class QPokerTable:
         """Face-down cards are withheld until the rules open them (:class:`Publication`)."""
         return Publication(self)
 
+    def round_of(self, event: Event) -> int | None:
+        """The number of the round ``event`` belongs to, were it fed now (the number that
+        round's outcome carries, or carried): a ``round_start`` belongs to the round it begins,
+        the rest of a deal voided midway to that void round, anything else to the open round
+        (or, between rounds, the next). The runtime adds it to the published events; a dealer's
+        command naming another round is declined (:data:`FOR_ANOTHER_ROUND`)."""
+        if isinstance(event, RoundStart):
+            return self._next_round + 1 if self._round is not None else self._next_round
+        if self._rest_of_void_deal(event):
+            return self._next_round - 1
+        return self._next_round
+
+    def _rest_of_void_deal(self, event: Event) -> TypeGuard[CardDealt | HandDealt | Withheld]:
+        """A dealing event that belongs to the round voided in the middle of its deal: until
+        the next ``round_start`` (a listed round), or until the dealer, dealt last, has had
+        its cards (an unlisted one; the identities of withheld cards are not dealing)."""
+        if not isinstance(event, (CardDealt, HandDealt, Withheld)):
+            return False
+        if self._deal_voided:
+            return True
+        return bool(self._dealer_rest) and not (
+            isinstance(event, CardDealt | HandDealt) and _is_withheld_identity(event))
+
     def feed(self, event: Event) -> list[Output]:
         """Apply one event; return the outcome it completed and notices for what it declined."""
-        if self._deal_voided and isinstance(event, (CardDealt, HandDealt, Withheld)):
-            return [Notice(DEALT_AFTER_VOID,
-                           f"a {event.type} event after round {self._next_round - 1} was "
-                           "voided in the middle of its deal belongs to that void round; "
-                           "the next round begins with a round_start", ART11_1)]
-        if self._dealer_rest and isinstance(event, (CardDealt, HandDealt, Withheld)) \
-                and not (isinstance(event, CardDealt | HandDealt)
-                         and _is_withheld_identity(event)):
-            if event.seat == DEALER:
-                count = (1 if isinstance(event, CardDealt) else
-                         event.count if isinstance(event, Withheld) else len(event.cards))
-                self._dealer_rest = max(0, self._dealer_rest - count)
-            return [Notice(DEALT_AFTER_VOID,
-                           f"a {event.type} event after round {self._next_round - 1} was "
-                           "voided in the middle of its deal belongs to that void round, until "
-                           "the dealer, dealt last, has had its cards", ART11_1)]
+        if self._rest_of_void_deal(event):
+            return self._dealt_after_void(event)
         match event:
             case CardDealt() if _is_withheld_identity(event):
                 return self._identify(event.seat, (event.card,))
@@ -412,6 +425,8 @@ class QPokerTable:
                                   what)
             case RoundStart():
                 return self._start(event.seats)
+            case Decision() | Reveal() | Void() if event.round not in (None, self._next_round):
+                return [self._for_another_round(event)]
             case Decision():
                 return self._decide(event.seat, event.play)
             case Reveal():
@@ -424,6 +439,37 @@ class QPokerTable:
                 return []  # the dealer's call decides nothing; the pit compares it
             case _:  # roll, no_roll, shoe_start, burn, cut_card, demo: other games' events
                 return [Notice("not_for_game", f"a {event.type} event is not part of Q Poker")]
+
+    def _dealt_after_void(self, event: CardDealt | HandDealt | Withheld) -> list[Output]:
+        """The rest of a deal voided midway: it belongs to that void round (see _void)."""
+        if self._deal_voided:
+            return [Notice(DEALT_AFTER_VOID,
+                           f"a {event.type} event after round {self._next_round - 1} was "
+                           "voided in the middle of its deal belongs to that void round; "
+                           "the next round begins with a round_start", ART11_1)]
+        if event.seat == DEALER:
+            count = (1 if isinstance(event, CardDealt) else
+                     event.count if isinstance(event, Withheld) else len(event.cards))
+            self._dealer_rest = max(0, self._dealer_rest - count)
+        return [Notice(DEALT_AFTER_VOID,
+                       f"a {event.type} event after round {self._next_round - 1} was "
+                       "voided in the middle of its deal belongs to that void round, until "
+                       "the dealer, dealt last, has had its cards", ART11_1)]
+
+    def _for_another_round(self, event: Decision | Reveal | Void) -> Notice:
+        """A dealer's command for another round than this one: it reached the table late (the
+        round it was given in is over) or early; applied here, it would decide, settle or void
+        a round the dealer did not act on. Each step of Art. 9 is one round's (its players
+        decide on its cards, 9.2; its dealer's cards are turned and it is settled, 9), and an
+        irregularity of Art. 11 voids the round it happened in: declined, nothing changes."""
+        article = ART9_2 if isinstance(event, Decision) else ART9 if isinstance(
+            event, Reveal) else ART11
+        what = f"seat {event.seat}'s decision" if isinstance(event, Decision) else (
+            f"a {event.type}")
+        state = "is open" if self._round is not None else "is next (none is open)"
+        return Notice(FOR_ANOTHER_ROUND,
+                      f"{what} for round {event.round}, while round {self._next_round} {state}: "
+                      f"declined; round {self._next_round} is unchanged", article)
 
     # -- rounds --------------------------------------------------------------------------------
 

@@ -221,13 +221,12 @@ class DiceDriver:
     def emit(self, event: Event) -> None:
         """Stamp ``event`` with device id, sequence number and time (and the sensor's boot id
         and report number, when it comes from a report), and hand it on."""
-        meta = Meta(device=self.device_id, seq=self.next_seq, ts=rfc3339_now())
+        from_report = self._report is not None
+        meta = Meta(device=self.device_id, seq=self.next_seq, ts=rfc3339_now(),
+                    boot=self._boot_id if from_report else None, msg=self._report)
         self.next_seq += 1
         self.counters["events"] += 1
-        if self._report is not None:
-            event = replace(event, extra={**event.extra, "device_boot": self._boot_id,
-                                          "device_msg": self._report})
-        self._sink.emit(replace(event, meta=meta))
+        self._sink.emit(replace(event, meta=meta))  # one copy: the event with where it came from
 
     # -- the reader task --------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ computed once per (game, options, settings) and cached.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from types import MappingProxyType
@@ -18,8 +18,7 @@ from typing import Final
 from tabled.contract.outcome import GAMES, Game
 from tabled.daemon.rules.odds import odds
 from tabled.daemon.rules.options import (
-    BaccaratOptions,
-    CrapsOptions,
+    OPTION_TYPES,
     GameOptions,
     QPokerOptions,
 )
@@ -205,22 +204,28 @@ def statistics_of(game: Game, settings: Settings) -> int:
                if settings.runs(monitor, game))
 
 
+def _qpoker_groups(options: GameOptions) -> list[tuple[str, tuple[str, ...], float]]:
+    assert isinstance(options, QPokerOptions)
+    classes = ("straight_flush", "three_of_a_kind", "straight", "flush", "pair", "high_card")
+    # every position with a bet and the dealer hold a hand each round
+    return [("hand", classes, float(options.positions + 1)),
+            ("round", ("dealer_qualifies",), 1.0)]
+
+
+#: What each game's outcome frequencies are observed on: (observation, names, per round).
+_GROUPS: dict[str, Callable[[GameOptions], list[tuple[str, tuple[str, ...], float]]]] = {
+    "baccarat": lambda options: [("hand", ("banker", "player", "tie", "natural",
+                                           "player_pair", "banker_pair"), 1.0)],
+    "craps": lambda options: [("roll", tuple(str(total) for total in range(2, 13)), 1.0)],
+    "qpoker": _qpoker_groups,
+}
+
+
 def _frequency_groups(game: Game, options: GameOptions, h_of: dict[float, float]
                       ) -> tuple[FrequencyGroup, ...]:
     result = odds(game, options)
     p = {name: float(value) for name, value in result.probabilities.items()}
-    groups: list[tuple[str, tuple[str, ...], float]]
-    if game == "baccarat":
-        groups = [("hand", ("banker", "player", "tie", "natural", "player_pair",
-                            "banker_pair"), 1.0)]
-    elif game == "craps":
-        groups = [("roll", tuple(str(total) for total in range(2, 13)), 1.0)]
-    else:
-        assert isinstance(options, QPokerOptions)
-        classes = ("straight_flush", "three_of_a_kind", "straight", "flush", "pair",
-                   "high_card")
-        groups = [("hand", classes, float(options.positions + 1)),
-                  ("round", ("dealer_qualifies",), 1.0)]
+    groups = _GROUPS[game](options)
     out = []
     for observation, names, per_round in groups:
         p0 = tuple(p[name] for name in names)
@@ -248,11 +253,7 @@ def slug_length(settings: Settings) -> int:
 
 
 def options_of(game: Game, options: GameOptions | None) -> GameOptions:
-    if options is not None:
-        return options
-    if game == "baccarat":
-        return BaccaratOptions()
-    return CrapsOptions() if game == "craps" else QPokerOptions()
+    return options if options is not None else OPTION_TYPES[game]()
 
 
 @cache

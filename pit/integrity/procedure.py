@@ -8,7 +8,7 @@ no share of the false-alarm budget. Pure: times are given, never read from a clo
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from tabled.contract.events import DECLARATIONS, Declare
@@ -21,34 +21,45 @@ from tabled.pit.integrity.findings import Finding, finding
 KEPT_ROUNDS: Final = 32
 
 
+def _baccarat(result: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[str, str]:
+    return str(result.get("winner")), (f"Player {result.get('player_total')}, "
+                                       f"Banker {result.get('banker_total')}")
+
+
+def _craps(result: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[str, str]:
+    if record.get("no_roll"):
+        return "no_roll", "no roll"
+    total, point = result.get("total"), result.get("point_before")
+    dice = result.get("dice")
+    account = f"{dice[0]}-{dice[1]} ({total})" if isinstance(dice, list) else f"{total}"
+    if point is None:
+        word = "natural" if total in (7, 11) else "craps" if total in (2, 3, 12) else "point"
+    else:
+        word = "seven_out" if total == 7 else "point_made" if total == point \
+            else "no_decision"
+        account += f", point {point}"
+    return word, account
+
+
+def _qpoker(result: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[str, str]:
+    dealer = result.get("dealer", {})
+    word = "dealer_qualifies" if dealer.get("qualifies") else "dealer_does_not_qualify"
+    return word, f"dealer {' '.join(dealer.get('cards', []))} ({dealer.get('hand')})"
+
+
+#: Each game's reading of an outcome in the dealer's words.
+_DECIDED: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[str, str]]] = {
+    "baccarat": _baccarat, "craps": _craps, "qpoker": _qpoker,
+}
+
+
 def decided(game: Game, record: Mapping[str, Any]) -> tuple[str, str]:
     """What the rules core decided, in the words a dealer declares (``DECLARATIONS``), and a
     short account of the round: ``("player", "Player 7, Banker 6")``. A void round is
     ``"void"``, a craps no-roll ``"no_roll"``."""
     if record.get("status") == "void":
         return "void", f"void: {record.get('void_reason')}"
-    result = record.get("result", {})
-    if game == "baccarat":
-        winner = str(result.get("winner"))
-        return winner, (f"Player {result.get('player_total')}, "
-                        f"Banker {result.get('banker_total')}")
-    if game == "craps":
-        if record.get("no_roll"):
-            return "no_roll", "no roll"
-        total, point = result.get("total"), result.get("point_before")
-        dice = result.get("dice")
-        account = f"{dice[0]}-{dice[1]} ({total})" if isinstance(dice, list) else f"{total}"
-        if point is None:
-            word = "natural" if total in (7, 11) else "craps" if total in (2, 3, 12) \
-                else "point"
-        else:
-            word = "seven_out" if total == 7 else "point_made" if total == point \
-                else "no_decision"
-            account += f", point {point}"
-        return word, account
-    dealer = result.get("dealer", {})
-    word = "dealer_qualifies" if dealer.get("qualifies") else "dealer_does_not_qualify"
-    return word, f"dealer {' '.join(dealer.get('cards', []))} ({dealer.get('hand')})"
+    return _DECIDED[game](record.get("result", {}), record)
 
 
 class DeclarationMonitor:

@@ -173,8 +173,10 @@ class FrequencyMonitor:
     def _finding(self, group: FrequencyGroup, cusums: Cusums, alarm: Alarm, more: bool,
                  round_no: int | None) -> Finding:
         name = group.names[alarm.index]
-        spoken = f"totals of {name}" if self.calibration.game == "craps" else _SPOKEN[name]
-        subject = f"{'total ' + name if self.calibration.game == 'craps' else name} " \
+        # craps observes totals (named by their number), the card games named classes
+        totals = name.isdigit()
+        spoken = f"totals of {name}" if totals else _SPOKEN[name]
+        subject = f"{'total ' + name if totals else name} " \
                   f"{'up' if more else 'down'}"
         what = f"{group.observation}s"
         evidence = _cusum_evidence(cusums, alarm, self.calibration, what)

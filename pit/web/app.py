@@ -177,13 +177,8 @@ class PitWeb:
             return None
         panel = floor.panel(site, table) or {}
         game = panel.get("game")
-        view: dict[str, Any] = {}
-        if game == "baccarat":
-            view = present.baccarat_view(panel)
-        elif game == "craps":
-            view = present.craps_view(panel)
-        elif game == "qpoker":
-            view = present.qpoker_view(panel)
+        viewer = present.VIEWS.get(str(game))
+        view: dict[str, Any] = {} if viewer is None else viewer(panel)
         return {"tile": tile, "game": game, "view": view,
                 "table_alerts": present.worst_first(floor.alerts(site, table))}
 

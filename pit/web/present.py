@@ -8,7 +8,7 @@ request, no clock but the ``now`` a caller passes. The roads are drawn from
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -258,3 +258,9 @@ def worst_first(alerts: Iterable[Any]) -> list[Any]:
 
 def finite(value: float | None) -> bool:
     return value is not None and math.isfinite(value)
+
+
+#: Each game's view of its table panel.
+VIEWS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
+    "baccarat": baccarat_view, "craps": craps_view, "qpoker": qpoker_view,
+}

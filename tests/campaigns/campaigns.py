@@ -1,5 +1,11 @@
 """The fault campaigns of docs/reliability.md: crashes, broker outages, device unplugs and disk
-trouble, each ending with an audit of what a consumer received against the journal.
+trouble, each ending with an audit of what a consumer received against the journal, against a
+replay of itself, and against what the simulated device really dealt (its ledger).
+
+Beside each campaign's own fault, the device's script has a few faults of the table itself
+(:func:`table_faults`: unreadable cards and VOID presses at the shoe, no-rolls, cocked dice and
+sensor faults at the dice, the shuffler halting and the dealer's card exposed), so that the
+audit against the ledger meets the device's own voids too.
 
 Each campaign takes its sizes as arguments: the test suite runs them small
 (``tests/campaigns/test_campaigns.py``), ``python -m tests.campaigns`` runs them in full and prints
@@ -15,9 +21,10 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +46,33 @@ class Report:
         return self.audit.ok and not self.figures.get("problems")
 
     def summary(self) -> dict[str, Any]:
-        audit = asdict(self.audit)
-        audit["voids"] = dict(self.audit.voids)
         return {"campaign": self.campaign, "game": self.game, "ok": self.ok,
-                "seconds": round(self.seconds, 1), **self.figures, "audit": audit}
+                "seconds": round(self.seconds, 1), **self.figures,
+                "audit": self.audit.summary()}
+
+
+def table_faults(game: str, rounds: int, seed: int, *, every: int = 40) -> list[str]:
+    """What goes wrong at the table itself over ``rounds`` rounds, about once every ``every``
+    (at least three), as ``tabled-sim --fault`` values, seeded: at the shoe an unreadable card,
+    a VOID press or a BURN press mid-hand (pulls counted from 1); at the dice a no-roll, a
+    cocked die or a sensor fault (reports counted from 1); at the shuffler a jam, a failure or
+    the door opened (hands counted from 1), or the dealer's card exposed (a round). None
+    changes how many rounds the device deals; each no-roll and sensor fault is a report more."""
+    rng = random.Random(seed * 7919 + rounds)
+    count = max(3, rounds // every)
+    if game == "baccarat":  # a hand takes 4 to 6 pulls, every shoe begins with its burn
+        kinds = ("unreadable", "void", "burn")
+        spots = sorted(rng.sample(range(12, rounds * 4), count))
+        return [f"{kinds[i % len(kinds)]}@{n}" for i, n in enumerate(spots)]
+    if game == "craps":
+        kinds = ("off_table", "cocked", "sensor")
+        spots = sorted(rng.sample(range(3, rounds), count))
+        return [f"{kinds[i % len(kinds)]}@{n}" for i, n in enumerate(spots)]
+    halts = ("jam", "failure", "door")  # a round has one to seven seats and the dealer
+    spots = sorted(rng.sample(range(3, rounds * 3), count))
+    faults = [f"{halts[i % len(halts)]}@{n}" for i, n in enumerate(spots)]
+    exposed = sorted(rng.sample(range(2, rounds), max(1, count // 3)))
+    return faults + [f"exposed@dealer:{r}" for r in exposed]
 
 
 # -- crashes ------------------------------------------------------------------------------------
@@ -54,7 +84,9 @@ async def crash_campaign(game: str, workdir: Path, *, rounds: int, kills: int,
     restart the daemon rebuilds its state from the journal."""
     rng = random.Random(seed)
     started = time.monotonic()
-    async with Table(game, workdir, rounds=rounds, seed=seed, pace=pace) as table:
+    faults = table_faults(game, rounds, seed)
+    async with Table(game, workdir, rounds=rounds, seed=seed, pace=pace,
+                     faults=faults) as table:
         # spread the kills over the run: after every k-th outcome, at a random moment
         marks = sorted(rng.sample(range(1, rounds), min(kills, rounds - 1)))
         for mark in marks:
@@ -62,14 +94,14 @@ async def crash_campaign(game: str, workdir: Path, *, rounds: int, kills: int,
             await asyncio.sleep(rng.uniform(0, 0.03))  # mid-deal, mid-publish or mid-commit
             table.daemon.kill9()
             await table.restart()
-        await table.outcomes(rounds, timeout=300)
-        await table.settle()
+        await table.finish()
         audit = table.audit()
         starts = table.starts()
     mid_round = sum(1 for s in starts[1:] if s["round_open"])
     return Report("crash", game, audit, time.monotonic() - started,
                   {"kills": len(marks), "restarts_mid_round": mid_round,
-                   "restarts": len(starts) - 1})
+                   "restarts": len(starts) - 1, "table_faults": faults,
+                   "problems": _host_voids(audit, allowed=())})
 
 
 # -- broker outages -----------------------------------------------------------------------------
@@ -83,7 +115,9 @@ async def broker_campaign(game: str, workdir: Path, *, rounds: int, outages: int
     rng = random.Random(seed)
     started = time.monotonic()
     spans = []
-    async with Table(game, workdir, rounds=rounds, seed=seed, pace=pace) as table:
+    faults = table_faults(game, rounds, seed)
+    async with Table(game, workdir, rounds=rounds, seed=seed, pace=pace,
+                     faults=faults) as table:
         marks = sorted(rng.sample(range(2, rounds // 2), outages))
         for i, mark in enumerate(marks):
             await table.outcomes(mark)
@@ -94,12 +128,22 @@ async def broker_campaign(game: str, workdir: Path, *, rounds: int, outages: int
             table.broker.start()
             spans.append(round(span, 2))
             del before
-        await table.outcomes(rounds, timeout=300)
-        await table.settle()
+        await table.finish()
         audit = table.audit()
         backlog = _max_metric(table, "queue_depth")
     return Report("broker", game, audit, time.monotonic() - started,
-                  {"outages": len(spans), "spans_s": spans, "max_queue_depth_seen": backlog})
+                  {"outages": len(spans), "spans_s": spans, "max_queue_depth_seen": backlog,
+                   "table_faults": faults, "problems": _host_voids(audit, allowed=())})
+
+
+def _host_voids(audit: Audit, allowed: tuple[str, ...]) -> list[str]:
+    """A round the device dealt whole that the daemon voided (naming why) is lost to the
+    players all the same: only the campaigns whose fault the rules answer with a void allow
+    it, under the article ``allowed`` names."""
+    if audit.truth is None:
+        return []
+    extra = {a: n for a, n in audit.truth.voided_by_host.items() if a not in allowed}
+    return [f"rounds the device dealt whole, voided by the daemon: {extra}"] if extra else []
 
 
 def _max_metric(table: Table, name: str) -> int:
@@ -128,41 +172,48 @@ async def device_campaign(game: str, workdir: Path, *, rounds: int, cycles: int,
     a shuffler lost while dealing voids the round (qpoker.art11.5), one lost between rounds
     voids nothing; a dice sensor loses no roll."""
     rng = random.Random(seed)
-    faults = _unplug_faults(game, cycles, rounds, rng, down)
+    unplugs = _unplug_faults(game, cycles, rounds, rng, down)
+    faults = table_faults(game, rounds, seed)
     if game == "craps":
         pace = max(pace, 0.06)  # the sensor throws on its own clock: let the daemon be there
     started = time.monotonic()
-    async with Table(game, workdir, rounds=rounds, seed=seed, pace=pace, faults=faults,
+    async with Table(game, workdir, rounds=rounds, seed=seed, pace=pace,
+                     faults=unplugs + faults,
                      device_options={"lost_void_after": 30.0}) as table:
-        await table.outcomes(_expected_rounds(game, rounds), timeout=600)
-        await table.settle()
+        await table.finish()
         audit = table.audit()
         events = table.sub.on("/event")
     losses = sum(1 for e in events if e.get("code") == "device_lost")
     problems = _check_device_consequences(game, audit, losses, cycles)
     return Report("devices", game, audit, time.monotonic() - started,
                   {"unplugs_scheduled": cycles, "losses_seen": losses,
-                   "voids": dict(audit.voids), "problems": problems})
-
-
-def _expected_rounds(game: str, rounds: int) -> int:
-    return rounds
+                   "voids": dict(audit.voids), "table_faults": faults, "problems": problems})
 
 
 def _check_device_consequences(game: str, audit: Audit, losses: int,
                                cycles: int) -> list[str]:
+    """By the rules: a shoe back within ``lost_void_after`` and a dice sensor void nothing
+    (every void is one the device's own round has); a shuffler lost while dealing voids its
+    round under qpoker.art11.5, naming the loss."""
     problems = []
     if losses == 0:
         problems.append(f"{cycles} unplugs scheduled, none seen by the daemon")
-    if game in ("baccarat", "craps") and audit.voids:
-        problems.append(f"{game}: a replug in time must void nothing, got {dict(audit.voids)}")
-    if game == "qpoker" and set(audit.voids) - {"qpoker.art11.5"}:
-        problems.append(f"qpoker: only Art. 11.5 voids expected, got {dict(audit.voids)}")
+    problems += _host_voids(audit, allowed=("qpoker.art11.5",) if game == "qpoker" else ())
     return problems
 
 
 # -- disk trouble --------------------------------------------------------------------------------
 
+
+#: Found by the disk campaign (Q Poker, most runs): the journal's probe (then a small write to
+#: its meta table) passed on a disk that was still full — it landed in WAL space that the commit
+#: which failed left behind — so the daemon said ``journal_recovered`` and ``online``, and failed
+#: on its next commit (a second ``journal_failure`` within ~50 ms). Fixed in daemon/journal.py
+#: (the probe now writes like a busy commit); a campaign that sees it again fails.
+FALSE_RECOVERY = ("full: the daemon said it recovered (status online) while the disk was "
+                  "still full, then failed again")
+#: Defects reported and not yet fixed: a campaign that sees one passes with a warning.
+KNOWN_DEFECTS: tuple[str, ...] = ()
 
 EXT4_IOC_SHUTDOWN = 0x8004587D  # _IOR('X', 125, __u32): the filesystem fails all I/O
 
@@ -196,8 +247,25 @@ def _mount(image: Path, mount: Path, size_mb: int) -> str | None:
     return f"cannot mount a loop device: {proc.stderr.strip()}" if proc.returncode else None
 
 
-def _umount(mount: Path) -> None:
-    subprocess.run(["umount", str(mount)], check=False)
+def _umount(mount: Path, attempts: int = 40) -> str | None:
+    """Unmount ``mount``; why not, if it stays mounted. A filesystem still in use cannot be
+    unmounted, and then ``mount -o loop`` of the same image silently joins the old (dead)
+    filesystem: so it is retried, and a failure says who holds it. (``os.path.ismount``
+    cannot tell: a dead filesystem's root does not stat.)"""
+    stderr = ""
+    for attempt in range(attempts):
+        proc = subprocess.run(["umount", str(mount)], capture_output=True, text=True,
+                              check=False)
+        if proc.returncode == 0 or "not mounted" in proc.stderr:
+            if attempt:
+                print(f"umount {mount}: done at attempt {attempt + 1} ({stderr})",
+                      file=sys.stderr)
+            return None
+        stderr = proc.stderr.strip()
+        time.sleep(0.25)
+    holders = subprocess.run(["fuser", "-vm", str(mount)], capture_output=True, text=True,
+                             check=False)
+    return f"cannot unmount {mount}: {stderr}; {holders.stderr.strip()}"
 
 
 def _shut_down(mount: Path) -> None:
@@ -228,18 +296,30 @@ async def disk_campaign(game: str, workdir: Path, *, rounds: int, seed: int = 4,
 
     async def degraded(table: Table, trouble: str) -> None:
         faults_before = len(table.sub.on("/fault"))
+        statuses_before = len(table.sub.on("/t1/status"))
         await _wait(lambda: any(f.get("code") == "journal_failure"
                                 for f in table.sub.on("/fault")[faults_before:]), 30)
         received = table.sub.distinct("/outcome")
         await asyncio.sleep(1.5)  # degraded: nothing new may be reported
         if table.sub.distinct("/outcome") > received:
             figures["problems"].append(f"{trouble}: an outcome was published while degraded")
-        if table.sub.on("/t1/status")[-1].get("state") != "degraded":
+        states = [m.get("state") for m in table.sub.on("/t1/status")[statuses_before:]]
+        after = states[states.index("degraded") + 1:] if "degraded" in states else []
+        if trouble == "full" and any(state != "degraded" for state in after):
+            figures["problems"].append(FALSE_RECOVERY)  # the disk is still full
+        elif states[-1:] != ["degraded"]:
             figures["problems"].append(f"{trouble}: the status does not say degraded")
         figures[f"{trouble}_outcomes_before"] = received
+        figures[f"{trouble}_status_seen"] = states
 
+    faults = table_faults(game, rounds, seed)
+    figures["table_faults"] = faults
+    if game == "craps":
+        # the sensor keeps 64 unacknowledged reports: while the daemon is degraded or being
+        # restarted, they must last (0.2 s a throw: 13 s; a real table: most of an hour)
+        pace = max(pace, 0.2)
     try:
-        async with Table(game, workdir, rounds=rounds, seed=seed, pace=pace,
+        async with Table(game, workdir, rounds=rounds, seed=seed, pace=pace, faults=faults,
                          journal=mount / "journal.sqlite") as table:
             await table.outcomes(rounds // 4)
             filler = mount / "filler"
@@ -254,14 +334,13 @@ async def disk_campaign(game: str, workdir: Path, *, rounds: int, seed: int = 4,
             _shut_down(mount)
             await degraded(table, "dead")
             table.daemon.stop()  # the operator repairs the disk and restarts the service
-            _umount(mount)
-            problem = _mount(image, mount, size_mb=8)
+            problem = _umount(mount) or _mount(image, mount, size_mb=8)
             if problem:
                 raise RuntimeError(problem)
             await table.restart()
-            await table.outcomes(rounds, timeout=300)
-            await table.settle()
+            await table.finish()
             audit = table.audit()
+            figures["problems"] += _host_voids(audit, allowed=())
             figures["journal_failures_reported"] = sum(
                 1 for f in table.sub.on("/fault") if f.get("code") == "journal_failure")
     finally:

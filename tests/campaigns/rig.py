@@ -1,6 +1,7 @@
 """A whole table for the fault campaigns: broker, simulated device, daemon, a floor consumer,
 and — for Q Poker — a dealer console; plus the final audit that compares what the consumer
-received with the journal.
+received with the journal, with a replay of itself, and with what the device really dealt (its
+simulator's ledger, compared by ``tests/truth.py``).
 
 Everything is real: Mosquitto (with persistence, so that a consumer's session survives a broker
 restart), ``tabled-sim`` processes, ``tabled run`` processes that the campaigns kill, restart and
@@ -24,6 +25,7 @@ from typing import Any
 import aiomqtt
 
 from tabled.daemon.broker import Mosquitto
+from tabled.simulators.ledger import read_ledger
 from tabled.tools.demo import Console
 from tests.integration.harness import (
     Daemon,
@@ -33,14 +35,17 @@ from tests.integration.harness import (
     strip_envelope,
     write_config,
 )
+from tests.truth import Truth, compare, expected_outcomes
 
 TOPIC_BASE = "tabled/lab/t1"
 DURABLE = ("event", "outcome", "fault")
+LEDGER = "ledger.jsonl"  # what the simulated device dealt (docs/protocols/ledger.md)
 
 
 @dataclass
 class Audit:
-    """What the consumer received, checked against the journal and against replay."""
+    """What the consumer received, checked against the journal, against replay, and against
+    what the device dealt (``truth``: the ledger comparison of tests/truth.py)."""
 
     game: str
     rounds: int = 0
@@ -54,17 +59,24 @@ class Audit:
     journal_verified: bool = False
     voids: Counter[str] = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
+    truth: Truth | None = None
 
     @property
     def ok(self) -> bool:
         return (not self.problems and self.lost == 0 and self.duplicated_under_new_number == 0
                 and self.gaps == 0 and self.out_of_order == 0 and self.replay_equal
-                and self.journal_verified)
+                and self.journal_verified and self.truth is not None and self.truth.ok)
+
+    def summary(self) -> dict[str, Any]:
+        return {**{k: v for k, v in vars(self).items() if k != "truth"},
+                "voids": dict(self.voids),
+                "truth": None if self.truth is None else self.truth.summary()}
 
 
 def sim_args(game: str, rounds: int, seed: int, pace: float, workdir: Path,
              faults: list[str]) -> list[str]:
     extra = [arg for fault in faults for arg in ("--fault", fault)]
+    extra += ["--ledger", str(workdir / LEDGER)]
     if game == "baccarat":
         return ["shoe", "--seed", str(seed), "--hands", str(rounds), "--pace", str(pace),
                 "--link", str(workdir / "device"), "--forever", *extra]
@@ -93,7 +105,8 @@ class Table:
         # default per-client queue limit (1000): the audit is about the daemon's delivery
         self.broker = Mosquitto(workdir=workdir / "broker", persistence=True,
                                 extra_config=["max_queued_messages 0"])
-        self.sim = Simulator(sim_args(game, rounds, seed, pace, workdir, faults or []),
+        self.faults = faults or []
+        self.sim = Simulator(sim_args(game, rounds, seed, pace, workdir, self.faults),
                              workdir / "simulator.log")
         self.journal_path = journal or workdir / "journal.sqlite"
         self.device_options = device_options or {}
@@ -158,6 +171,8 @@ class Table:
                                           clean_session=False) as client:
                     await client.subscribe(f"{TOPIC_BASE}/event", qos=1)
                     await client.subscribe(f"{TOPIC_BASE}/outcome", qos=1)
+                    # its commands name their round: one that lands late, in the next round
+                    # (a round its exposed dealer's card voided at once, a retry), is declined
                     console = Console(client, TOPIC_BASE, self.key, self.seed)
                     async with asyncio.TaskGroup() as group:
                         group.create_task(self._console_retry(console))
@@ -200,6 +215,33 @@ class Table:
 
     async def outcomes(self, count: int, timeout: float = 120.0) -> None:
         await self.sub.wait_for("/outcome", count, timeout=timeout)
+
+    def ledger(self) -> list[dict[str, Any]]:
+        """What the device has dealt so far, one line a round (or a report, for the dice)."""
+        path = self.workdir / LEDGER
+        return read_ledger(path) if path.exists() else []
+
+    def script_length(self) -> int:
+        """How many lines the device's ledger holds once it has played its whole script: one
+        per hand or round; the dice's no-rolls and sensor faults are reports of their own."""
+        if self.game != "craps":
+            return self.rounds
+        return self.rounds + sum(1 for fault in self.faults
+                                 if fault.partition("@")[0] in ("off_table", "sensor"))
+
+    async def finish(self, timeout: float = 600.0) -> None:
+        """Wait until the device has played its whole script, the consumer has an outcome for
+        every round of it (as its ledger counts them), and every durable message the journal
+        holds. A table that falls short is not an error here: the audit then says precisely
+        what is missing, against what was dealt."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ledger = self.ledger()
+            if (len(ledger) >= self.script_length() and self.sub.distinct("/outcome")
+                    >= expected_outcomes(self.game, ledger, self.sub.on("/event"))):
+                break
+            await asyncio.sleep(0.2)
+        await self.settle()
 
     async def restart(self, timeout: float = 30.0) -> None:
         """Start the daemon again and wait for its birth record (it is up: journal rebuilt,
@@ -285,6 +327,9 @@ class Table:
         journal = Journal(self.journal_path, create=False)
         audit.journal_verified = journal.verify().ok
         journal.close()
+        # and what was published against what the device really dealt
+        audit.truth = compare(self.game, self._ordered("outcome"), self.ledger(),
+                              self._ordered("event"))
         return audit
 
     def _ordered(self, topic: str) -> list[dict[str, Any]]:

@@ -32,11 +32,11 @@ from tabled.daemon.runtime import TableRuntime
 def runtime_for(game: str, path: Path) -> TableRuntime:
     config = parse_config({"table": {"site": "s", "id": "t", "game": game},
                            "journal": {"path": str(path)}})
-    return TableRuntime(config, Journal(path))
+    return TableRuntime(config, Journal(path).events)
 
 
 def journaled(runtime: TableRuntime, topic: str) -> list[dict]:
-    return [json.loads(o.payload) for o in runtime.journal.outputs_after(0, 10_000)
+    return [json.loads(o.payload) for o in runtime.events.outputs_after(0, 10_000)
             if o.topic == topic]
 
 
@@ -68,7 +68,7 @@ def test_a_qpoker_event_without_its_seat_is_not_applied_and_its_round_is_void(
     assert all(o["status"] == "void" for o in outcomes[:-1])
     assert (outcomes[-1]["status"], list(outcomes[-1]["bets"])) == ("complete", ["2"])
     # the event itself is not in the journal; the fault that stands for it is, as an input
-    inputs = [i.body for i in runtime.journal.inputs()]
+    inputs = [i.body for i in runtime.events.owner.inputs()]
     assert not [i for i in inputs if i["type"] == bad.type and i.get("seat") is None
                 and i.get("seats") is None]
     (stand_in,) = [i for i in inputs if i["type"] == "fault"]

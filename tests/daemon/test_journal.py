@@ -41,16 +41,17 @@ def outcome(round_no: int) -> OutputEntry:
 def test_batches_are_sequenced_per_topic_and_survive_reopening(tmp_path: Path) -> None:
     path = tmp_path / "j.sqlite"
     journal = Journal(path)
-    stored = journal.write([card("AS"), OutputEntry("event", {"type": "card"}), outcome(1)], TS)
+    stored = journal.events.write(
+        [card("AS"), OutputEntry("event", {"type": "card"}), outcome(1)], TS)
     assert [(s.topic, s.stream_seq) for s in stored] == [("event", 0), ("outcome", 0)]
     assert '"table_seq":0' in stored[1].payload
     journal.close()
     journal = Journal(path)
-    stored = journal.write([OutputEntry("event", {"type": "card"}), outcome(2),
+    stored = journal.events.write([OutputEntry("event", {"type": "card"}), outcome(2),
                             OutputEntry("fault", {"code": "x"})], TS)
     assert [(s.topic, s.stream_seq) for s in stored] == [("event", 1), ("outcome", 1),
                                                           ("fault", 0)]
-    assert [o.stream_seq for o in journal.outputs_after(0)] == [0, 0, 1, 1, 0]
+    assert [o.stream_seq for o in journal.delivery.outputs_after(0)] == [0, 0, 1, 1, 0]
     assert journal.verify().ok
     journal.close()
 
@@ -59,18 +60,18 @@ def test_a_failed_batch_leaves_nothing_behind(tmp_path: Path) -> None:
     """A disk that fills in the middle of a batch: the whole batch is refused, the journal and
     its sequence numbers are as before, and the next batch continues the chain."""
     journal = Journal(tmp_path / "j.sqlite")
-    journal.write([card("AS"), outcome(1)], TS)
+    journal.events.write([card("AS"), outcome(1)], TS)
     db = sqlite3.connect(journal.path)
     pages = db.execute("PRAGMA page_count").fetchone()[0]
     db.close()
     journal._db.execute(f"PRAGMA max_page_count = {pages + 1}")  # a nearly full disk
     big = [OutputEntry("event", {"pad": "x" * 3000}) for _ in range(50)]
     with pytest.raises(JournalError, match="full"):
-        journal.write(big, TS)
+        journal.events.write(big, TS)
     assert journal.next_seq("event") == 0 and journal.next_seq("outcome") == 1
     journal._db.execute("PRAGMA max_page_count = 1073741823")
-    journal.write([outcome(2)], TS)
-    assert [o.stream_seq for o in journal.outputs_after(0)] == [0, 1]
+    journal.events.write([outcome(2)], TS)
+    assert [o.stream_seq for o in journal.delivery.outputs_after(0)] == [0, 1]
     assert journal.verify().ok
 
 
@@ -78,7 +79,7 @@ def test_a_failed_batch_leaves_nothing_behind(tmp_path: Path) -> None:
 def test_verify_finds_tampering(tmp_path: Path, tamper: str) -> None:
     journal = Journal(tmp_path / "j.sqlite")
     for n in range(1, 6):
-        journal.write([card("KH"), outcome(n)], TS)
+        journal.events.write([card("KH"), outcome(n)], TS)
     assert journal.verify().ok and journal.verify().rows == 10
     db = sqlite3.connect(journal.path)
     if tamper == "edit":
@@ -97,11 +98,11 @@ def test_verify_finds_tampering(tmp_path: Path, tamper: str) -> None:
 
 def test_recall_gives_the_last_rounds_with_their_inputs(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "j.sqlite")
-    journal.write([StartEntry({"game": "baccarat"})], TS)
+    journal.audit.record_start({"game": "baccarat"}, TS)
     for n, cards in enumerate((["AS", "2S", "3S", "4S"], ["5H", "6H", "7H", "8H"],
                                ["9C", "TC", "JC", "QC"]), 1):
-        journal.write([card(c) for c in cards] + [outcome(n)], TS)
-    journal.write([card("KD")], TS)  # a round in progress: not recalled
+        journal.events.write([card(c) for c in cards] + [outcome(n)], TS)
+    journal.events.write([card("KD")], TS)  # a round in progress: not recalled
     rounds = journal.recall(2)
     assert [r.round for r in rounds] == [2, 3]
     assert [i.body["card"] for i in rounds[0].inputs] == ["5H", "6H", "7H", "8H"]
@@ -117,47 +118,47 @@ def test_the_file_is_private(tmp_path: Path) -> None:
 
 def test_the_acknowledged_position_is_the_later_of_meta_and_the_rows(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "j.sqlite")
-    journal.write([card("AS"), outcome(1), card("KH"), outcome(2)], TS)
-    journal.set_meta("acked_id", "2")  # what the publisher persists now and then
-    assert journal.acked_id() == 2
-    journal.note_acked(4)
-    journal.write([card("QD")], TS)
-    assert journal.acked_id() == 4  # rode on row 5, after the persisted position
-    journal.set_meta("acked_id", "5")
-    assert journal.acked_id() == 5
+    journal.events.write([card("AS"), outcome(1), card("KH"), outcome(2)], TS)
+    journal._set_meta("acked_id", "2")  # what the publisher persists now and then
+    assert journal.delivery.acked_id() == 2
+    journal.delivery.note_acked(4)
+    journal.events.write([card("QD")], TS)
+    assert journal.delivery.acked_id() == 4  # rode on row 5, after the persisted position
+    journal._set_meta("acked_id", "5")
+    assert journal.delivery.acked_id() == 5
 
 
 def test_save_acked_commits_only_a_position_no_write_carried(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "j.sqlite")
-    journal.write([card("AS"), outcome(1), card("KH"), outcome(2)], TS)
-    journal.note_acked(2)
-    journal.write([card("QD")], TS)
-    journal.save_acked()
-    assert journal.get_meta("acked_id") is None  # the write carried it: nothing more to do
-    journal.note_acked(4)
-    journal.save_acked()
-    assert journal.get_meta("acked_id") == "4"
+    journal.events.write([card("AS"), outcome(1), card("KH"), outcome(2)], TS)
+    journal.delivery.note_acked(2)
+    journal.events.write([card("QD")], TS)
+    journal.delivery.save_acked()
+    assert journal._get_meta("acked_id") is None  # the write carried it: nothing more to do
+    journal.delivery.note_acked(4)
+    journal.delivery.save_acked()
+    assert journal._get_meta("acked_id") == "4"
     journal.close()
-    assert Journal(tmp_path / "j.sqlite").acked_id() == 4
+    assert Journal(tmp_path / "j.sqlite").delivery.acked_id() == 4
 
 
 def test_a_journal_from_before_the_acked_column_opens_and_keeps_its_chain(
         tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     journal = Journal(path)
-    journal.write([card("AS"), outcome(1)], TS)
-    journal.set_meta("acked_id", "2")
+    journal.events.write([card("AS"), outcome(1)], TS)
+    journal._set_meta("acked_id", "2")
     journal.close()
     db = sqlite3.connect(path)  # as the journal was made before the column existed
     db.execute("ALTER TABLE journal DROP COLUMN acked")
     db.commit()
     db.close()
     reopened = Journal(path)
-    assert reopened.verify().ok and reopened.acked_id() == 2
-    reopened.note_acked(2)
-    reopened.write([card("KH"), outcome(2)], TS)
+    assert reopened.verify().ok and reopened.delivery.acked_id() == 2
+    reopened.delivery.note_acked(2)
+    reopened.events.write([card("KH"), outcome(2)], TS)
     assert reopened.verify().ok and reopened.verify().rows == 4
-    assert [o.stream_seq for o in reopened.outputs_after(0, 10)] == [0, 1]
+    assert [o.stream_seq for o in reopened.delivery.outputs_after(0, 10)] == [0, 1]
 
 
 def test_opening_a_missing_journal_for_reading_fails(tmp_path: Path) -> None:
@@ -169,12 +170,12 @@ def test_the_acknowledged_position_rides_on_the_next_write(tmp_path: Path) -> No
     """No commit of its own: the broker's acknowledgement is made durable with the next batch,
     so that a crash re-publishes only what was in flight since."""
     journal = Journal(tmp_path / "j.sqlite")
-    journal.write([card("AS"), outcome(1)], TS)
-    journal.note_acked(2)
-    assert journal.acked_id() == 0  # not yet: nothing was written since
-    journal.write([card("KH")], TS)
+    journal.events.write([card("AS"), outcome(1)], TS)
+    journal.delivery.note_acked(2)
+    assert journal.delivery.acked_id() == 0  # not yet: nothing was written since
+    journal.events.write([card("KH")], TS)
     journal.close()
-    assert Journal(tmp_path / "j.sqlite").acked_id() == 2
+    assert Journal(tmp_path / "j.sqlite").delivery.acked_id() == 2
 
 
 # -- one writer per journal, and a journal that heals (issue 16, item 5) ---------------------------
@@ -186,7 +187,7 @@ def test_a_second_writer_is_refused_and_told_who_holds_it(tmp_path: Path) -> Non
     open for writing in one place only: an OS lock beside it, held while it is open."""
     path = tmp_path / "j.sqlite"
     journal = Journal(path)
-    journal.write([card("AS"), outcome(1)], TS)
+    journal.events.write([card("AS"), outcome(1)], TS)
     with pytest.raises(JournalInUse) as refused:
         Journal(path)
     assert str(refused.value) == f"journal {path} is in use by PID {os.getpid()}"
@@ -196,8 +197,8 @@ def test_a_second_writer_is_refused_and_told_who_holds_it(tmp_path: Path) -> Non
                            capture_output=True, text=True, timeout=60, check=False)
     assert (other.returncode, other.stdout) == (3, f"journal {path} is in use by PID "
                                                    f"{os.getpid()}\n")
-    journal.write([card("KH"), outcome(2)], TS)
-    assert [o.stream_seq for o in journal.outputs_after(0)] == [0, 1]
+    journal.events.write([card("KH"), outcome(2)], TS)
+    assert [o.stream_seq for o in journal.delivery.outputs_after(0)] == [0, 1]
     assert journal.verify().ok and journal.verify().rows == 4
     journal.close()
     Journal(path).close()  # closed: free again
@@ -246,14 +247,14 @@ def test_readers_take_no_lock_and_cannot_write(tmp_path: Path) -> None:
     cannot disturb the daemon that holds it."""
     path = tmp_path / "j.sqlite"
     writer = Journal(path)
-    writer.write([StartEntry({"game": "baccarat"}), card("AS"), outcome(1)], TS)
+    writer.events.write([StartEntry({"game": "baccarat"}), card("AS"), outcome(1)], TS)
     reader = Journal(path, create=False)
     assert reader.verify().ok and [r.round for r in reader.recall(5)] == [1]
     with pytest.raises(JournalError):
-        reader.write([card("KH")], TS)
+        reader.events.write([card("KH")], TS)
     with pytest.raises(JournalError):
-        reader.set_meta("x", "1")
-    writer.write([card("KH"), outcome(2)], TS)  # the writer goes on regardless
+        reader._set_meta("x", "1")
+    writer.events.write([card("KH"), outcome(2)], TS)  # the writer goes on regardless
     assert [r.round for r in reader.recall(5)] == [1, 2]
     reader.close()
     assert writer.verify().ok and writer.verify().rows == 5
@@ -282,11 +283,11 @@ def test_a_journal_written_behind_its_back_reads_itself_again(tmp_path: Path) ->
     the file again before it writes: the next write continues the chain and the numbers."""
     path = tmp_path / "j.sqlite"
     journal = Journal(path)
-    journal.write([card("AS"), outcome(1)], TS)
+    journal.events.write([card("AS"), outcome(1)], TS)
     _append_behind_its_back(path, {"game": "baccarat", "by": "someone else"})
     with pytest.raises(JournalError, match="written behind"):
-        journal.write([card("KH"), outcome(2)], TS)
-    stored = journal.write([card("KH"), outcome(2)], TS)
+        journal.events.write([card("KH"), outcome(2)], TS)
+    stored = journal.events.write([card("KH"), outcome(2)], TS)
     assert [(s.id, s.stream_seq) for s in stored] == [(5, 1)]
     assert journal.verify().ok and journal.verify().rows == 5
     journal.close()
@@ -298,13 +299,13 @@ def test_a_failed_write_is_followed_by_positions_read_from_the_file(tmp_path: Pa
     what the file holds, not from memory."""
     path = tmp_path / "j.sqlite"
     journal = Journal(path)
-    journal.write([card("AS"), outcome(1)], TS)
+    journal.events.write([card("AS"), outcome(1)], TS)
     journal._db.execute("PRAGMA max_page_count = 1")  # a full disk: this write fails
     with pytest.raises(JournalError, match="full"):
-        journal.write([OutputEntry("event", {"pad": "x" * 5000})], TS)
+        journal.events.write([OutputEntry("event", {"pad": "x" * 5000})], TS)
     journal._db.execute("PRAGMA max_page_count = 1073741823")
     _append_behind_its_back(path, {"the": "failed batch, on disk after all"})
-    stored = journal.write([outcome(2)], TS)  # no refusal: after a failure it reads anyway
+    stored = journal.events.write([outcome(2)], TS)  # no refusal: after a failure it reads anyway
     assert [(s.id, s.stream_seq) for s in stored] == [(4, 1)]
     assert journal.verify().ok
     journal.close()
@@ -324,7 +325,7 @@ def test_a_full_filesystem_then_freed_loses_nothing(tmp_path: Path) -> None:
         journal = Journal(mount / "j.sqlite")
         written = 0
         for n in range(1, 6):
-            journal.write([card("AS"), outcome(n)], TS)
+            journal.events.write([card("AS"), outcome(n)], TS)
             written += 1
         filler = mount / "filler"
         with open(filler, "wb", buffering=0) as fh, contextlib.suppress(OSError):
@@ -333,7 +334,7 @@ def test_a_full_filesystem_then_freed_loses_nothing(tmp_path: Path) -> None:
         failures = 0
         for n in range(6, 40):  # until a write does not fit
             try:
-                journal.write([card("KH"), OutputEntry("event", {"pad": "x" * 4000}),
+                journal.events.write([card("KH"), OutputEntry("event", {"pad": "x" * 4000}),
                                outcome(n)], TS)
                 written += 1
             except JournalError as exc:
@@ -342,10 +343,10 @@ def test_a_full_filesystem_then_freed_loses_nothing(tmp_path: Path) -> None:
                 break
         assert failures == 1
         filler.unlink()
-        journal.probe()
-        stored = journal.write([card("QD"), outcome(written + 1)], TS)
+        journal.events.probe()
+        stored = journal.events.write([card("QD"), outcome(written + 1)], TS)
         assert [s.stream_seq for s in stored] == [written]
-        outcomes = [o for o in journal.outputs_after(0, 10_000) if o.topic == "outcome"]
+        outcomes = [o for o in journal.delivery.outputs_after(0, 10_000) if o.topic == "outcome"]
         assert [json.loads(o.payload)["round"] for o in outcomes] == list(
             range(1, written + 2))
         assert journal.verify().ok

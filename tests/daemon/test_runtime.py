@@ -25,11 +25,11 @@ from tabled.daemon.runtime import Degraded, TableRuntime
 def runtime_for(game: str, path: Path, **rules: object) -> TableRuntime:
     config = parse_config({"table": {"site": "s", "id": "t", "game": game}, "rules": rules,
                            "journal": {"path": str(path)}})
-    return TableRuntime(config, Journal(path))
+    return TableRuntime(config, Journal(path).events)
 
 
 def published(runtime: TableRuntime, topic: str) -> list[dict]:
-    return [json.loads(o.payload) for o in runtime.journal.outputs_after(0, 10_000)
+    return [json.loads(o.payload) for o in runtime.events.outputs_after(0, 10_000)
             if o.topic == topic]
 
 
@@ -54,7 +54,7 @@ def test_a_restart_rebuilds_the_shoe_and_the_round_numbers(tmp_path: Path) -> No
     runtime = runtime_for("baccarat", path)
     runtime.accept(ShoeStart(decks=6), "console:pit")
     deal_baccarat(runtime, ["9S", "2H", "KD", "3C", "AS", "AH"])  # a hand and a half
-    runtime.journal.close()
+    runtime.events.owner.close()
     again = runtime_for("baccarat", path)
     assert again.table.round_open and again.table.next_round == 2
     deal_baccarat(again, ["TS", "TH"])  # the rest of hand 2: P A,T  B A,T: both 1, both draw
@@ -84,8 +84,8 @@ def test_qpoker_face_down_cards_are_withheld_until_the_rules_open_them(tmp_path:
 def test_a_full_disk_degrades_and_forgets_only_what_it_could_not_write(tmp_path: Path) -> None:
     runtime = runtime_for("baccarat", tmp_path / "j.sqlite")
     deal_baccarat(runtime, ["9S", "2H"])
-    pages = runtime.journal._db.execute("PRAGMA page_count").fetchone()[0]
-    runtime.journal._db.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full
+    pages = runtime.events.owner._db.execute("PRAGMA page_count").fetchone()[0]
+    runtime.events.owner._db.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full
     runtime.stage(CardDealt(card="KD"), "device:shoe-1")
     # a big event, so that the batch needs pages the full disk cannot give
     runtime.stage(CardDealt(card="3C", extra={"note": "x" * 100_000}), "device:shoe-1")
@@ -93,7 +93,7 @@ def test_a_full_disk_degrades_and_forgets_only_what_it_could_not_write(tmp_path:
     assert published(runtime, "outcome") == []  # never reported: it was never durable
     with pytest.raises(Degraded):
         runtime.stage(CardDealt(card="KD"), "device:shoe-1")
-    runtime.journal._db.execute("PRAGMA max_page_count = 1073741823")
+    runtime.events.owner._db.execute("PRAGMA max_page_count = 1073741823")
     assert runtime.probe() is True and runtime.degraded is None
     deal_baccarat(runtime, ["KD", "3C"])  # the device sends them again: the hand completes
     (outcome,) = published(runtime, "outcome")

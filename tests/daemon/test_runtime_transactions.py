@@ -48,7 +48,7 @@ from tabled.daemon.runtime import Degraded, TableRuntime
 def runtime_for(game: str, path: Path) -> TableRuntime:
     config = parse_config({"table": {"site": "s", "id": "t", "game": game},
                            "journal": {"path": str(path)}})
-    return TableRuntime(config, Journal(path))
+    return TableRuntime(config, Journal(path).events)
 
 
 def state(value: Any, seen: frozenset[int] = frozenset()) -> Any:
@@ -83,15 +83,15 @@ def assert_live_equals_journal(runtime: TableRuntime) -> None:
 
 
 def runtime_for_replay(runtime: TableRuntime, table: Any) -> Any:
-    for stored in runtime.journal.inputs():
+    for stored in runtime.events.owner.inputs():
         table.feed(parse_event(stored.body))
     return table
 
 
 def journal_rows(runtime: TableRuntime, kind: str) -> list[dict[str, Any]]:
     if kind == "input":
-        return [stored.body for stored in runtime.journal.inputs()]
-    return [json.loads(o.payload) for o in runtime.journal.outputs_after(0, 100_000)
+        return [stored.body for stored in runtime.events.owner.inputs()]
+    return [json.loads(o.payload) for o in runtime.events.outputs_after(0, 100_000)
             if o.topic == kind]
 
 
@@ -178,8 +178,8 @@ def test_a_rules_core_that_raises_leaves_the_state_the_journal_gives(
     runtime = runtime_for("baccarat", tmp_path / "j.sqlite")
     runtime.accept(CardDealt(card="2S", meta=Meta(device="shoe-1", seq=0)), "device:shoe-1")
     runtime.table = FailingFeed(runtime.table, when)  # type: ignore[assignment]
-    outputs = runtime.accept(CardDealt(card="3D", meta=Meta(device="shoe-1", seq=1),
-                                       extra={"device_boot": 7, "device_msg": 12}),
+    outputs = runtime.accept(CardDealt(card="3D", meta=Meta(device="shoe-1", seq=1, boot=7,
+                                                            msg=12)),
                              "device:shoe-1")
     assert [getattr(o, "status", None) for o in outputs] == ["void"]
     (fault,) = [f for f in journal_rows(runtime, "fault") if f["code"] == "event_not_applied"]
@@ -287,7 +287,7 @@ def test_after_every_event_and_every_failure_live_state_equals_the_journal_s(
     published = [{k: v for k, v in o.items() if k not in ("ts", "table_seq")}
                  for o in journal_rows(runtime, "outcome")]
     assert published == replayed
-    runtime.journal.close()
+    runtime.events.owner.close()
 
 
 def test_a_full_disk_refuses_the_event_and_keeps_the_journal_s_state(tmp_path: Path) -> None:
@@ -295,12 +295,12 @@ def test_a_full_disk_refuses_the_event_and_keeps_the_journal_s_state(tmp_path: P
     keeps it), and the rules state is the journal's."""
     runtime = runtime_for("baccarat", tmp_path / "j.sqlite")
     runtime.accept(CardDealt(card="9S"), "device:shoe-1")
-    pages = runtime.journal._db.execute("PRAGMA page_count").fetchone()[0]
-    runtime.journal._db.execute(f"PRAGMA max_page_count = {pages}")
+    pages = runtime.events.owner._db.execute("PRAGMA page_count").fetchone()[0]
+    runtime.events.owner._db.execute(f"PRAGMA max_page_count = {pages}")
     runtime.stage(CardDealt(card="2H", extra={"note": "x" * 100_000}), "device:shoe-1")
     assert runtime.commit() is False
     with pytest.raises(Degraded):
         runtime.stage(CardDealt(card="KD"), "device:shoe-1")
-    runtime.journal._db.execute("PRAGMA max_page_count = 1073741823")
+    runtime.events.owner._db.execute("PRAGMA max_page_count = 1073741823")
     assert runtime.probe()
     assert_live_equals_journal(runtime)

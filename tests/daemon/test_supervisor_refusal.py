@@ -28,7 +28,7 @@ async def test_a_frame_the_driver_cannot_decode_refuses_the_shoe_once(tmp_path: 
         "devices": [{"id": "shoe-1", "family": "shoe", "url": device.path,
                      "reconnect_min": 0.05, "reconnect_max": 0.4}],
         "journal": {"path": str(tmp_path / "j.sqlite")}})
-    runtime = TableRuntime(config, Journal(tmp_path / "j.sqlite"))
+    runtime = TableRuntime(config, Journal(tmp_path / "j.sqlite").events)
     statuses: list[dict[str, Any]] = []
     supervisor = DeviceSupervisor(config.devices[0], runtime,
                                   on_status=lambda _, body: statuses.append(body))
@@ -52,10 +52,10 @@ async def test_a_frame_the_driver_cannot_decode_refuses_the_shoe_once(tmp_path: 
     assert {s["reason"] for s in refused} == {"wrong_device"}
     assert all("it sent a frame that is not a card-reading shoe message (kind 0x20"
                in s["error"] for s in refused)
-    faults = [json.loads(o.payload) for o in runtime.journal.outputs_after(0, 1000)
+    faults = [json.loads(o.payload) for o in runtime.events.outputs_after(0, 1000)
               if o.topic == "fault"]
     assert [f["code"] for f in faults] == ["device_lost", "wrong_device"]
-    events = [json.loads(o.payload) for o in runtime.journal.outputs_after(0, 1000)
+    events = [json.loads(o.payload) for o in runtime.events.outputs_after(0, 1000)
               if o.topic == "event" and json.loads(o.payload).get("device") == "shoe-1"]
     # the card after it was not taken; the daemon's fault names the device
     assert [e.get("code", e["type"]) for e in events] == ["shoe_start", "wrong_device"]

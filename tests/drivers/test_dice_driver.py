@@ -146,8 +146,8 @@ async def test_a_session_arrives_intact_with_info_stamps_and_a_clean_loss() -> N
             drivers = await supervise(sim, events.append)
     assert rolls_of(events) == ROLLS
     assert_stamped(events)
-    assert [e.extra["device_msg"] for e in events] == list(range(len(ROLLS)))
-    assert len({e.extra["device_boot"] for e in events}) == 1
+    assert [e.meta.msg for e in events] == list(range(len(ROLLS)))
+    assert len({e.meta.boot for e in events}) == 1
     assert all(0.93 <= e.extra["confidence"] <= 1.0 and "cocked" not in e.extra
                for e in events)
     driver = drivers[0]
@@ -191,7 +191,7 @@ async def test_table_faults_arrive_as_their_events(fault: str, event_validator: 
         assert roll.extra["cocked_dice"] == [2]  # the roll names the die, not only the fault
         assert cocked.extra["cocked_dice"] == [2]
         assert isinstance(cocked, Fault) and "craps.art1" in (cocked.detail or "")
-        assert cocked.extra["device_msg"] == roll.extra["device_msg"]
+        assert cocked.meta.msg == roll.meta.msg
     if fault == "sensor@2:3":
         assert isinstance(events[1], Fault)
         assert events[1].extra["device_code"] == SensorFaultCode.CALIBRATION_LOST
@@ -217,7 +217,7 @@ async def test_link_faults_lose_and_duplicate_nothing(fault: str) -> None:
         with simulator("--rolls", ROLLS_ARG, "--pace", str(PACE), "--fault", fault) as sim:
             drivers = await supervise(sim, events.append)
     assert rolls_of(events) == ROLLS
-    assert [e.extra["device_msg"] for e in events] == list(range(len(ROLLS)))
+    assert [e.meta.msg for e in events] == list(range(len(ROLLS)))
     assert_stamped(events)
     counters: dict[str, int] = {}
     for driver in drivers:
@@ -288,7 +288,7 @@ async def test_resume_acknowledges_what_the_journal_already_holds_without_emitti
             await first.wait_closed()
             assert first.close_reason == "link_down: not_durable"
             committed = journal.durable[-1]
-            resume = Resume(committed.extra["device_boot"], committed.extra["device_msg"])
+            resume = Resume(committed.meta.boot, committed.meta.msg)
             second = await open_device(sim.url, device_id="dice-1", sink=journal,
                                        first_seq=first.next_seq, resume=resume)
             await second.wait_closed()

@@ -49,7 +49,7 @@ async def test_a_sensor_with_another_serial_number_is_refused_and_keeps_its_repo
         await driver.wait_closed()
     # every report, from the first: the refusing hosts acknowledged none
     assert [e.dice for e in events if isinstance(e, Roll)] == ROLLS
-    assert [e.extra["device_msg"] for e in events] == [0, 1, 2]
+    assert [e.meta.msg for e in events] == [0, 1, 2]
 
 
 class OtherPrototype(DiceSensor):

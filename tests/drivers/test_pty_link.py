@@ -70,8 +70,8 @@ async def test_every_message_arrives_once_in_order(faults: list[ByteFault], tmp_
     assert [e.meta.seq for e in events] == list(range(100, 130))
     assert {e.meta.device for e in events} == {"dev-1"}
     # each event names the device message it came from, for exactly-once across resets
-    assert [e.extra["device_msg"] for e in events] == list(range(30))
-    assert {e.extra["device_boot"] for e in events} == {device.boot_id}
+    assert [e.meta.msg for e in events] == list(range(30))
+    assert {e.meta.boot for e in events} == {device.boot_id}
     counters = driver.link_counters()
     if faults and faults[0].kind in ("corrupt", "truncate", "drop"):
         assert counters.get("naks_sent", 0) + counters.get("duplicates", 0) > 0

@@ -90,7 +90,7 @@ def resume_after(events: list[Event]) -> Resume | None:
     resets")."""
     if not events:
         return None
-    return Resume(events[-1].extra["device_boot"], events[-1].extra["device_msg"])
+    return Resume(events[-1].meta.boot, events[-1].meta.msg)
 
 
 async def receive(device: ShoeDevice, events: list[Event], count: int,
@@ -134,7 +134,7 @@ def assert_intact(events: list[Event], expected: list[dict[str, object]]) -> Non
     assert [content(e) for e in events] == expected
     assert [e.meta.seq for e in events] == list(range(len(expected)))
     assert {e.meta.device for e in events} == {DEVICE_ID}
-    numbers = [e.extra["device_msg"] for e in events]
+    numbers = [e.meta.msg for e in events]
     assert numbers == sorted(set(numbers))  # each device message once, in order
 
 

@@ -84,7 +84,7 @@ async def reopen(device: ShufflerSimulator, events: list[Event],
 
     Waiting for the replug matters on a shared machine: while unplugged, the link path names a
     /dev/pts number that another process's pty may already have taken."""
-    resume = (Resume(events[-1].extra["device_boot"], events[-1].extra["device_msg"])
+    resume = (Resume(events[-1].meta.boot, events[-1].meta.msg)
               if events else None)
     while True:
         await until(lambda: not device.unplugged.is_set())
@@ -140,9 +140,9 @@ def assert_intact(events: list[Event], script: list[p.Message]) -> None:
     assert all(e.meta.ts and e.meta.ts.endswith("Z") for e in events)
     # the machine's message numbers: increasing (INFO and STATUS replies take numbers too,
     # and a message may stand for two events)
-    numbers = [e.extra["device_msg"] for e in events]
+    numbers = [e.meta.msg for e in events]
     assert all(a <= b for a, b in itertools.pairwise(numbers))
-    assert len({e.extra["device_boot"] for e in events}) <= 1
+    assert len({e.meta.boot for e in events}) <= 1
 
 
 def assert_qpoker_rounds_dealt_in_order(events: list[Event]) -> None:

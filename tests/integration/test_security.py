@@ -282,7 +282,8 @@ def journal_of(daemon: Daemon) -> Journal:
 
 
 def journaled(journal: Journal, topic: str) -> list[dict[str, Any]]:
-    return [json.loads(o.payload) for o in journal.outputs_after(0, 100_000) if o.topic == topic]
+    return [json.loads(o.payload) for o in journal.delivery.outputs_after(0, 100_000)
+            if o.topic == topic]
 
 
 def log_records(daemon: Daemon) -> list[dict[str, Any]]:
@@ -413,7 +414,7 @@ async def test_a_refused_daemon_keeps_its_outcomes_until_its_credentials_are_rig
         for table in tables:
             assert table.daemon is not None and table.daemon.stop() == 0
             journal = journal_of(table.daemon)
-            assert len(journaled(journal, "outcome")) == 5 and journal.acked_id() == 0
+            assert len(journaled(journal, "outcome")) == 5 and journal.delivery.acked_id() == 0
             journal.close()
 
         for table in tables:
@@ -828,7 +829,7 @@ def test_shoe_mode_hides_the_dealer_card_by_card(tmp_path_factory: pytest.TempPa
     path = tmp_path_factory.mktemp("shoe-mode") / "journal.sqlite"
     config = parse_config({"table": {"site": "lab", "id": "t1", "game": "qpoker"},
                            "journal": {"path": str(path)}})
-    runtime = TableRuntime(config, Journal(path))
+    runtime = TableRuntime(config, Journal(path).events)
     with structlog.testing.capture_logs() as captured:
         for seats, deck, ending, folds in rounds:
             order: list[int | Literal["dealer"]] = [*seats, "dealer"]
@@ -843,8 +844,8 @@ def test_shoe_mode_hides_the_dealer_card_by_card(tmp_path_factory: pytest.TempPa
                 runtime.accept(Decision(seat=seat, play=seat not in folds), "console:pit-1")
             runtime.accept(Reveal(), "console:pit-1")
     messages = [(f"{BASE}/{o.topic}", json.loads(o.payload))
-                for o in runtime.journal.outputs_after(0, 100_000)]
-    runtime.journal.close()
+                for o in runtime.events.outputs_after(0, 100_000)]
+    runtime.events.owner.close()
     dealer = dealer_cards_by_round(messages)
     assert [dealer[r] for r in sorted(dealer)] == [set(deck[len(seats)::len(seats) + 1])
                                                    for seats, deck, _, _ in rounds]

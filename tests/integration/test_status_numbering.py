@@ -20,11 +20,15 @@ from typing import Any
 
 import pytest
 
-from tabled.daemon import mqtt as mqtt_module
 from tabled.daemon.broker import Mosquitto, free_port
 from tabled.daemon.config import parse_config
 from tabled.daemon.journal import Journal
-from tabled.daemon.mqtt import MqttService, Topics
+from tabled.daemon.mqtt import session as session_module
+from tabled.daemon.mqtt.numbers import Sequences, StatusNumbers
+from tabled.daemon.mqtt.publisher import DurablePublisher
+from tabled.daemon.mqtt.session import BrokerSession
+from tabled.daemon.mqtt.topics import Topics
+from tabled.daemon.mqtt.volatile import VolatilePublisher
 from tests.integration.harness import Daemon, Simulator, Subscriber, write_config
 from tests.integration.tls import password_file, secret_file
 
@@ -123,7 +127,7 @@ async def test_a_message_whose_publish_failed_keeps_its_number_and_goes_out_agai
     and a broker killed with the daemon's will unpublished leaves the one gap docs/mqtt.md
     owns up to. The publisher runs in process against real Mosquittos; only the wait for a
     PUBACK is made shorter."""
-    monkeypatch.setattr(mqtt_module, "T_PUBACK", 1.0)
+    monkeypatch.setattr(session_module, "T_PUBACK", 1.0)
     port = free_port()
     users = {"tabled": "daemon-secret", "floor": "floor-secret"}
     broker = Mosquitto(port=port, workdir=tmp_path / "broker1")
@@ -135,20 +139,25 @@ async def test_a_message_whose_publish_failed_keeps_its_number_and_goes_out_agai
                  "username": "tabled",
                  "password_file": str(secret_file(tmp_path / "pw", users["tabled"]))},
         "journal": {"path": str(tmp_path / "unused.sqlite")}}).mqtt
-    service = MqttService(settings, broker.url, Topics("tabled", "lab", "t1"), journal,
-                          client_id="tabled-lab-t1", birth=lambda: {"game": "craps"},
-                          metrics=dict)
+    service = BrokerSession(settings, broker.url, Topics("tabled", "lab", "t1"),
+                            StatusNumbers(journal.delivery), client_id="tabled-lab-t1",
+                            birth=lambda: {"game": "craps"})
+    publisher = DurablePublisher(journal.delivery, service.topics, max_inflight=8,
+                                 puback_timeout=1.0)
+    volatile = VolatilePublisher(service, Sequences(journal.delivery), puback_timeout=1.0)
+    service.add(publisher)
+    service.add(volatile)
     task = asyncio.create_task(service.run())
     second: Mosquitto | None = None
     try:
         async with Subscriber("127.0.0.1", port, "tabled/lab/t1/#", username="floor",
                               password=users["floor"]) as sub:
             await asyncio.wait_for(service.connected.wait(), 10)
-            service.set_device_status("dice-1", {"state": "connected", "device": "dice-1"})
+            volatile.set_device_status("dice-1", {"state": "connected", "device": "dice-1"})
             await sub.wait_for("/device/dice-1/status", 1)
             assert broker.process is not None
             broker.process.send_signal(signal.SIGSTOP)  # frozen: no PUBACK will come
-            sent = await service.publish_volatile(
+            sent = await volatile.publish(
                 service.topics.device_status("dice-1"), {"state": "lost", "device": "dice-1"},
                 kind="device", retain=True)
             assert sent is False
@@ -172,7 +181,7 @@ async def test_a_message_whose_publish_failed_keeps_its_number_and_goes_out_agai
             await asyncio.sleep(0.5)
     finally:
         try:  # the brokers go whatever became of the publisher
-            await service.stop(drain_timeout=1)
+            await service.stop()
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task

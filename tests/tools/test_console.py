@@ -98,8 +98,12 @@ async def test_one_shot_decisions_and_the_reveal_settle_a_round(tmp_path: Path,
             daemon.start()
             await dealt(sub)
             play = tabled("console", "--config", str(config), "decision", "--seat", "1", "--play")
-            fold = tabled("console", "decision", "--seat", "3", "--fold", "--config", str(config))
-            reveal = tabled("console", "--config", str(config), "reveal")
+            fold = tabled("console", "decision", "--seat", "3", "--fold", "--config", str(config),
+                          "--round", "1")
+            # a reveal that names another round than the open one is declined, and changes
+            # nothing (one that came late, after its round, would otherwise end this one)
+            early = tabled("console", "--config", str(config), "reveal", "--round", "2")
+            reveal = tabled("console", "--config", str(config), "reveal", "--round", "1")
             late = tabled("console", "--config", str(config), "decision", "--seat", "1",
                           "--play")
             outcome = (await sub.wait_for("/outcome", 1, alive=daemon))[0]
@@ -111,6 +115,8 @@ async def test_one_shot_decisions_and_the_reveal_settle_a_round(tmp_path: Path,
     assert play.stdout.strip() == "seat 1 play: ok"
     assert fold.stdout.strip() == "seat 3 fold: ok"
     assert reveal.stdout.strip() == "reveal: ok (round 1 settled)"
+    assert early.returncode == 1 and "declined by the rules: for_another_round: a reveal for " \
+        "round 2, while round 1 is open" in early.stdout
     assert late.returncode == 1 and "declined by the rules: decision_without_round" in late.stdout
     assert outcome["status"] == "complete"
     assert outcome["bets"]["3"]["play"]["result"] == "fold"

@@ -9,7 +9,18 @@ import subprocess
 import sys
 from typing import Any
 
-from tabled.tools.console import Action, ConsoleTarget, Keys, Reply, RoundView
+from tabled.contract.events import parse_event
+from tabled.contract.outcome import Outcome
+from tabled.daemon.rules import make_table
+from tabled.tools.console import (
+    Action,
+    AutoDealer,
+    ConsoleTarget,
+    Keys,
+    Reply,
+    RoundView,
+    for_round,
+)
 from tabled.tools.show import describe
 
 TARGET = ConsoleTarget(config_path="t.toml", site="lab", table="t1", game="qpoker",
@@ -125,3 +136,96 @@ def test_craps_lines_show_the_roll_the_point_and_the_line_bets() -> None:
     head, bets = everything.split("\n", 1)
     assert head == lines[0]
     assert "dont_come_4 win 1:1" in bets and "big7 win 9:2" in bets and "hard8 lose" in bets
+
+
+# -- the round a command is for ----------------------------------------------------------------
+
+
+def outcome(game: str, number: int, *events: dict[str, Any]) -> dict[str, Any]:
+    """A real outcome record of ``game`` (the rules core's), numbered ``number``."""
+    table = make_table(game)
+    (record,) = [o.to_record() for e in events
+                 for o in table.feed(parse_event({"v": 1, **e})) if isinstance(o, Outcome)]
+    return {**record, "round": number}
+
+
+QPOKER_VOID = ({"type": "round_start", "seats": [1]}, {"type": "void"})
+
+
+def test_the_view_names_the_round_it_shows_from_the_published_events() -> None:
+    """Every published event names its round: the console sends the round it shows, and the
+    daemon declines a command that arrives in another round. The campaign's round 16: its
+    dealer's card is exposed (void at once), and a reveal typed while the console still shows
+    it is for round 16, whatever round is open when it arrives."""
+    view = RoundView("qpoker")
+    assert view.command_round is None  # nothing seen: the command names no round
+    view.apply("event", {"type": "withheld", "seat": 3, "count": 3, "round": 16})
+    assert view.phase == "waiting" and view.command_round == 16  # begun before the console
+    view.apply("event", {"type": "round_start", "seats": [4, 5], "round": 16})
+    for seat in (4, 5):
+        view.apply("event", {"type": "withheld", "seat": seat, "count": 3, "round": 16})
+    view.apply("event", {"type": "hand", "seat": "dealer", "cards": ["QD", "4C", "9H"],
+                         "face_up": True, "round": 16})
+    assert view.phase == "deciding" and view.command_round == 16
+    assert "round 16: dealt" in "\n".join(view.lines(TARGET))
+    view.apply("outcome", outcome("qpoker", 16, *QPOKER_VOID))
+    assert view.phase == "settled" and view.command_round == 16
+    view.apply("event", {"type": "round_start", "seats": [4, 5, 6], "round": 17})
+    assert view.command_round == 17 and "round 17: dealing" in "\n".join(view.lines(TARGET))
+    # a command's own round is not the table's: a late reveal for 16 changes nothing here
+    view.apply("event", {"type": "reveal", "round": 16, "source": "console:x"})
+    assert view.command_round == 17
+
+
+def test_without_published_rounds_the_view_counts_outcomes() -> None:
+    """A daemon that does not name rounds on its events: the round after the last outcome."""
+    view = RoundView("qpoker")
+    view.apply("outcome", outcome("qpoker", 4, *QPOKER_VOID))
+    view.apply("event", {"type": "round_start", "seats": [1]})
+    assert view.command_round == 5
+
+
+def test_baccarat_and_craps_name_the_hand_or_throw_at_the_table() -> None:
+    view = RoundView("baccarat")
+    view.apply("event", {"type": "card", "card": "9S", "round": 8})
+    assert view.command_round == 8
+    view.apply("outcome", outcome("baccarat", 8, *({"type": "card", "card": c}
+                                                    for c in ("9S", "2H", "KD", "3C"))))
+    assert view.command_round == 9  # hand 8 is over: a void now is for the next hand
+    craps = RoundView("craps")
+    craps.apply("event", {"type": "roll", "dice": [3, 4], "round": 2})
+    craps.apply("outcome", outcome("craps", 2, {"type": "roll", "dice": [3, 4]}))
+    assert craps.command_round == 3
+
+
+def test_a_typed_command_is_for_the_round_shown_when_the_key_is_pressed() -> None:
+    keys = Keys()
+    (reveal,) = [a for a in keys.feed("r") if a.kind == "command"]
+    assert for_round(reveal, 16).args == {"round": 16}
+    assert for_round(reveal, None).args == {}
+    (decision,) = [a for a in keys.feed("3p") if a.kind == "command"]
+    assert for_round(decision, 7).args == {"seat": 3, "play": True, "round": 7}
+    assert for_round(Action("command", "new_shoe", {"decks": 8}), 7).args == {"decks": 8}
+
+
+async def test_the_demos_dealer_names_the_round_whose_deal_it_saw() -> None:
+    """The AutoDealer decides and reveals once a deal is complete; all of it for that round,
+    even if the table moves on while the players think."""
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    class Recorder:
+        async def command(self, name: str, args: dict[str, Any]) -> Reply:
+            sent.append((name, args))
+            dealer.view.apply("event", {"type": "round_start", "seats": [9], "round": 17})
+            return Reply(command=name, ok=True)
+
+    dealer = AutoDealer(Recorder(), seed=1)  # type: ignore[arg-type]
+    for event in ({"type": "round_start", "seats": [4, 5], "round": 16},
+                  {"type": "withheld", "seat": 4, "count": 3, "round": 16},
+                  {"type": "withheld", "seat": 5, "count": 3, "round": 16},
+                  {"type": "withheld", "seat": "dealer", "count": 3, "round": 16}):
+        dealer.view.apply("event", event)
+    assert dealer.view.phase == "deciding"
+    await dealer._play()
+    assert [(name, args.get("round")) for name, args in sent] == [
+        ("decision", 16), ("decision", 16), ("reveal", 16)]

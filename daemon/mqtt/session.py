@@ -1,0 +1,292 @@
+"""The table's broker connection: connect, say who we are, notice loss, connect again.
+
+Owns one connection at a time to the broker (aiomqtt has no reconnect: this module's loop around
+``async with Client(...)``, with bounded exponential backoff), the retained birth record on
+``…/status`` and the last will that marks the table offline, with their numbers
+(:class:`~tabled.daemon.mqtt.numbers.StatusNumbers`). What travels over a connection belongs to
+its *parts* (:class:`ConnectionPart`: the durable publisher, the non-durable one, the metrics
+reporter, the command listener), which the session starts on every connection and stops when it
+ends. A change of the table's state (``degraded`` and back) ends the connection cleanly and the
+next birth says it: the will registered with the broker carries the number after the birth's, so
+no status message may come between them.
+
+It never decides game state and never sees a face-down card.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import ssl
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import aiomqtt
+import structlog
+from aiomqtt.exceptions import MqttConnectError
+
+from tabled.contract.timeutil import rfc3339_now
+from tabled.daemon.backoff import Backoff
+from tabled.daemon.config import MQTTSettings
+from tabled.daemon.mqtt.numbers import StatusNumbers
+from tabled.daemon.mqtt.topics import BrokerAddress, Topics, dumps
+from tabled.daemon.secrets import read_secret
+
+log = structlog.get_logger("tabled.mqtt")
+
+#: A QoS 1 publish not acknowledged within this time counts as a lost connection, seconds.
+T_PUBACK = 10.0
+#: A connection (TCP, TLS handshake, CONNACK) that takes longer has failed, seconds: a broker
+#: that refuses a client certificate may just stop answering.
+T_CONNECT = 3.0
+
+MessageHandler = Callable[[str, bytes], Awaitable[None]]
+
+
+class ConnectionPart(Protocol):
+    """What travels over each connection. ``on_connect`` runs once the birth is out, before the
+    session says it is connected (a part that must send something first does it here);
+    ``serve`` runs for as long as the connection lasts (it raises ``MqttError`` if it finds the
+    connection gone); ``on_disconnect`` runs when it ended, however."""
+
+    async def on_connect(self, client: aiomqtt.Client) -> None: ...
+
+    async def serve(self, client: aiomqtt.Client) -> None: ...
+
+    def on_disconnect(self) -> None: ...
+
+
+class _Restatus(Exception):
+    """The table's state changed: end this connection cleanly (the broker discards its will)
+    and connect again with a birth that says the new state."""
+
+
+# Two facts about a connection that aiomqtt keeps to itself (aiomqtt is pinned below 3). Where
+# they cannot be read, each answer is the one that risks a gap in ``…/status`` numbers rather
+# than one number on two different messages.
+
+
+def _may_hold_will(client: aiomqtt.Client) -> bool:
+    """After a connection attempt without a CONNACK: may the broker have taken our CONNECT,
+    and with it the will? Not if no connection was made (refused, TLS handshake failed), the
+    broker answered no (a negative CONNACK), or the connection was closed (the broker does not
+    close a connection it accepted without a CONNACK). A CONNACK that did not come in time on
+    an open connection: it may have."""
+    paho = getattr(client, "_client", None)
+    try:
+        return paho is None or paho.socket() is not None
+    except Exception:  # not what this aiomqtt looks like: assume it may
+        return True
+
+
+def _left_cleanly(client: aiomqtt.Client) -> bool:
+    """Did the connection end with our DISCONNECT, so that the broker dropped the will?"""
+    ended = getattr(client, "_disconnected", None)
+    return (isinstance(ended, asyncio.Future) and ended.done() and not ended.cancelled()
+            and ended.exception() is None)
+
+
+class BrokerSession:
+    """The table's broker connection. Run :meth:`run` as a task; stop it with :meth:`stop`."""
+
+    def __init__(
+        self,
+        settings: MQTTSettings,
+        url: str,
+        topics: Topics,
+        numbers: StatusNumbers,
+        *,
+        client_id: str,
+        birth: Callable[[], dict[str, Any]],
+    ) -> None:
+        self.settings = settings
+        self.address = BrokerAddress.parse(url)
+        self.topics = topics
+        self.numbers = numbers
+        self.client_id = client_id
+        self._birth = birth
+        self.connected = asyncio.Event()
+        self.counters: dict[str, int] = {"connects": 0, "disconnects": 0}
+        self._parts: list[ConnectionPart] = []
+        self._subscriptions: list[tuple[str, MessageHandler]] = []
+        self._client: aiomqtt.Client | None = None
+        self._stopping = False
+        #: The state the last birth said (``online`` or ``degraded``, with its reason), and
+        #: the states to say after it, in order: each is a birth of its own, even one that
+        #: lasted less than a connection (a journal that failed and recovered within a probe).
+        self._state: tuple[str, str | None] = ("online", None)
+        self._states_due: list[tuple[str, str | None]] = []
+        self._restatus = asyncio.Event()
+        self._password: str | None = None
+        if settings.password_file is not None:
+            self._password = read_secret(settings.password_file).decode()
+
+    # -- for the rest of the daemon --------------------------------------------------------
+
+    def add(self, part: ConnectionPart) -> None:
+        """Run ``part`` on every connection, after the parts added before it."""
+        self._parts.append(part)
+
+    def subscribe(self, topic_filter: str, handler: MessageHandler) -> None:
+        """Subscribe to ``topic_filter`` on every connection; its messages go to ``handler``."""
+        self._subscriptions.append((topic_filter, handler))
+
+    @property
+    def client(self) -> aiomqtt.Client | None:
+        """The connected client, or None (not connected)."""
+        return self._client if self.connected.is_set() else None
+
+    @property
+    def url(self) -> str:
+        return self.address.url
+
+    def set_state(self, state: str, reason: str | None = None) -> None:
+        """What ``…/status`` should say: ``online``, or ``degraded`` with its reason. A change
+        ends the connection cleanly (the broker drops the will unpublished) and the next
+        connection's birth says it."""
+        latest = self._states_due[-1] if self._states_due else self._state
+        if (state, reason) != latest:
+            self._states_due.append((state, reason))
+            self._restatus.set()
+
+    async def stop(self) -> None:
+        """Mark the table offline (under the will's number: the DISCONNECT that follows makes
+        the broker drop the will) and end the loop."""
+        client, will = self.client, self.numbers.will
+        if client is not None and will is not None:
+            offline = {"state": "offline", "reason": "shutdown", "table_seq": will,
+                       "ts": rfc3339_now()}
+            self.numbers.sent = will
+            with contextlib.suppress(aiomqtt.MqttError):
+                await client.publish(self.topics.status, dumps(offline), qos=1, retain=True,
+                                     timeout=T_PUBACK)
+        self._stopping = True
+
+    # -- the connection loop ---------------------------------------------------------------
+
+    async def run(self) -> None:
+        backoff = Backoff(self.settings.reconnect_min, self.settings.reconnect_max)
+        while not self._stopping:
+            again = False
+            try:
+                again = await self._session(backoff)
+            # A lost connection ends the session's task group: its error comes in a group.
+            except* aiomqtt.MqttError as group:
+                error = str(group.exceptions[0])
+                if self._client is not None:  # the broker had accepted the connection
+                    self.counters["disconnects"] += 1
+                    log.warning("broker_lost", error=error, url=self.url)
+                else:
+                    log.warning("broker_unreachable", error=error, url=self.url)
+            finally:
+                self.connected.clear()
+                self._client = None
+                self.numbers.will = None
+                for part in self._parts:
+                    part.on_disconnect()
+            if self._stopping:
+                return
+            if not again:
+                await asyncio.sleep(backoff.next())
+
+    async def _session(self, backoff: Backoff) -> bool:
+        """One connection, until it is lost (MqttError) or the state changes (returns True:
+        connect again at once)."""
+        birth_seq, will_seq = self.numbers.for_connection()
+        state, reason = self._states_due[0] if self._states_due else self._state
+        will = aiomqtt.Will(
+            self.topics.status,
+            dumps({"state": "offline", "reason": "connection_lost", "table_seq": will_seq}),
+            qos=1, retain=True,
+        )
+        client = aiomqtt.Client(
+            self.address.host, self.address.port, identifier=self.client_id,
+            username=self.settings.username, password=self._password, will=will,
+            keepalive=self.settings.keepalive, tls_context=self._tls_context(),
+            max_inflight_messages=self.settings.max_inflight, timeout=T_CONNECT,
+            clean_session=True,
+            # Small QoS 1 packets written back to back: with Nagle's algorithm the second waits
+            # for the broker's delayed ACK of the first (measured: publish-to-PUBACK p50 of
+            # 12 ms in some intervals, 0.6 ms in others). paho does not set it.
+            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+        )
+        # up to max_inflight publishes wait for their PUBACK by design: not worth a warning
+        client.pending_calls_threshold = self.settings.max_inflight + 16
+        restatus = accepted = False
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                try:
+                    await stack.enter_async_context(client)
+                except MqttConnectError:
+                    raise  # the broker said no: it holds no will of ours
+                except aiomqtt.MqttError:
+                    if _may_hold_will(client):  # no CONNACK; the broker may have the CONNECT
+                        self.numbers.spend(will_seq)
+                    raise
+                # The broker holds the will: from now on it may publish it (a broker stopping
+                # cleanly does, to every subscriber), so its number is spent.
+                accepted = True
+                self.numbers.accepted(will_seq)
+                self._client = client
+                self.counters["connects"] += 1
+                backoff.reset()
+                birth = {**self._birth(), "state": state,
+                         **({"reason": reason} if reason else {}),
+                         "table_seq": birth_seq, "ts": rfc3339_now()}
+                self.numbers.sent = birth_seq
+                await client.publish(self.topics.status, dumps(birth), qos=1, retain=True,
+                                     timeout=T_PUBACK)
+                self._state = (state, reason)
+                if self._states_due and self._states_due[0] == self._state:
+                    self._states_due.pop(0)
+                for part in self._parts:
+                    await part.on_connect(client)
+                for topic_filter, _ in self._subscriptions:
+                    await client.subscribe(topic_filter, qos=1, timeout=T_PUBACK)
+                self.connected.set()
+                log.info("broker_connected", url=self.url, state=state)
+                try:
+                    async with asyncio.TaskGroup() as group:
+                        for index, part in enumerate(self._parts):
+                            group.create_task(part.serve(client), name=f"mqtt-part-{index}")
+                        group.create_task(self._incoming(client), name="mqtt-incoming")
+                        group.create_task(self._watch_state(), name="mqtt-state")
+                except* _Restatus:
+                    restatus = True
+                    self.connected.clear()  # nothing more on this connection
+        finally:
+            # Ended by our DISCONNECT (a change of state, a shutdown, a PUBACK that never
+            # came from a broker still there): the broker dropped the will unpublished.
+            if accepted and _left_cleanly(client):
+                self.numbers.left_cleanly()
+        return restatus
+
+    async def _watch_state(self) -> None:
+        """End the connection when a state is due that its birth did not say."""
+        while True:
+            if self._states_due:
+                state, reason = self._states_due[0]
+                log.info("status_changed", state=state, reason=reason)
+                raise _Restatus
+            await self._restatus.wait()
+            self._restatus.clear()
+
+    async def _incoming(self, client: aiomqtt.Client) -> None:
+        """Subscribed messages to their handlers; and, with or without subscriptions, the way
+        a lost connection is noticed (the message iterator raises MqttError)."""
+        async for message in client.messages:
+            payload = message.payload if isinstance(message.payload, bytes) else str(
+                message.payload).encode()
+            for topic_filter, handler in self._subscriptions:
+                if message.topic.matches(topic_filter):
+                    await handler(str(message.topic), payload)
+
+    def _tls_context(self) -> ssl.SSLContext | None:
+        tls = self.settings.tls
+        if tls is None and not self.address.tls:
+            return None
+        context = ssl.create_default_context(cafile=str(tls.ca_file) if tls else None)
+        if tls is not None and tls.cert_file is not None and tls.key_file is not None:
+            context.load_cert_chain(str(tls.cert_file), str(tls.key_file))
+        return context

@@ -1,0 +1,100 @@
+"""The supervisor's own void for a device that stays lost is for the round it was lost in.
+
+A shoe lost mid-hand arms a timer (``lost_void_after``); if the shoe is not back by then, the
+daemon voids the hand (baccarat.art10). The timer used to check only that *a* round was open
+when it fired: if the lost hand ended meanwhile (the dealer voided it) and another began (dealt
+from a second shoe), it voided that one — a hand nobody lost. The same class as a dealer's
+command that names no round (docs/reliability.md). Real pty shoe, real journal, real runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from tabled.contract.events import CardDealt, Meta, Void
+from tabled.daemon.config import parse_config
+from tabled.daemon.journal import Journal
+from tabled.daemon.runtime import TableRuntime
+from tabled.daemon.supervisor import DeviceSupervisor
+from tabled.simulators.shoe import ShoeDevice
+
+LOST_VOID_AFTER = 0.5
+
+
+async def lose_the_shoe_mid_hand(tmp_path: Path) -> tuple[TableRuntime, DeviceSupervisor,
+                                                           asyncio.Task[None]]:
+    """Shoe 1 deals two cards of hand 1 and is unplugged: the supervisor arms its timer."""
+    device = ShoeDevice(link_path=str(tmp_path / "shoe"))
+    await device.start()
+    config = parse_config({
+        "table": {"site": "s", "id": "t", "game": "baccarat"},
+        "devices": [{"id": "shoe-1", "family": "shoe", "url": device.path,
+                     "reconnect_min": 0.05, "reconnect_max": 0.2,
+                     "lost_void_after": LOST_VOID_AFTER}],
+        "journal": {"path": str(tmp_path / "j.sqlite")}})
+    runtime = TableRuntime(config, Journal(tmp_path / "j.sqlite").events)
+    statuses: list[dict[str, Any]] = []
+    supervisor = DeviceSupervisor(config.devices[0], runtime,
+                                  on_status=lambda _, body: statuses.append(body))
+    task = asyncio.create_task(supervisor.run())
+    async with asyncio.timeout(10):
+        await supervisor.connected.wait()
+        device.report(device.reader.load(8))
+        device.report(device.reader.card_out("2S"))
+        device.report(device.reader.card_out("3H"))
+        while not runtime.table.round_open:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+        await device.stop()
+        while not any(s["state"] == "lost" for s in statuses):  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+    return runtime, supervisor, task
+
+
+def outcomes(runtime: TableRuntime) -> list[dict[str, Any]]:
+    return [json.loads(o.payload) for o in runtime.events.outputs_after(0, 1000)
+            if o.topic == "outcome"]
+
+
+async def test_the_lost_shoe_s_timer_does_not_void_a_hand_begun_since(tmp_path: Path) -> None:
+    runtime, supervisor, task = await lose_the_shoe_mid_hand(tmp_path)
+    try:
+        assert runtime.table.next_round == 1 and runtime.table.round_open
+        # before the timer fires: the dealer voids hand 1, and hand 2 is dealt from shoe 2
+        runtime.accept(Void(reason="misdeal", round=1), "console:pit-1")
+        for seq, card in enumerate(("9S", "KH")):
+            runtime.accept(CardDealt(card=card, meta=Meta(device="shoe-2", seq=seq)),
+                           "device:shoe-2")
+        assert runtime.table.next_round == 2 and runtime.table.round_open
+        await asyncio.sleep(LOST_VOID_AFTER * 2)
+        assert runtime.table.round_open, "hand 2 was voided for shoe 1's loss in hand 1"
+        for seq, card in enumerate(("KD", "3C"), start=2):
+            runtime.accept(CardDealt(card=card, meta=Meta(device="shoe-2", seq=seq)),
+                           "device:shoe-2")
+        assert [(o["round"], o["status"]) for o in outcomes(runtime)] == [
+            (1, "void"), (2, "complete")]
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await supervisor.stop()
+        runtime.events.owner.close()
+
+
+async def test_the_lost_shoe_s_timer_still_voids_the_hand_it_was_lost_in(
+        tmp_path: Path) -> None:
+    runtime, supervisor, task = await lose_the_shoe_mid_hand(tmp_path)
+    try:
+        await asyncio.sleep(LOST_VOID_AFTER * 2)
+        (void,) = outcomes(runtime)
+        assert (void["round"], void["status"], void["article"]) == (1, "void", "baccarat.art10")
+        assert "device_lost" in void["void_reason"]
+        events = [json.loads(o.payload) for o in runtime.events.outputs_after(0, 1000)
+                  if o.topic == "event"]
+        assert events[-1]["type"] == "void" and events[-1]["round"] == 1  # the round it is for
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await supervisor.stop()
+        runtime.events.owner.close()
