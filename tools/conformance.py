@@ -52,10 +52,11 @@ from tabled.simulators.registry import (
     SimulatorPlugin,
     simulators,
 )
+from tabled.tools.errors import ToolError
 
 #: The device id the kit's drivers are opened with (``device`` in every event).
 DEVICE_ID: Final = "kit-1"
-#: What a driver stamps on an event: not part of what the device said.
+#: What a driver stamps on an event (its Meta, as JSON): not part of what the device said.
 STAMPS: Final = ("device", "seq", "ts", "device_boot", "device_msg")
 #: Seconds: how often the kit looks at a device and its driver; how long it waits after the
 #: last expected event for anything extra (a duplicate) to arrive.
@@ -132,9 +133,9 @@ class CheckResult:
         return self.outcome == "fail" or bool(self.leaks)
 
 
-class KitError(Exception):
-    """The kit's exception root; raised as itself when the kit cannot run as asked (an unknown
-    family or check, a family that does not load)."""
+class KitError(ToolError):
+    """The kit's errors; raised as itself when the kit cannot run as asked (an unknown family
+    or check, a family that does not load)."""
 
 
 class CheckFailed(KitError):
@@ -216,9 +217,8 @@ class Journal:
         """What is durable from the device, as the supervisor tells a new driver: the boot id
         and message number of the last durable event that carries them."""
         for event in reversed(self.durable):
-            boot, number = event.extra.get("device_boot"), event.extra.get("device_msg")
-            if isinstance(boot, int) and isinstance(number, int):
-                return Resume(boot, number)
+            if event.meta.boot is not None and event.meta.msg is not None:
+                return Resume(event.meta.boot, event.meta.msg)
         return None
 
 
@@ -286,8 +286,8 @@ def check_stream(events: Sequence[Event], expected: Sequence[Event]) -> None:
                               f"{_show(event_to_dict(event))} reads back as {_show(parsed)}")
     last: tuple[int, int] | None = None
     for i, event in enumerate(events):
-        boot, number = event.extra.get("device_boot"), event.extra.get("device_msg")
-        if not (isinstance(boot, int) and isinstance(number, int)):
+        boot, number = event.meta.boot, event.meta.msg
+        if boot is None or number is None:
             continue
         if last is not None and last[0] == boot and number < last[1]:
             raise CheckFailed(f"event {i} ({event.TYPE}) comes from device message {number}, "
