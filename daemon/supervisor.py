@@ -62,6 +62,8 @@ StatusSink = Callable[[str, dict[str, Any]], None]
 
 #: The same device state (the same reason) is logged again at most this often, seconds.
 T_REPEAT = 60.0
+#: How often a decision of the daemon's that the journal refused (degraded) is tried again.
+CONSEQUENCE_RETRY_S = 1.0
 #: The states in which a device is missing: logged at warning.
 MISSING = ("unavailable", "lost")
 
@@ -120,6 +122,8 @@ class DeviceSupervisor:
         self.losses = 0
         self._discovered_url: str | None = None
         self._lost_timer: asyncio.TimerHandle | None = None
+        #: The daemon's own decisions a degraded journal refused, each waiting to be tried again.
+        self._retries: set[asyncio.TimerHandle] = set()
         self._counters_before: dict[str, int] = {}
         self.attempts = 0
         self.state = ""
@@ -211,6 +215,9 @@ class DeviceSupervisor:
         round resumes after the restart, or the restart's own timer decides)."""
         self._stopping = True
         self._disarm_lost_timer()
+        for handle in self._retries:  # a restart's own timer decides the open round again
+            handle.cancel()
+        self._retries.clear()
         driver = self.driver
         if driver is not None:
             driver.close("daemon stopping")
@@ -286,8 +293,7 @@ class DeviceSupervisor:
         """The device did not come back in time while the round it was lost in (``lost_in``)
         was still open: never another round, begun since (from another device)."""
         self._lost_timer = None
-        table = self.runtime.table
-        if self.connected.is_set() or not table.round_open or table.next_round != lost_in:
+        if not self._still_due(lost_in):
             return
         detail = f"{self.settings.family} {self.settings.id} not back within " \
                  f"{self.settings.lost_void_after:g} s ({reason})"
@@ -297,19 +303,52 @@ class DeviceSupervisor:
             # the cards the shoe sends when it is back are that hand's, not the next one's.
             self._accept(Void(reason=f"device_lost: {detail}", round=lost_in,
                               extra={"source": "daemon", VOID_DEVICE_LOST: True}),
-                         "hand cannot be corrected")
+                         "hand cannot be corrected",
+                         still_due=lambda: self._still_due(lost_in))
         else:
             self._accept(Fault(code=DEVICE_LOST, detail=detail,
                                extra={"family": self.settings.family, "kind": self.family.kind,
                                       "source": "daemon"}),
                          "device not back")
 
-    def _accept(self, event: Event, why: str) -> None:
+    def _still_due(self, lost_in: int) -> bool:
+        """The device is still away and the round it was lost in is still the open one."""
+        table = self.runtime.table
+        return (not self.connected.is_set() and table.round_open
+                and table.next_round == lost_in)
+
+    def _accept(self, event: Event, why: str,
+                still_due: Callable[[], bool] | None = None) -> None:
+        """Record the daemon's own decision. A journal that cannot record it (a full disk)
+        does not lose it: it is tried again every :data:`CONSEQUENCE_RETRY_S` until the journal
+        takes it, as long as it is ``still_due`` (a void for a round that has ended since, or
+        whose device came back, is not)."""
         try:
             self.runtime.accept(event, "daemon")
         except Degraded as exc:
             log.error("consequence_not_recorded", device=self.settings.id, why=why,
-                      error=str(exc))
+                      error=str(exc), retry_in=CONSEQUENCE_RETRY_S)
+            self._retry_later(event, why, still_due)
+
+    def _retry_later(self, event: Event, why: str,
+                     still_due: Callable[[], bool] | None) -> None:
+        loop = asyncio.get_running_loop()
+        handle: asyncio.TimerHandle
+
+        def again() -> None:
+            self._retries.discard(handle)
+            if still_due is not None and not still_due():
+                log.warning("consequence_no_longer_due", device=self.settings.id, why=why)
+                return
+            try:
+                self.runtime.accept(event, "daemon")
+            except Degraded:
+                self._retry_later(event, why, still_due)  # said once, when it first failed
+            else:
+                log.warning("consequence_recorded_late", device=self.settings.id, why=why)
+
+        handle = loop.call_later(CONSEQUENCE_RETRY_S, again)
+        self._retries.add(handle)
 
     # -- discovery ---------------------------------------------------------------------------
 

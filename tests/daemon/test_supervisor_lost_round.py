@@ -14,10 +14,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tabled.contract.events import CardDealt, Meta, Void
+import pytest
+
+from tabled.contract.events import CardDealt, Fault, Meta, Void
+from tabled.daemon import supervisor as supervisor_module
 from tabled.daemon.config import parse_config
 from tabled.daemon.journal import Journal
-from tabled.daemon.runtime import TableRuntime
+from tabled.daemon.runtime import Degraded, TableRuntime
 from tabled.daemon.supervisor import DeviceSupervisor
 from tabled.simulators.shoe import ShoeDevice
 
@@ -93,6 +96,64 @@ async def test_the_lost_shoe_s_timer_still_voids_the_hand_it_was_lost_in(
         events = [json.loads(o.payload) for o in runtime.events.outputs_after(0, 1000)
                   if o.topic == "event"]
         assert events[-1]["type"] == "void" and events[-1]["round"] == 1  # the round it is for
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await supervisor.stop()
+        runtime.events.owner.close()
+
+
+async def test_a_void_the_full_journal_refused_is_recorded_once_the_journal_is_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timer fires while the disk is full: the void is not lost (it used to be: logged as
+    ``consequence_not_recorded`` and forgotten, so the hand stayed open for ever). It is tried
+    again until the journal takes it, and recorded once."""
+    monkeypatch.setattr(supervisor_module, "CONSEQUENCE_RETRY_S", 0.1)
+    runtime, supervisor, task = await lose_the_shoe_mid_hand(tmp_path)
+    db = runtime.events.owner._db
+    try:
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        db.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full
+        with pytest.raises(Degraded):
+            runtime.accept(Fault(code="x", detail="y" * 100_000), "daemon")
+        await asyncio.sleep(LOST_VOID_AFTER * 2)
+        assert outcomes(runtime) == [] and runtime.table.round_open
+        db.execute("PRAGMA max_page_count = 1073741823")  # room again
+        assert runtime.probe()
+        async with asyncio.timeout(5):
+            while not outcomes(runtime):  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # (three more retry periods: it is not recorded twice)
+        (void,) = outcomes(runtime)
+        assert (void["round"], void["status"], void["article"]) == (1, "void", "baccarat.art10")
+        assert not runtime.table.round_open
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await supervisor.stop()
+        runtime.events.owner.close()
+
+
+async def test_a_refused_void_is_not_recorded_once_the_shoe_is_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A void that waits for the journal is for a device still away: when the shoe returns
+    first, its cards finish the hand and the void is not recorded."""
+    monkeypatch.setattr(supervisor_module, "CONSEQUENCE_RETRY_S", 0.1)
+    runtime, supervisor, task = await lose_the_shoe_mid_hand(tmp_path)
+    db = runtime.events.owner._db
+    try:
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        db.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(Degraded):
+            runtime.accept(Fault(code="x", detail="y" * 100_000), "daemon")
+        await asyncio.sleep(LOST_VOID_AFTER * 2)
+        assert supervisor._retries, "the refused void waits for the journal"
+        supervisor.connected.set()  # the shoe is back (as the run loop marks it)
+        db.execute("PRAGMA max_page_count = 1073741823")
+        assert runtime.probe()
+        await asyncio.sleep(0.5)
+        assert outcomes(runtime) == [] and runtime.table.round_open
+        assert not supervisor._retries
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
