@@ -12,35 +12,31 @@ from __future__ import annotations
 
 import os
 import ssl
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from tabled.daemon.errors import DaemonError
 from tabled.daemon.rules import game_policy
 from tabled.daemon.rules.options import GameOptions, OptionErrors, build_options
-from tabled.daemon.secrets import SecretError, read_secret
+from tabled.daemon.settings import (
+    ClientCertificate,
+    ConfigProblems,
+    Problems,
+    TLSSettings,
+    load,
+    parse,
+    secret_problems,
+)
+from tabled.daemon.settings import Strict as _Strict
 from tabled.drivers.registry import family as device_family
 from tabled.drivers.registry import family_names
 
 GameName = Literal["baccarat", "craps", "qpoker"]
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # safe inside an MQTT topic level
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class TableSettings(_Strict):
@@ -114,26 +110,6 @@ class DeviceSettings(_Strict):
         if problems:
             raise Problems(problems)
         return self
-
-
-class TLSSettings(_Strict):
-    ca_file: Path
-    cert_file: Path | None = None
-    key_file: Path | None = None
-
-    @model_validator(mode="after")
-    def _pair(self) -> TLSSettings:
-        if (self.cert_file is None) != (self.key_file is None):
-            raise ValueError("cert_file and key_file go together")
-        return self
-
-    def context(self) -> ssl.SSLContext:
-        """The client's TLS context: the CA, and the client certificate with its key.
-        ``OSError`` or ``ssl.SSLError`` if a file cannot be read or does not fit."""
-        context = ssl.create_default_context(cafile=str(self.ca_file))
-        if self.cert_file is not None and self.key_file is not None:
-            context.load_cert_chain(str(self.cert_file), str(self.key_file))
-        return context
 
 
 #: ``[mqtt] url`` of a private broker: the daemon starts a Mosquitto of its own on a free port
@@ -218,19 +194,11 @@ class CommandSettings(_Strict):
         return self
 
 
-class ConsoleTLSSettings(_Strict):
+class ConsoleTLSSettings(ClientCertificate):
     """The dealer console's TLS: the floor's CA (default: ``[mqtt.tls] ca_file``) and the
     console's own client certificate, never the daemon's."""
 
     ca_file: Path | None = None
-    cert_file: Path | None = None
-    key_file: Path | None = None
-
-    @model_validator(mode="after")
-    def _pair(self) -> ConsoleTLSSettings:
-        if (self.cert_file is None) != (self.key_file is None):
-            raise ValueError("cert_file and key_file go together")
-        return self
 
 
 class ConsoleSettings(_Strict):
@@ -337,60 +305,19 @@ class Config(_Strict):
         return self.mqtt.client_id or f"tabled-{self.table.site}-{self.table.id}"
 
 
-class Problems(ValueError):
-    """Several problems of a config, each with the key it is about (not a field's own)."""
-
-    def __init__(self, problems: list[tuple[str, str]]) -> None:
-        super().__init__("; ".join(f"{k}: {r}" for k, r in problems))
-        self.problems = problems
-
-
-class ConfigError(DaemonError):
-    """An unusable configuration. ``errors`` lists ``(key, reason)`` pairs, one per problem."""
-
-    def __init__(self, path: str, errors: list[tuple[str, str]]) -> None:
-        super().__init__(f"{path}: " + "; ".join(f"{k}: {r}" for k, r in errors))
-        self.path = path
-        self.errors = errors
-
-
-def _flatten(exc: ValidationError) -> list[tuple[str, str]]:
-    out = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"]
-        ctx_error = (err.get("ctx") or {}).get("error")
-        if isinstance(ctx_error, Problems):  # keys below the validated model's own location
-            out += [(f"{loc}.{key}" if loc else key, reason)
-                    for key, reason in ctx_error.problems]
-            continue
-        if msg.startswith("Value error, "):
-            msg = msg[len("Value error, "):]
-        out.append((loc or "(top level)", msg))
-    return out
+class ConfigError(ConfigProblems, DaemonError):
+    """An unusable configuration of the table daemon. ``errors`` lists ``(key, reason)``
+    pairs, one per problem."""
 
 
 def parse_config(data: dict[str, Any], path: str = "<config>") -> Config:
     """Validate a decoded TOML document; raise :class:`ConfigError` listing every problem."""
-    try:
-        return Config.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(path, _flatten(exc)) from None
+    return parse(Config, data, path, ConfigError)
 
 
 def load_config(path: str | os.PathLike[str]) -> Config:
     """Read and validate a TOML config file; raise :class:`ConfigError` on any problem."""
-    name = str(path)
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(name, [("(file)", "no such file")]) from None
-    except OSError as exc:
-        raise ConfigError(name, [("(file)", f"cannot read: {exc.strerror}")]) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(name, [("(file)", f"not valid TOML: {exc}")]) from None
-    return parse_config(data, name)
+    return load(Config, path, ConfigError)
 
 
 def check_config(path: str | os.PathLike[str]) -> Config:
@@ -415,19 +342,12 @@ def run_problems(config: Config) -> list[tuple[str, str]]:
     if config.mqtt.url is None:
         problems.append(("mqtt.url", MISSING_BROKER))
     tls = config.mqtt.tls
-    secrets = (
+    problems += secret_problems([
         ("mqtt.password_file", config.mqtt.password_file),
         ("commands.hmac_key_file",
          config.commands.hmac_key_file if config.commands.enabled else None),
         ("mqtt.tls.key_file", tls.key_file if tls is not None else None),
-    )
-    for key, secret in secrets:
-        if secret is None:
-            continue
-        try:
-            read_secret(secret)
-        except SecretError as exc:  # names the file and its mode, never what is in it
-            problems.append((key, str(exc)))
+    ])
     if tls is not None and not any(key == "mqtt.tls.key_file" for key, _ in problems):
         try:
             tls.context()

@@ -11,24 +11,20 @@ from __future__ import annotations
 import os
 import re
 import socket
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from argon2.exceptions import InvalidHashError
 from argon2.low_level import Type
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from tabled.daemon.secrets import read_secret
+from tabled.daemon.settings import ConfigProblems, TLSSettings, load, parse, secret_problems
+from tabled.daemon.settings import Strict as _Strict
 from tabled.pit.errors import PitError
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # safe inside an MQTT topic level and a client id
 _LEVEL = r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$"
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class PitSettings(_Strict):
@@ -42,18 +38,6 @@ class PitSettings(_Strict):
 def _safe_host(name: str) -> str:
     cleaned = "".join(c if c.isalnum() or c in "_.-" else "-" for c in name)[:64]
     return cleaned if cleaned and cleaned[0].isalnum() else f"pit-{cleaned}"[:64]
-
-
-class TLSSettings(_Strict):
-    ca_file: Path
-    cert_file: Path | None = None
-    key_file: Path | None = None
-
-    @model_validator(mode="after")
-    def _pair(self) -> TLSSettings:
-        if (self.cert_file is None) != (self.key_file is None):
-            raise ValueError("cert_file and key_file go together")
-        return self
 
 
 class MQTTSettings(_Strict):
@@ -332,68 +316,29 @@ class PitConfig(_Strict):
         return self.mqtt.client_id or f"tabled-pit-{self.pit.id}"
 
 
-class ConfigError(PitError):
-    """An unusable configuration. ``errors`` lists ``(key, reason)`` pairs, one per problem."""
-
-    def __init__(self, path: str, errors: list[tuple[str, str]]) -> None:
-        super().__init__(f"{path}: " + "; ".join(f"{k}: {r}" for k, r in errors))
-        self.path = path
-        self.errors = errors
-
-
-def _flatten(exc: ValidationError) -> list[tuple[str, str]]:
-    out = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"]
-        if msg.startswith("Value error, "):
-            msg = msg[len("Value error, "):]
-        out.append((loc or "(top level)", msg))
-    return out
+class ConfigError(ConfigProblems, PitError):
+    """An unusable configuration of the pit. ``errors`` lists ``(key, reason)`` pairs, one
+    per problem."""
 
 
 def parse_config(data: dict[str, Any], path: str = "<config>") -> PitConfig:
     """Validate a decoded TOML document; raise :class:`ConfigError` listing every problem."""
-    try:
-        return PitConfig.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(path, _flatten(exc)) from None
+    return parse(PitConfig, data, path, ConfigError)
 
 
 def load_config(path: str | os.PathLike[str]) -> PitConfig:
     """Read and validate a TOML config file; raise :class:`ConfigError` on any problem."""
-    name = str(path)
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(name, [("(file)", "no such file")]) from None
-    except OSError as exc:
-        raise ConfigError(name, [("(file)", f"cannot read: {exc.strerror}")]) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(name, [("(file)", f"not valid TOML: {exc}")]) from None
-    return parse_config(data, name)
+    return load(PitConfig, path, ConfigError)
 
 
 def check_secrets(config: PitConfig) -> list[tuple[str, str]]:
     """Read every secret file the config names; return ``(key, problem)`` for each one that is
     missing, empty or readable by others (never its content)."""
-    from tabled.daemon.secrets import SecretError
-
-    named: list[tuple[str, Path | None]] = [
+    return secret_problems([
         ("mqtt.password_file", config.mqtt.password_file),
         ("mqtt.tls.key_file", config.mqtt.tls.key_file if config.mqtt.tls else None),
         ("store.postgres.password_file",
          config.store.postgres.password_file if config.store.postgres else None),
         ("web.session_secret_file", config.web.session_secret_file if config.web else None),
         ("web.tls_key_file", config.web.tls_key_file if config.web else None),
-    ]
-    problems = []
-    for key, path in named:
-        if path is None:
-            continue
-        try:
-            read_secret(path)
-        except SecretError as exc:
-            problems.append((key, str(exc)))
-    return problems
+    ])

@@ -129,12 +129,9 @@ class Ingest:
 
     def _tls_context(self) -> ssl.SSLContext | None:
         tls = self.settings.tls
-        if tls is None and not self.settings.uses_tls:
-            return None
-        context = ssl.create_default_context(cafile=str(tls.ca_file) if tls else None)
-        if tls is not None and tls.cert_file is not None and tls.key_file is not None:
-            context.load_cert_chain(str(tls.cert_file), str(tls.key_file))
-        return context
+        if tls is not None:
+            return tls.context()
+        return ssl.create_default_context() if self.settings.uses_tls else None
 
 
 async def wait_connected(ingest: Ingest, within: float) -> bool:
