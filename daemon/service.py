@@ -15,12 +15,12 @@ import asyncio
 import contextlib
 import gc
 import signal
-from collections.abc import Awaitable, Callable
 
 import structlog
 
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon import __version__
+from tabled.daemon.backoff import restarting
 from tabled.daemon.broker import Mosquitto
 from tabled.daemon.commands import CommandGate
 from tabled.daemon.config import Config
@@ -117,15 +117,15 @@ class Service:
         try:
             async with asyncio.TaskGroup() as group:
                 tasks = [
-                    group.create_task(_guarded("mqtt", session.run)),
+                    group.create_task(restarting(log, "mqtt", session.run)),
                     group.create_task(self.notifier.watchdog(), name="watchdog"),
-                    group.create_task(_guarded("housekeeping", health.housekeeping)),
-                    *(group.create_task(_guarded(f"device-{sup.settings.id}", sup.run))
+                    group.create_task(restarting(log, "housekeeping", health.housekeeping)),
+                    *(group.create_task(restarting(log, f"device-{sup.settings.id}", sup.run))
                       for sup in supervisors),
                 ]
                 if any(sup.records is not None for sup in supervisors):
                     tasks.append(group.create_task(
-                        _guarded("discovery", lambda: feed_discovery(supervisors))))
+                        restarting(log, "discovery", lambda: feed_discovery(supervisors))))
                 await self._announce_ready(session, supervisors, health)
                 await self._stop.wait()
                 self.notifier.stopping()
@@ -166,18 +166,6 @@ class Service:
         status = health.status_line()
         self.notifier.ready(status)
         log.info("ready", status=status)
-
-
-async def _guarded(name: str, body: Callable[[], Awaitable[None]]) -> None:
-    """Run a long-lived part of the daemon; if it fails unexpectedly, log it and start it
-    again (a bug in one part must not take the table down)."""
-    while True:
-        try:
-            await body()
-            return
-        except Exception:
-            log.exception("task_failed", task=name)
-            await asyncio.sleep(1.0)
 
 
 async def run_service(config: Config, journal: Journal | None = None) -> int:

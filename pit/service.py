@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import structlog
 
 from tabled.contract import CONTRACT_VERSION
-from tabled.daemon.backoff import Backoff
+from tabled.daemon.backoff import Backoff, restarting
 from tabled.daemon.systemd import Notifier
 from tabled.pit.alerts import AlertEngine
 from tabled.pit.config import PitConfig
@@ -162,18 +162,18 @@ class PitService:
         try:
             async with asyncio.TaskGroup() as group:
                 tasks = [
-                    group.create_task(_guarded("ingest", self.ingest.run)),
-                    group.create_task(_guarded("timers", self._timers)),
-                    group.create_task(_guarded("outbox", self._outbox)),
-                    group.create_task(_guarded("retention", self._retention)),
-                    group.create_task(_guarded("status", self._status_loop)),
+                    group.create_task(restarting(log, "ingest", self.ingest.run)),
+                    group.create_task(restarting(log, "timers", self._timers)),
+                    group.create_task(restarting(log, "outbox", self._outbox)),
+                    group.create_task(restarting(log, "retention", self._retention)),
+                    group.create_task(restarting(log, "status", self._status_loop)),
                     group.create_task(self.notifier.watchdog(), name="watchdog"),
                 ]
                 if cfg.mqtt.share_group:
-                    tasks.append(group.create_task(_guarded("share", self._follow_records)))
+                    tasks.append(group.create_task(restarting(log, "share", self._follow_records)))
                 web = None
                 if self.web is not None:
-                    web = group.create_task(_guarded("web", self.web.run))
+                    web = group.create_task(restarting(log, "web", self.web.run))
                 await wait_connected(self.ingest, T_READY)
                 self.notifier.ready(self.status_line())
                 log.info("ready", status=self.status_line())
@@ -405,17 +405,6 @@ class PitService:
             if line != last:
                 self.notifier.status(line)
                 last = line
-
-
-async def _guarded(name: str, body: Callable[[], Awaitable[None]]) -> None:
-    """A long-lived part of the pit: if it fails unexpectedly, log it and start it again."""
-    while True:
-        try:
-            await body()
-            return
-        except Exception:
-            log.exception("task_failed", task=name)
-            await asyncio.sleep(1.0)
 
 
 async def run_pit(config: PitConfig) -> int:
