@@ -51,7 +51,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 def _cmd_check_config(args: argparse.Namespace) -> int:
     from tabled.daemon.config import Config
 
-    config = _checked_config_or_exit(args.file)
+    config = _config_or_exit(args.file)
     assert isinstance(config, Config)
     from tabled.daemon.rules import game_policy
     from tabled.daemon.rules.options import declare
@@ -81,27 +81,24 @@ def _broker_said(config: object) -> str:
     return f"{config.mqtt.url} as client {config.client_id}"
 
 
-def _load_config_or_exit(path: str) -> object:
-    from tabled.daemon.config import ConfigError, load_config
-
-    try:
-        return load_config(path)
-    except ConfigError as exc:
-        for key, reason in exc.errors:
-            print(f"{exc.path}: {key}: {reason}", file=sys.stderr)
-        raise SystemExit(2) from None
+def add_option_argument(parser: argparse.ArgumentParser,
+                        help: str = "a regulated option, as for replay") -> None:
+    """``--option KEY=VALUE``, repeatable: a regulated option of the game's rules."""
+    parser.add_argument("--option", action="append", default=[], type=parse_option,
+                        metavar="KEY=VALUE", help=help)
 
 
-def _checked_config_or_exit(path: str) -> object:
+def _config_or_exit(path: str, *, checked: bool = True) -> object:
     """The config as ``tabled run`` and ``tabled check-config`` both check it (one function:
-    what one passes, the other does), or exit 2 listing every problem with its key."""
-    from tabled.daemon.config import ConfigError, check_config
+    what one passes, the other does; ``checked=False``: its keys only, for a command that runs
+    nothing), or exit 2 listing every problem with its key."""
+    from tabled.daemon.config import ConfigError, check_config, load_config
+    from tabled.daemon.settings import print_problems
 
     try:
-        return check_config(path)
+        return check_config(path) if checked else load_config(path)
     except ConfigError as exc:
-        for key, reason in exc.errors:
-            print(f"{exc.path}: {key}: {reason}", file=sys.stderr)
+        print_problems(exc)
         raise SystemExit(2) from None
 
 
@@ -113,7 +110,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from tabled.daemon.service import run_service
 
     # exactly what check-config checks (a secret file names its mode, never what is in it)
-    config = _checked_config_or_exit(args.config)
+    config = _config_or_exit(args.config)
     assert isinstance(config, Config)
     from tabled.daemon.journal import Journal, JournalError
 
@@ -141,7 +138,7 @@ def _journal_path(args: argparse.Namespace) -> str:
         return str(args.journal)
     from tabled.daemon.config import Config
 
-    config = _load_config_or_exit(args.config)
+    config = _config_or_exit(args.config, checked=False)
     assert isinstance(config, Config)
     return str(config.journal.path)
 
@@ -242,12 +239,10 @@ def register(sub: Any) -> None:
         "exactly as the daemon would publish them. Exit 2 on malformed input.",
     )
     rp.add_argument("--game", required=True, choices=GAMES)
-    rp.add_argument(
-        "--option", action="append", default=[], type=parse_option, metavar="KEY=VALUE",
-        help="a regulated option: baccarat method=1|2, commission=five_percent|half_on_four, "
+    add_option_argument(
+        rp, "a regulated option: baccarat method=1|2, commission=five_percent|half_on_four, "
         "last_hand=this|one_more, decks=6..12; craps big_bets_on_come_out=true|false; "
-        "qpoker positions=7..20",
-    )
+        "qpoker positions=7..20")
     rp.add_argument("file", nargs="?", default="-", metavar="FILE|-")
     rp.set_defaults(func=_cmd_replay)
 
@@ -260,8 +255,7 @@ def register(sub: Any) -> None:
         "first hand of a full shoe; Q Poker Play: under the best fold strategy.",
     )
     op.add_argument("--game", required=True, choices=GAMES)
-    op.add_argument("--option", action="append", default=[], type=parse_option,
-                    metavar="KEY=VALUE", help="a regulated option, as for replay")
+    add_option_argument(op)
     op.add_argument("--decks", type=int, metavar="N",
                     help="baccarat: the shoe size, 6..12 (the decks option, default 8; "
                     "given both, they must agree)")

@@ -41,24 +41,24 @@ def _print(obj: Any) -> None:
 
 
 def _load(path: str) -> Any:
+    from tabled.daemon.settings import print_problems
     from tabled.pit.config import ConfigError, load_config
 
     try:
         return load_config(path)
     except ConfigError as exc:
-        for key, reason in exc.errors:
-            print(f"{exc.path}: {key}: {reason}", file=sys.stderr)
+        print_problems(exc)
         raise SystemExit(EXIT_USAGE) from None
 
 
 def _check_config(args: argparse.Namespace) -> int:
+    from tabled.daemon.settings import print_problems
     from tabled.pit.config import ConfigError, check_secrets, load_config
 
     try:
         config = load_config(args.file)
     except ConfigError as exc:
-        for key, reason in exc.errors:
-            print(f"{exc.path}: {key}: {reason}", file=sys.stderr)
+        print_problems(exc)
         return EXIT_USAGE
     problems = check_secrets(config)
     for key, reason in problems:

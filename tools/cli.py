@@ -278,11 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
         "JSON object per shoe: counts, bead plate, big road, big eye boy, small road, cockroach "
         "pig and the ask road (docs/pit.md). Exit 2 on malformed input.",
     )
-    rd.add_argument(
-        "--option", action="append", default=[], type=daemon_cli.parse_option, metavar="KEY=VALUE",
-        help="a regulated option, as for replay: method=1|2, "
-        "commission=five_percent|half_on_four, last_hand=this|one_more, decks=6..12",
-    )
+    daemon_cli.add_option_argument(
+        rd, "a regulated option, as for replay: method=1|2, "
+        "commission=five_percent|half_on_four, last_hand=this|one_more, decks=6..12")
     rd.add_argument("file", nargs="?", default="-", metavar="FILE|-")
     rd.set_defaults(func=_cmd_roads)
 
@@ -295,10 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
         "malformed input.",
     )
     ip.add_argument("--game", choices=GAMES, required=True)
-    ip.add_argument(
-        "--option", action="append", default=[], type=daemon_cli.parse_option, metavar="KEY=VALUE",
-        help="a regulated option, as for replay",
-    )
+    daemon_cli.add_option_argument(ip)
     ip.add_argument("file", nargs="?", default="-", metavar="FILE|-")
     ip.set_defaults(func=_cmd_integrity)
 
