@@ -103,6 +103,21 @@ async def test_the_lost_shoe_s_timer_still_voids_the_hand_it_was_lost_in(
         runtime.events.owner.close()
 
 
+def fill_the_disk(runtime: TableRuntime) -> None:
+    """The journal's file may not grow (SQLite's max_page_count): the next write fails as on a
+    full disk, and the runtime is degraded."""
+    db = runtime.events.owner._db
+    db.execute(f"PRAGMA max_page_count = {db.execute('PRAGMA page_count').fetchone()[0]}")
+    with pytest.raises(Degraded):
+        runtime.accept(Fault(code="x", detail="y" * 100_000), "daemon")
+
+
+def make_room(runtime: TableRuntime) -> None:
+    """Room again, and the probe (the service's housekeeping does it) ends the degradation."""
+    runtime.events.owner._db.execute("PRAGMA max_page_count = 1073741823")
+    assert runtime.probe()
+
+
 async def test_a_void_the_full_journal_refused_is_recorded_once_the_journal_is_back(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The timer fires while the disk is full: the void is not lost (it used to be: logged as
@@ -110,16 +125,11 @@ async def test_a_void_the_full_journal_refused_is_recorded_once_the_journal_is_b
     again until the journal takes it, and recorded once."""
     monkeypatch.setattr(supervisor_module, "CONSEQUENCE_RETRY_S", 0.1)
     runtime, supervisor, task = await lose_the_shoe_mid_hand(tmp_path)
-    db = runtime.events.owner._db
     try:
-        pages = db.execute("PRAGMA page_count").fetchone()[0]
-        db.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full
-        with pytest.raises(Degraded):
-            runtime.accept(Fault(code="x", detail="y" * 100_000), "daemon")
+        fill_the_disk(runtime)
         await asyncio.sleep(LOST_VOID_AFTER * 2)
         assert outcomes(runtime) == [] and runtime.table.round_open
-        db.execute("PRAGMA max_page_count = 1073741823")  # room again
-        assert runtime.probe()
+        make_room(runtime)
         async with asyncio.timeout(5):
             while not outcomes(runtime):  # noqa: ASYNC110
                 await asyncio.sleep(0.05)
@@ -140,17 +150,12 @@ async def test_a_refused_void_is_not_recorded_once_the_shoe_is_back(
     first, its cards finish the hand and the void is not recorded."""
     monkeypatch.setattr(supervisor_module, "CONSEQUENCE_RETRY_S", 0.1)
     runtime, supervisor, task = await lose_the_shoe_mid_hand(tmp_path)
-    db = runtime.events.owner._db
     try:
-        pages = db.execute("PRAGMA page_count").fetchone()[0]
-        db.execute(f"PRAGMA max_page_count = {pages}")
-        with pytest.raises(Degraded):
-            runtime.accept(Fault(code="x", detail="y" * 100_000), "daemon")
+        fill_the_disk(runtime)
         await asyncio.sleep(LOST_VOID_AFTER * 2)
         assert supervisor._retries, "the refused void waits for the journal"
         supervisor.connected.set()  # the shoe is back (as the run loop marks it)
-        db.execute("PRAGMA max_page_count = 1073741823")
-        assert runtime.probe()
+        make_room(runtime)
         await asyncio.sleep(0.5)
         assert outcomes(runtime) == [] and runtime.table.round_open
         assert not supervisor._retries
