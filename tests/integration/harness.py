@@ -241,6 +241,16 @@ class Subscriber:
             await asyncio.sleep(0.01)  # let a burst in before counting again
         return self.on(suffix)
 
+    async def until_offline(self, suffix: str = "/status", timeout: float = 20.0) -> None:
+        """Wait for the table's status to say ``offline``: a daemon stopped cleanly says it
+        last, after it has published everything it had (so nothing is still on its way)."""
+        async with asyncio.timeout(timeout):
+            while not [s for s in self.on(suffix) if s.get("state") == "offline"]:
+                self.changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(0.2):
+                        await self.changed.wait()
+
 
 def replay(game: str, events: list[dict[str, Any]], options: dict[str, Any] | None = None,
            workdir: Path | None = None) -> list[dict[str, Any]]:
