@@ -26,6 +26,7 @@ from tabled.daemon.settings import (
     ConfigProblems,
     Problems,
     TLSSettings,
+    broker_url,
     load,
     parse,
     secret_problems,
@@ -122,16 +123,7 @@ MISSING_BROKER = (
 
 
 def _broker_url(value: str | None) -> str | None:
-    if value is None:
-        return None
-    parts = urlsplit(value)
-    if parts.scheme not in ("mqtt", "mqtts") or not parts.hostname:
-        raise ValueError("must look like mqtt://host:port or mqtts://host:port")
-    try:
-        parts.port  # noqa: B018 - raises on a bad port
-    except ValueError as exc:
-        raise ValueError(f"bad port: {exc}") from None
-    return value
+    return None if value is None else broker_url(value)
 
 
 class MQTTSettings(_Strict):

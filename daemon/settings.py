@@ -16,6 +16,7 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
@@ -87,6 +88,19 @@ class TLSSettings(ClientCertificate):
     def context(self) -> ssl.SSLContext:
         """The TLS context for the broker (see :meth:`client_context`)."""
         return self.client_context(self.ca_file)
+
+
+def broker_url(value: str) -> str:
+    """``value`` if it is a broker's address, ``mqtt://host[:port]`` or ``mqtts://…``; else
+    ValueError saying what it should look like."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("mqtt", "mqtts") or not parts.hostname:
+        raise ValueError("must look like mqtt://host:port or mqtts://host:port")
+    try:
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError as exc:
+        raise ValueError(f"bad port: {exc}") from None
+    return value
 
 
 def flatten(exc: ValidationError) -> list[Problem]:

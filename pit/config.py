@@ -19,7 +19,14 @@ from argon2.exceptions import InvalidHashError
 from argon2.low_level import Type
 from pydantic import Field, field_validator, model_validator
 
-from tabled.daemon.settings import ConfigProblems, TLSSettings, load, parse, secret_problems
+from tabled.daemon.settings import (
+    ConfigProblems,
+    TLSSettings,
+    broker_url,
+    load,
+    parse,
+    secret_problems,
+)
 from tabled.daemon.settings import Strict as _Strict
 from tabled.pit.errors import PitError
 
@@ -67,14 +74,7 @@ class MQTTSettings(_Strict):
     @field_validator("url")
     @classmethod
     def _url(cls, value: str) -> str:
-        parts = urlsplit(value)
-        if parts.scheme not in ("mqtt", "mqtts") or not parts.hostname:
-            raise ValueError("must look like mqtt://host:port or mqtts://host:port")
-        try:
-            parts.port  # noqa: B018 - raises on a bad port
-        except ValueError as exc:
-            raise ValueError(f"bad port: {exc}") from None
-        return value
+        return broker_url(value)
 
     @model_validator(mode="after")
     def _checks(self) -> MQTTSettings:

@@ -37,6 +37,19 @@ def tabled(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, check=False, timeout=timeout)
 
 
+def shoe_table(tmp_path: Path, broker: Mosquitto, *, seed: int,
+               hands: int) -> tuple[Simulator, Path, Path]:
+    """A simulated shoe dealing ``hands`` hands, and a baccarat table's config for it."""
+    sim = Simulator(["shoe", "--seed", str(seed), "--hands", str(hands), "--pace", "0.02",
+                     "--link", str(tmp_path / "shoe")], tmp_path / "sim.log")
+    path = sim.start()
+    journal = tmp_path / "journal.sqlite"
+    config = write_config(tmp_path / "bac.toml", game="baccarat", journal=journal,
+                          broker_url=broker.url,
+                          devices=[{"id": "shoe-1", "family": "shoe", "url": path}])
+    return sim, journal, config
+
+
 def check_everything_published(sub: Subscriber, journal: Path) -> None:
     """Every outcome round 1..N once, in order, numbered without a gap; the events replay to
     them; the journal's chain is intact."""
@@ -53,13 +66,7 @@ def check_everything_published(sub: Subscriber, journal: Path) -> None:
 
 async def test_a_second_daemon_on_the_same_journal_exits_and_the_first_never_notices(
         tmp_path: Path, broker: Mosquitto) -> None:
-    sim = Simulator(["shoe", "--seed", "5", "--hands", "400", "--pace", "0.02",
-                     "--link", str(tmp_path / "shoe")], tmp_path / "sim.log")
-    path = sim.start()
-    journal = tmp_path / "journal.sqlite"
-    config = write_config(tmp_path / "bac.toml", game="baccarat", journal=journal,
-                          broker_url=broker.url,
-                          devices=[{"id": "shoe-1", "family": "shoe", "url": path}])
+    sim, journal, config = shoe_table(tmp_path, broker, seed=5, hands=400)
     first = Daemon(config, tmp_path / "first.log")
     try:
         async with Subscriber("127.0.0.1", broker.port, "tabled/lab/t1/#") as sub:
@@ -121,13 +128,7 @@ async def test_a_journal_written_behind_the_daemons_back_heals_by_itself(
     the file, reads its positions from it again, and is back within a probe or two: every hand
     is published, once, numbered without a gap, and replays to the same outcomes."""
     hands = 60
-    sim = Simulator(["shoe", "--seed", "6", "--hands", str(hands), "--pace", "0.02",
-                     "--link", str(tmp_path / "shoe")], tmp_path / "sim.log")
-    path = sim.start()
-    journal = tmp_path / "journal.sqlite"
-    config = write_config(tmp_path / "bac.toml", game="baccarat", journal=journal,
-                          broker_url=broker.url,
-                          devices=[{"id": "shoe-1", "family": "shoe", "url": path}])
+    sim, journal, config = shoe_table(tmp_path, broker, seed=6, hands=hands)
     daemon = Daemon(config, tmp_path / "daemon.log")
     try:
         async with Subscriber("127.0.0.1", broker.port, "tabled/lab/t1/#") as sub:

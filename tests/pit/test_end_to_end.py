@@ -52,6 +52,20 @@ def start_pit(config: Path, log: Path, notify: Path) -> subprocess.Popen[bytes]:
                                 start_new_session=True)
 
 
+def stop_pit(pit: subprocess.Popen[bytes], log: Path) -> list[dict[str, Any]]:
+    """Stop the pit as systemd would (SIGTERM); its JSON log records (its exit status is the
+    caller's to check, after the test's own failure if any)."""
+    if pit.poll() is None:
+        pit.send_signal(signal.SIGTERM)
+        try:
+            pit.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pit.kill()
+            pit.wait()
+    return [json.loads(line[3:]) for line in log.read_text().splitlines()
+            if line.startswith("<")]
+
+
 def scrape(url: str) -> str:
     with urllib.request.urlopen(url, timeout=5) as response:
         return str(response.read().decode())
@@ -219,16 +233,8 @@ async def test_the_pit_sees_the_floor_and_a_killed_table_goes_offline_within_2_s
                 proc.stop()
         shoe.stop()
         dice.stop()
-        if pit.poll() is None:
-            pit.send_signal(signal.SIGTERM)
-            try:
-                pit.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                pit.kill()
-                pit.wait()
+        lines = stop_pit(pit, tmp_path / "pit.log")
         notify.close()
     assert pit.returncode == 0, (tmp_path / "pit.log").read_text()[-3000:]
-    lines = [json.loads(line[3:]) for line in
-             (tmp_path / "pit.log").read_text().splitlines() if line.startswith("<")]
     assert lines and all(r.get("pit") == "pit-e2e" for r in lines)
     assert not [r for r in lines if r["event"] in ("message_failed", "task_failed")]

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
-import subprocess
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +21,7 @@ from tabled.daemon.broker import Mosquitto, free_port
 from tabled.daemon.commands import sign
 from tabled.pit.store_sqlite import SqliteStore
 from tests.integration.harness import Daemon, NotifySocket, Simulator, Subscriber, write_config
-from tests.pit.test_end_to_end import start_pit, wait_until, write_pit_config
+from tests.pit.test_end_to_end import start_pit, stop_pit, wait_until, write_pit_config
 
 
 async def test_loaded_dice_a_sorted_shoe_and_a_wrong_call_raise_integrity_alerts(
@@ -128,17 +126,9 @@ async def test_loaded_dice_a_sorted_shoe_and_a_wrong_call_raise_integrity_alerts
                 proc.stop()
         for sim in (dice, shoe):
             sim.stop()
-        if pit.poll() is None:
-            pit.send_signal(signal.SIGTERM)
-            try:
-                pit.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                pit.kill()
-                pit.wait()
+        logged = stop_pit(pit, tmp_path / "pit.log")
         notify.close()
     assert pit.returncode == 0, (tmp_path / "pit.log").read_text()[-3000:]
-    logged = [json.loads(line[3:]) for line in
-              (tmp_path / "pit.log").read_text().splitlines() if line.startswith("<")]
     assert not [r for r in logged if r["event"] in ("message_failed", "task_failed",
                                                       "integrity_failed")]
 
