@@ -56,8 +56,8 @@ def _timed(args: list[str], out: Path, err: Path) -> tuple[float, float, int]:
 
 def breakdown(game: str, path: Path, limit: int = 200_000) -> dict[str, Any]:
     """Where a round's CPU time goes in ``tabled replay``'s steps, in process (µs per round):
-    decoding the JSON, building the typed event, the rules, the record, its encoding."""
-    from tabled.contract.events import load_json, parse_event
+    decoding and validating the typed event, the rules, the record, its encoding."""
+    from tabled.contract.events import parse_line
     from tabled.contract.outcome import Outcome
     from tabled.daemon.replay import encode_record
     from tabled.daemon.rules import make_table
@@ -66,9 +66,7 @@ def breakdown(game: str, path: Path, limit: int = 200_000) -> dict[str, Any]:
         lines = [line for _, line in zip(range(limit), stream, strict=False)]
     clock = time.process_time
     marks = [clock()]
-    objects = [load_json(line) for line in lines]
-    marks.append(clock())
-    events = [parse_event(obj) for obj in objects]
+    events = [parse_line(line) for line in lines]
     marks.append(clock())
     table = make_table(game, None)
     outcomes = [o for event in events for o in table.feed(event) if isinstance(o, Outcome)]
@@ -79,8 +77,8 @@ def breakdown(game: str, path: Path, limit: int = 200_000) -> dict[str, Any]:
         encode_record(record)
     marks.append(clock())
     rounds = len(records) or 1
-    steps = ("JSON decoding", "typed event (parse_event)", "rules (feed)",
-             "record (to_record)", "encoding (encode_record)")
+    steps = ("decoding and validation (parse_line)", "rules (feed)", "record (to_record)",
+             "encoding (encode_record)")
     return {"events_per_round": len(lines) / rounds,
             "us": {step: (b - a) / rounds * 1e6
                    for step, a, b in zip(steps, marks[:-1], marks[1:], strict=True)}}

@@ -28,10 +28,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 import structlog
+from msgspec.structs import replace
 
 from tabled.contract.events import Event, Fault, Meta, Void
 from tabled.contract.faults import DEVICE_LOST, VOID_DEVICE_LOST, WRONG_DEVICE
