@@ -39,6 +39,16 @@ def encode_record(record: Mapping[str, object]) -> str:
         return json.dumps(record, separators=(",", ":"), ensure_ascii=False)
 
 
+def _encode_outcome(outcome: Outcome) -> str:
+    """``encode_record(outcome.to_record())``, made by :meth:`Outcome.to_json` (byte for byte
+    the same, without building the record); what msgspec refuses to encode (text UTF-8 cannot
+    carry) goes the way of :func:`encode_record`."""
+    try:
+        return outcome.to_json().decode()
+    except (UnicodeEncodeError, TypeError):
+        return encode_record(outcome.to_record())
+
+
 def replay(
     game: str,
     options: GameOptions | Mapping[str, str] | None,
@@ -50,16 +60,16 @@ def replay(
 
     Returns the exit status: 0, or 2 at the first malformed line.
     """
-    table = make_table(game, options)
+    feed = make_table(game, options).feed
     write = out.write
     try:
         # A blank line is malformed too (one event object per line), and so is an event
         # without a field this game requires (a Q Poker card without its seat): the check
         # the daemon makes before its rules see an event.
         for lineno, event in read_events(lines, game):
-            for output in table.feed(event):
+            for output in feed(event):
                 if isinstance(output, Outcome):
-                    write(encode_record(output.to_record()))
+                    write(_encode_outcome(output))
                     write("\n")
                 else:
                     article = f" ({output.article})" if output.article else ""

@@ -6,8 +6,9 @@ of CONTRACT.md into outcome records and notices, citing the article behind every
 It must never do I/O, read a clock, log, guess a card it was not told, or change the table's
 regulated options (Art. 18). The project's readings of the rules are in ``docs/rules/baccarat.md``.
 
-``feed`` sits on the replay hot path (50,000 rounds/s in one process), so every bet result and
-every bet mapping a hand can settle to is built once, at import.
+``feed`` sits on the replay hot path (75,000 rounds/s in one process), so every bet result and
+every bet mapping a hand can settle to is built once, at import (a :class:`FixedBets`: its JSON is
+made then too), and the result part is a msgspec ``Struct``, encoded as it is.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
 from typing import Any, ClassVar, Final, Literal, TypeAlias
+
+import msgspec
 
 from tabled.contract.events import (
     RANKS,
@@ -38,7 +41,15 @@ from tabled.contract.faults import (
     UNREADABLE_CARD,
     VOID_DEVICE_LOST,
 )
-from tabled.contract.outcome import FOR_ANOTHER_ROUND, BetResult, Game, Notice, Outcome, Output
+from tabled.contract.outcome import (
+    FOR_ANOTHER_ROUND,
+    BetResult,
+    FixedBets,
+    Game,
+    Notice,
+    Outcome,
+    Output,
+)
 from tabled.daemon.rules.options import (
     MAX_DECKS,
     MIN_DECKS,
@@ -141,7 +152,7 @@ def _hand_bets(
         win = commissioned_win if winning_total in commissioned_totals else pay.even_win
         player, banker = (win, pay.lose) if winner == _PLAYER else (pay.lose, win)
         tie = pay.lose
-    return MappingProxyType({
+    return FixedBets({
         "player": player,
         "banker": banker,
         "tie": tie,
@@ -169,7 +180,7 @@ _SETTLED_BETS: Final[Mapping[tuple[BaccaratMethod, Commission], tuple[BetMap, ..
 }
 #: A void or demonstration hand settles no bet: every one is ``void`` under the deciding article.
 _VOID_BETS: Final[Mapping[str, BetMap]] = {
-    article: MappingProxyType(dict.fromkeys(BET_NAMES, BetResult("void", article)))
+    article: FixedBets(dict.fromkeys(BET_NAMES, BetResult("void", article)))
     for article in (ART1, ART2_2, ART3, ART10)
 }
 
@@ -177,8 +188,7 @@ _VOID_BETS: Final[Mapping[str, BetMap]] = {
 # -- the result part of a record -------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class BaccaratResult:
+class BaccaratResult(msgspec.Struct, frozen=True, gc=False):
     """What was dealt: both hands in dealt order, their totals (Art. 5), the winner, and whether
     either hand's first two cards make a natural (Art. 9). ``winner`` is ``None`` on a void
     hand, whose totals are those of the cards dealt so far."""

@@ -20,6 +20,8 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any, ClassVar, Final, TypeAlias
 
+import msgspec
+
 from tabled.contract.events import Declare, Event, Fault, NoRoll, Roll, Void
 from tabled.contract.faults import EVENT_NOT_APPLIED, NOT_APPLIED_TYPE
 from tabled.contract.outcome import FOR_ANOTHER_ROUND, BetResult, Game, Notice, Outcome, Output
@@ -70,8 +72,7 @@ FIELD_DOUBLE: Final = frozenset({2, 12})
 CRAPS: Final = frozenset({2, 3, 12})
 
 
-@dataclass(frozen=True, slots=True)
-class CrapsResult:
+class CrapsResult(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """The ``result`` of a craps record: the throw and the point either side of it.
 
     ``dice`` and ``total`` are ``None`` for a no-roll or a voided throw, which leave the point as
