@@ -411,7 +411,9 @@ class BaccaratTable:
         counts = self._counts
         copies = counts[card] = counts.get(card, 0) + 1
         if copies > self._decks or out_of_shoe > self._capacity:
-            hand.condemn(ART1, self._overflow(card, copies))
+            overflow = self._overflow(card, copies)
+            if overflow is not None:  # (it is: the card overflows the shoe)
+                hand.condemn(ART1, overflow)
         if hand.take(card, self._method):
             return [self._close(hand)]
         return []
