@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
+from bench.measure import load_average
 from bench.oracle.streams import baccarat_stream, craps_stream, qpoker_stream, write_jsonl
 
 GAMES: Final = ("baccarat", "craps", "qpoker")
@@ -89,13 +90,15 @@ def run_game(game: str, rounds: int, workdir: Path, repeats: int) -> dict[str, A
         "tabled": [sys.executable, "-m", "tabled.tools.cli", "replay", "--game", game, str(stream)],
         "reference": [sys.executable, "-m", "bench.reference", "--game", game, str(stream)],
     }
-    result: dict[str, Any] = {"rounds": rounds, "events": events}
+    result: dict[str, Any] = {"rounds": rounds, "events": events,
+                              "load": {"start": load_average()}}
     for name, args in commands.items():
         runs = [_timed(args, workdir / f"{game}.{name}.out", workdir / f"{game}.{name}.err")
                 for _ in range(repeats)]
         best, cpu, lines = min(runs)
         result[name] = {"seconds": best, "cpu_seconds": cpu, "outcomes": lines,
                         "rounds_per_s": lines / best, "rounds_per_cpu_s": lines / cpu}
+    result["load"]["end"] = load_average()
     result["ratio"] = result["tabled"]["rounds_per_s"] / result["reference"]["rounds_per_s"]
     if game == "baccarat":
         result["breakdown"] = breakdown(game, stream)

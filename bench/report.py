@@ -73,9 +73,10 @@ def _load(r: dict[str, Any]) -> str:
     run = r.get("run", {})
     if "load_mean" not in run:
         return f"{r['machine'].get('load_at_start', '?')} at start"
-    return (f"mean {run['load_mean']:.2f}, max {run['load_max']:.2f} (this harness alone keeps "
-            "about one core busy; more is other work on the machine, which every figure here "
-            "shares)")
+    which = f" (the last run: {', '.join(run['only'])})" if run.get("merged") else ""
+    return (f"mean {run['load_mean']:.2f}, max {run['load_max']:.2f}{which} (this harness alone "
+            "keeps about one core busy; more is other work on the machine, which every figure "
+            "here shares)")
 
 
 def _machine(r: dict[str, Any]) -> list[str]:
@@ -171,13 +172,23 @@ def _replay(r: dict[str, Any]) -> list[str]:
          f"{x['tabled']['rounds_per_cpu_s']:,.0f}")
         for g, x in rep.items() if isinstance(x, dict) and "tabled" in x])
     out += ["Rounds per CPU-second is the same run measured by the process's own CPU time "
-            "(user + system): what one core does when nothing else competes for it.", ""]
+            "(user + system): what one core does when nothing else competes for it."
+            + _replay_load(rep), ""]
     parts = rep.get("baccarat", {}).get("breakdown")
     if parts:
         out += ["Where a baccarat round's time goes (in process, µs per round, "
                 f"{parts['events_per_round']:.2f} events per round):", ""]
         out += _table(("step", "µs/round"), [(k, f"{v:.2f}") for k, v in parts["us"].items()])
     return out
+
+
+def _replay_load(rep: dict[str, Any]) -> str:
+    loads = {g: x["load"] for g, x in rep.items() if isinstance(x, dict) and "load" in x}
+    if not loads:
+        return ""
+    return (" The machine's load average (1 min) at the start and end of each game's runs: "
+            + "; ".join(f"{g} {x['start']:.2f} to {x['end']:.2f}" for g, x in loads.items())
+            + " (2.00 is both cores busy).")
 
 
 def _floor(r: dict[str, Any]) -> list[str]:
