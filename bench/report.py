@@ -261,9 +261,9 @@ PROFILES = [
     "with standard output unbuffered (`PYTHONUNBUFFERED`, set in this machine's environment) "
     "each line had been two system calls, a third of the run. Baccarat counts a dealt card "
     "without two method calls. Whole-process CPU time on the same streams as the table above, "
-    "before (main's replay) → after: baccarat 38,900 → 115,300 rounds per CPU-second, craps "
-    "48,200 → 205,000, Q Poker 6,650 → 9,830 (Q Poker's time is its rules': ranking hands and "
-    "following the deal). Output byte for byte the same.", "",
+    "the two run back to back, before (main's replay) → after: baccarat 38,900 → 115,300 "
+    "rounds per CPU-second, craps 48,200 → 205,000, Q Poker 6,650 → 9,830 (Q Poker's time is "
+    "its rules': ranking hands and following the deal). Output byte for byte the same.", "",
     "Where the rest of tabled's p50 goes, from a per-stage trace of 1,000 shoe events "
     "(perf_counter marks in the daemon, p50, taken before the page-per-commit change above): "
     "the link, driver, rules and staging 0.17-0.19 ms; the journal commit 0.55-0.63 ms (three"
