@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
+from bench.measure import load_average
 from bench.oracle.streams import baccarat_stream, craps_stream, qpoker_stream, write_jsonl
 
 GAMES: Final = ("baccarat", "craps", "qpoker")
@@ -56,31 +57,27 @@ def _timed(args: list[str], out: Path, err: Path) -> tuple[float, float, int]:
 
 def breakdown(game: str, path: Path, limit: int = 200_000) -> dict[str, Any]:
     """Where a round's CPU time goes in ``tabled replay``'s steps, in process (µs per round):
-    decoding the JSON, building the typed event, the rules, the record, its encoding."""
-    from tabled.contract.events import load_json, parse_event
+    decoding and validating the typed event, the rules, encoding the outcome (the rest of the
+    whole process's time is start-up and the file's reading and writing)."""
+    from tabled.contract.events import read_events
     from tabled.contract.outcome import Outcome
-    from tabled.daemon.replay import encode_record
     from tabled.daemon.rules import make_table
 
     with open(path, encoding="utf-8") as stream:
         lines = [line for _, line in zip(range(limit), stream, strict=False)]
     clock = time.process_time
     marks = [clock()]
-    objects = [load_json(line) for line in lines]
-    marks.append(clock())
-    events = [parse_event(obj) for obj in objects]
+    events = [event for _, event in read_events(lines, game)]
     marks.append(clock())
     table = make_table(game, None)
     outcomes = [o for event in events for o in table.feed(event) if isinstance(o, Outcome)]
     marks.append(clock())
-    records = [outcome.to_record() for outcome in outcomes]
+    for outcome in outcomes:
+        outcome.to_json()
     marks.append(clock())
-    for record in records:
-        encode_record(record)
-    marks.append(clock())
-    rounds = len(records) or 1
-    steps = ("JSON decoding", "typed event (parse_event)", "rules (feed)",
-             "record (to_record)", "encoding (encode_record)")
+    rounds = len(outcomes) or 1
+    steps = ("decoding and validation (read_events)", "rules (feed)",
+             "encoding (Outcome.to_json)")
     return {"events_per_round": len(lines) / rounds,
             "us": {step: (b - a) / rounds * 1e6
                    for step, a, b in zip(steps, marks[:-1], marks[1:], strict=True)}}
@@ -93,13 +90,15 @@ def run_game(game: str, rounds: int, workdir: Path, repeats: int) -> dict[str, A
         "tabled": [sys.executable, "-m", "tabled.tools.cli", "replay", "--game", game, str(stream)],
         "reference": [sys.executable, "-m", "bench.reference", "--game", game, str(stream)],
     }
-    result: dict[str, Any] = {"rounds": rounds, "events": events}
+    result: dict[str, Any] = {"rounds": rounds, "events": events,
+                              "load": {"start": load_average()}}
     for name, args in commands.items():
         runs = [_timed(args, workdir / f"{game}.{name}.out", workdir / f"{game}.{name}.err")
                 for _ in range(repeats)]
         best, cpu, lines = min(runs)
         result[name] = {"seconds": best, "cpu_seconds": cpu, "outcomes": lines,
                         "rounds_per_s": lines / best, "rounds_per_cpu_s": lines / cpu}
+    result["load"]["end"] = load_average()
     result["ratio"] = result["tabled"]["rounds_per_s"] / result["reference"]["rounds_per_s"]
     if game == "baccarat":
         result["breakdown"] = breakdown(game, stream)

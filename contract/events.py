@@ -1,11 +1,25 @@
-"""The normalized event stream of docs/contract.md, version 1: typed events, parsing and encoding.
+"""The normalized event stream of docs/contract.md, version 1: typed events, decoding and encoding.
 
 This module owns the public event vocabulary that drivers emit and the rules core consumes. It is
-pure: no I/O, no clock, no logging. Parsing is strict about what the contract requires (types,
+pure: no I/O, no clock, no logging. Decoding is strict about what the contract requires (types,
 card codes, die faces, required fields) and lenient about what it allows (extra fields are kept in
 ``extra`` so that a stream survives a round trip unchanged). Strict means JSON's own types: an
 integer is not ``true`` or ``1.0``, a boolean is not ``1``, a field is present with a value or
 absent, never ``null``, ``NaN`` is not JSON, and a required field is never given a default.
+
+How (issue 14): the contract's wire form of each event type is a msgspec ``Struct`` (``_Wire``
+and its subclasses below: the types, ranges, card alphabet, die faces and required fields are
+their annotations), and one msgspec decoder reads a line into the tagged union of them, ``type``
+naming the struct, in one pass in C: parsing, UTF-8 and lone-surrogate checks and validation
+together. The public event (a frozen ``Struct`` too) is then made from the wire struct in one
+constructor call, the wire struct standing for its :class:`Meta`. What msgspec cannot say is
+checked here, off the common path: a ``null`` (the decoder takes it for an absent optional
+field, so a line that spells ``null`` anywhere goes the general way, which refuses it for a
+typed field), a seat listed twice, and extra fields (msgspec drops unknown fields: the common
+line has none, and the decoder that takes only known fields settles that in the same pass; a
+line it refuses is decoded again, into the same wire struct without that restriction and into
+plain JSON values for its extras). A line msgspec refuses is explained from the error's path and
+the value there, naming the field.
 
 It must never accept an event it cannot represent faithfully: anything malformed raises
 :class:`EventError` with a reason a person can act on. What one game requires beyond the event
@@ -15,11 +29,12 @@ type (:data:`GAME_REQUIRED`) is checked where the game is known (:func:`check_fo
 from __future__ import annotations
 
 import json
-import json.scanner
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Literal, TypeAlias
+import types
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal, TypeAlias, Union, cast
+
+import msgspec
 
 from tabled.contract import CONTRACT_VERSION, ContractError
 from tabled.contract.devices import DEVICE_KINDS
@@ -33,7 +48,7 @@ Seat: TypeAlias = int | Literal["dealer"]
 DEALER: Literal["dealer"] = "dealer"
 #: What a ``fault`` event's optional ``family`` (the driver family of the device, a plugin's
 #: name) must look like.
-_FAMILY_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+_FAMILY_NAME = r"[a-z][a-z0-9_]{0,31}"
 #: What a dealer may declare on the console (a ``declare`` event), by game: the result the
 #: dealer calls out, which the pit compares with the rules core's outcome. Baccarat: the
 #: winner. Craps, the stickman's call of a throw: on a come-out roll ``natural`` (7 or 11),
@@ -61,69 +76,114 @@ GAME_REQUIRED: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     "qpoker": {"card": ("seat",), "round_start": ("seats",)},
 }
 
+# -- the values the contract allows, as msgspec constraints ---------------------------------------
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Meta:
+_NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+_Positive = Annotated[int, msgspec.Meta(ge=1)]
+_U32 = Annotated[int, msgspec.Meta(ge=0, le=0xFFFFFFFF)]
+_Text = Annotated[str, msgspec.Meta(min_length=1)]  # a non-empty string
+_Die = Annotated[int, msgspec.Meta(ge=1, le=6)]
+_AnySeat = _Positive | Literal["dealer"]
+_Family = Annotated[str, msgspec.Meta(pattern=rf"^{_FAMILY_NAME}\Z")]
+if TYPE_CHECKING:  # the values below, spelt out at run time from the tables above
+    _CardCode: TypeAlias = str
+    _Declared: TypeAlias = str
+    _Kind: TypeAlias = str
+else:
+    _CardCode = Literal[tuple(sorted(CARD_CODES))]
+    _Declared = Literal[tuple(sorted(_DECLARED))]
+    _Kind = Literal[tuple(DEVICE_KINDS)]
+
+
+class Meta(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Where an event came from: the device id, its per-device sequence number, its timestamp,
     and which of the device's messages it stands for (``boot``: the device's boot id, ``msg``:
     its message number from that boot; docs/protocols/framing.md, exactly-once delivery;
-    ``device_boot``/``device_msg`` in JSON)."""
+    ``device_boot``/``device_msg`` in JSON).
+
+    A decoded event's meta is the wire struct it was decoded into (a subclass, carrying these
+    five fields and the event's own): equality, hashing and ``repr`` see the five fields only.
+    """
 
     device: str | None = None
-    seq: int | None = None
+    seq: _NonNegative | None = None
     ts: str | None = None
-    boot: int | None = None
-    msg: int | None = None
+    boot: _U32 | None = msgspec.field(default=None, name="device_boot")
+    msg: _U32 | None = msgspec.field(default=None, name="device_msg")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.device, self.seq, self.ts, self.boot, self.msg)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Meta):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"Meta(device={self.device!r}, seq={self.seq!r}, ts={self.ts!r}, "
+                f"boot={self.boot!r}, msg={self.msg!r})")
 
 
-_NO_META = Meta()
+_NO_META: Final = Meta()
+#: The ``extra`` of an event without extra fields: one shared, read-only empty mapping.
+_NO_EXTRA: Final[Mapping[str, Any]] = types.MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Event:
-    """Base of every normalized event. ``extra`` keeps fields this version does not know."""
+class Event(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Base of every normalized event. ``extra`` keeps fields this version does not know; it
+    takes no part in equality (two events of the same fields are the same event)."""
 
     TYPE: ClassVar[str] = ""
     meta: Meta = _NO_META
-    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    extra: Mapping[str, Any] = _NO_EXTRA
 
     @property
     def type(self) -> str:
         return self.TYPE
 
+    def _key(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__struct_fields__ if name != "extra")
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShoeStart(Event):
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Event)
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
+class ShoeStart(Event, frozen=True):
     """Baccarat: a new shoe of ``decks`` decks; resets the card counts."""
 
     TYPE: ClassVar[str] = "shoe_start"
     decks: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Burn(Event):
+class Burn(Event, frozen=True):
     """Baccarat: a burned card, never dealt to a hand (the card may be unknown)."""
 
     TYPE: ClassVar[str] = "burn"
     card: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CutCard(Event):
+class CutCard(Event, frozen=True):
     """Baccarat: the cut card came out of the shoe (Art. 3)."""
 
     TYPE: ClassVar[str] = "cut_card"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Demo(Event):
+class Demo(Event, frozen=True):
     """Baccarat: the next hand is a demonstration hand (Art. 2.2)."""
 
     TYPE: ClassVar[str] = "demo"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CardDealt(Event):
+class CardDealt(Event, frozen=True):
     """One card: baccarat, the next card out of the shoe; Q Poker, one card to a seat."""
 
     TYPE: ClassVar[str] = "card"
@@ -132,16 +192,14 @@ class CardDealt(Event):
     seat: Seat | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RoundStart(Event):
+class RoundStart(Event, frozen=True):
     """A new round; for Q Poker, ``seats`` are the positions with a bet."""
 
     TYPE: ClassVar[str] = "round_start"
     seats: tuple[int, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HandDealt(Event):
+class HandDealt(Event, frozen=True):
     """Q Poker: a shuffler-dealer delivers a seat's cards at once."""
 
     TYPE: ClassVar[str] = "hand"
@@ -150,8 +208,7 @@ class HandDealt(Event):
     face_up: bool | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Decision(Event):
+class Decision(Event, frozen=True):
     """Q Poker: a seat plays (``play=True``) or folds (Art. 9.2-9.3); with ``round``, only in
     that round (:data:`FOR_A_ROUND`)."""
 
@@ -161,8 +218,7 @@ class Decision(Event):
     round: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Reveal(Event):
+class Reveal(Event, frozen=True):
     """Q Poker: the dealer turns the dealer's cards; the round is settled. With ``round``, only
     that round (:data:`FOR_A_ROUND`)."""
 
@@ -170,26 +226,23 @@ class Reveal(Event):
     round: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Roll(Event):
+class Roll(Event, frozen=True):
     """Craps: the two faces of a throw (a cocked die already read as its clearest face)."""
 
     TYPE: ClassVar[str] = "roll"
     dice: tuple[int, int]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NoRoll(Event):
+class NoRoll(Event, frozen=True):
     """Craps: no roll, throw again (Art. 1), e.g. a die left the table."""
 
     TYPE: ClassVar[str] = "no_roll"
-    # docs/contract.md requires ``reason`` on the wire (the parser never supplies one); the default
+    # docs/contract.md requires ``reason`` on the wire (the decoder never supplies one); the default
     # only spares code that builds the event itself from spelling out the usual reason.
     reason: str = "off_table"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Fault(Event):
+class Fault(Event, frozen=True):
     """A device-reported fault, with a stable ``code``."""
 
     TYPE: ClassVar[str] = "fault"
@@ -197,8 +250,7 @@ class Fault(Event):
     detail: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Void(Event):
+class Void(Event, frozen=True):
     """The dealer voids the current round; with ``round``, only that round
     (:data:`FOR_A_ROUND`)."""
 
@@ -207,8 +259,7 @@ class Void(Event):
     round: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Withheld(Event):
+class Withheld(Event, frozen=True):
     """Q Poker, an addition to contract v1: ``count`` face-down cards went to ``seat`` here, in
     dealing order, and their identity is withheld until the rules reveal it. The real ``card`` or
     ``hand`` events follow later, marked ``"withheld": true``, and fill the placeholder in."""
@@ -218,8 +269,7 @@ class Withheld(Event):
     count: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Declare(Event):
+class Declare(Event, frozen=True):
     """An addition to contract v1: the result the dealer declares on the console (``result``,
     one of :data:`DECLARATIONS`), for round ``round`` or, without one, for the round decided
     last. It decides nothing: the rules core accepts it and changes nothing; the pit compares
@@ -281,304 +331,287 @@ EVENT_TYPES: dict[str, type[Event]] = {
     )
 }
 
-_META_KEYS = frozenset({"v", "type", "device", "seq", "ts", "device_boot", "device_msg"})
-# Tuples, not sets: encoding must put the fields in the same order in every process.
+#: Each type's own fields (beyond ``meta`` and ``extra``), in the order they are encoded: the
+#: order of the class's declaration, the same in every process.
 _FIELDS: dict[str, tuple[str, ...]] = {
-    "shoe_start": ("decks",),
-    "burn": ("card",),
-    "cut_card": (),
-    "demo": (),
-    "card": ("card", "face_up", "seat"),
-    "round_start": ("seats",),
-    "hand": ("seat", "cards", "face_up"),
-    "decision": ("seat", "play", "round"),
-    "reveal": ("round",),
-    "roll": ("dice",),
-    "no_roll": ("reason",),
-    "fault": ("code", "detail"),
-    "void": ("reason", "round"),
-    "withheld": ("seat", "count"),
-    "declare": ("result", "round"),
+    etype: tuple(name for name in cls.__struct_fields__ if name not in ("meta", "extra"))
+    for etype, cls in EVENT_TYPES.items()
 }
 
 
-# -- parsing -----------------------------------------------------------------------------------
-
-# Every key an event of each type may carry outside ``extra``: a superset check of the object's
-# keys against it settles, in one C call, that the common event has no extra field at all.
-_ALLOWED: dict[str, frozenset[str]] = {
-    etype: _META_KEYS | frozenset(known) for etype, known in _FIELDS.items()
-}
+# -- the wire form: what the decoder reads, type by type ------------------------------------------
 
 
-def _slot_setters(cls: type[Any], *names: str) -> tuple[Callable[[Any, Any], None], ...]:
-    """The slots' own setters for every field of the frozen class ``cls``, in order.
+class _Wire(Meta, frozen=True, tag_field="type"):
+    """One event as it is on the wire: ``v``, the type (the tag), the source fields (this is a
+    :class:`Meta`), and the type's own fields with the values the contract allows. Unknown
+    fields are skipped here (they are read separately, for ``extra``); the decoder of the common
+    path refuses them instead (:data:`_COMMON`)."""
 
-    A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``, twice as
-    slow as the slot's descriptor, and parsing builds two such objects per event (replay's
-    hottest path). The object built through these setters is the same one ``__init__`` would
-    build: checked here that ``names`` are all the fields and that nothing validates in a
-    ``__post_init__``.
-    """
-    assert [f.name for f in fields(cls)] == list(names), f"{cls.__name__} fields changed"
-    assert not hasattr(cls, "__post_init__"), f"{cls.__name__} validates in __post_init__"
-    return tuple(getattr(cls, name).__set__ for name in names)
+    v: Literal[1]
 
-
-_new = object.__new__
-_set_device, _set_seq, _set_ts, _set_boot, _set_msg = _slot_setters(
-    Meta, "device", "seq", "ts", "boot", "msg")
-_set_card_meta, _set_card_extra, _set_card, _set_face_up, _set_seat = _slot_setters(
-    CardDealt, "meta", "extra", "card", "face_up", "seat")
+    def event(self, extra: Mapping[str, Any]) -> Event:
+        """The public event this line stands for."""
+        raise NotImplementedError
 
 
-def _new_meta(device: str | None, seq: int | None, ts: str | None, boot: int | None,
-              msg: int | None) -> Meta:
-    meta: Meta = _new(Meta)
-    _set_device(meta, device)
-    _set_seq(meta, seq)
-    _set_ts(meta, ts)
-    _set_boot(meta, boot)
-    _set_msg(meta, msg)
-    return meta
+class _ShoeStartWire(_Wire, frozen=True, tag="shoe_start"):
+    decks: _Positive
+
+    def event(self, extra: Mapping[str, Any]) -> Event:
+        return ShoeStart(decks=self.decks, meta=self, extra=extra)
 
 
-def _new_card(meta: Meta, extra: dict[str, Any], card: str, face_up: bool | None,
-              seat: Seat | None) -> CardDealt:
-    event: CardDealt = _new(CardDealt)
-    _set_card_meta(event, meta)
-    _set_card_extra(event, extra)
-    _set_card(event, card)
-    _set_face_up(event, face_up)
-    _set_seat(event, seat)
+class _BurnWire(_Wire, frozen=True, tag="burn"):
+    card: _CardCode | None = None
+
+    def event(self, extra: Mapping[str, Any]) -> Event:
+        return Burn(card=self.card, meta=self, extra=extra)
+
+
+class _CutCardWire(_Wire, frozen=True, tag="cut_card"):
+    def event(self, extra: Mapping[str, Any]) -> Event:
+        return CutCard(meta=self, extra=extra)
+
+
+class _DemoWire(_Wire, frozen=True, tag="demo"):
+    def event(self, extra: Mapping[str, Any]) -> Event:
+        return Demo(meta=self, extra=extra)
+
+
+class _CardWire(_Wire, frozen=True, tag="card"):
+    card: _CardCode
+    face_up: bool | None = None
+    seat: _AnySeat | None = None
+
+    def event(self, extra: Mapping[str, Any]) -> Event:
+        return CardDealt(card=self.card, face_up=self.face_up, seat=self.seat, meta=self,
+                         extra=extra)
+
+
+class _RoundStartWire(_Wire, frozen=True, tag="round_start"):
+    seats: tuple[_Positive, ...] | None = None
+
+    def event(self, extra: Mapping[str, Any]) -> Event:
+        seats = self.seats
+        if seats is not None and len(set(seats)) != len(seats):
+            raise EventError(f"seats {list(seats)!r} lists a seat twice")
+        return RoundStart(seats=seats, meta=self, extra=extra)
+
+
+class _HandWire(_Wire, frozen=True, tag="hand"):
+    seat: _AnySeat
+    cards: tuple[_CardCode, ...]
+    face_up: bool | None = None
+
+    def event(self, extra: Mapping[str, Any]) -> Event:
+        return HandDealt(seat=self.seat, cards=self.cards, face_up=self.face_up, meta=self,
+                         extra=extra)
+
+
+class _DecisionWire(_Wire, frozen=True, tag="decision"):
+    seat: _Positive
+    play: bool
+    round: _Positive | None = None
+
+    def event(self, extra: Mapping[str, Any]) -> Event:
+        return Decision(seat=self.seat, play=self.play, round=self.round, meta=self,
+                        extra=extra)
+
+
+class _RevealWire(_Wire, frozen=True, tag="reveal"):
+    round: _Positive | None = None
+
+    def event(self, extra: Mapping[str, Any]) -> Event:
+        return Reveal(round=self.round, meta=self, extra=extra)
+
+
+class _RollWire(_Wire, frozen=True, tag="roll"):
+    dice: tuple[_Die, _Die]
+
+    def event(self, extra: Mapping[str, Any]) -> Event:
+        return Roll(dice=self.dice, meta=self, extra=extra)
+
+
+class _NoRollWire(_Wire, frozen=True, tag="no_roll"):
+    reason: _Text  # required: none is made up here
+
+    def event(self, extra: Mapping[str, Any]) -> Event:
+        return NoRoll(reason=self.reason, meta=self, extra=extra)
+
+
+class _FaultWire(_Wire, frozen=True, tag="fault"):
+    code: _Text
+    detail: str | None = None
+    # Kept in ``extra`` (not fields of Fault), and checked: the rules read the kind of a lost
+    # device (qpoker.art11.5), and a misspelt one must not pass for another device's.
+    family: _Family | msgspec.UnsetType = msgspec.UNSET
+    kind: _Kind | msgspec.UnsetType = msgspec.UNSET
+
+    def event(self, extra: Mapping[str, Any]) -> Event:
+        return Fault(code=self.code, detail=self.detail, meta=self, extra=extra)
+
+
+class _VoidWire(_Wire, frozen=True, tag="void"):
+    reason: str | None = None
+    round: _Positive | None = None
+
+    def event(self, extra: Mapping[str, Any]) -> Event:
+        return Void(reason=self.reason, round=self.round, meta=self, extra=extra)
+
+
+class _WithheldWire(_Wire, frozen=True, tag="withheld"):
+    seat: _AnySeat
+    count: Annotated[int, msgspec.Meta(ge=1, le=3)]
+
+    def event(self, extra: Mapping[str, Any]) -> Event:
+        return Withheld(seat=self.seat, count=self.count, meta=self, extra=extra)
+
+
+class _DeclareWire(_Wire, frozen=True, tag="declare"):
+    result: _Declared
+    round: _Positive | None = None
+
+    def event(self, extra: Mapping[str, Any]) -> Event:
+        return Declare(result=self.result, round=self.round, meta=self, extra=extra)
+
+
+_WIRES: tuple[type[_Wire], ...] = (
+    _ShoeStartWire, _BurnWire, _CutCardWire, _DemoWire, _CardWire, _RoundStartWire, _HandWire,
+    _DecisionWire, _RevealWire, _RollWire, _NoRollWire, _FaultWire, _VoidWire, _WithheldWire,
+    _DeclareWire,
+)
+_META_NAMES: Final = ("device", "seq", "ts", "device_boot", "device_msg")
+
+
+def _wire_names(wire: type[_Wire]) -> tuple[str, ...]:
+    """The keys a wire struct reads, as they are spelt in JSON."""
+    return tuple(f.encode_name for f in msgspec.structs.fields(wire))
+
+
+def _tag(wire: type[_Wire]) -> str:
+    """The event type a wire struct reads (its tag)."""
+    tag = wire.__struct_config__.tag
+    assert isinstance(tag, str), wire
+    return tag
+
+
+def _check_wires() -> dict[str, frozenset[str]]:
+    """Each type's wire struct carries exactly its event's fields (and fault's two checked
+    extras): the two declarations of a type cannot drift apart. Returns the keys of each type
+    that are no extra field (``v`` and ``type`` included)."""
+    known: dict[str, frozenset[str]] = {}
+    for wire in _WIRES:
+        etype = _tag(wire)
+        assert etype in EVENT_TYPES, wire
+        names = _wire_names(wire)
+        own = tuple(n for n in names if n not in (*_META_NAMES, "v", "family", "kind"))
+        assert own == _FIELDS[etype], (wire, own, _FIELDS[etype])
+        known[etype] = frozenset({"v", "type", *_META_NAMES, *own})
+    assert known.keys() == EVENT_TYPES.keys()
+    return known
+
+
+#: Every key an event of each type may carry outside ``extra``.
+_ALLOWED: Final = _check_wires()
+#: Every key of each type whose value is typed: none may be ``null`` (a missing optional field is
+#: left out of the object; ``null`` is no value of any of them: event.schema.json, and a
+#: decode-encode round trip that kept what came in, both say so).
+_TYPED: Final = {_tag(wire): _wire_names(wire) for wire in _WIRES}
+
+
+def _common(wire: type[_Wire]) -> type[_Wire]:
+    """The same wire struct, refusing unknown fields: what the common line is decoded into."""
+    return cast(type[_Wire], types.new_class(f"{wire.__name__}Common", (wire,),
+                                             {"tag": _tag(wire), "forbid_unknown_fields": True}))
+
+
+def _union(members: Iterable[type[_Wire]]) -> Any:
+    """The tagged union of ``members``: the value of ``type`` names the struct."""
+    return Union[tuple(members)]  # noqa: UP007 (built at run time, from a tuple)
+
+
+# The common path: a line of only known fields, of a type without checked extras (a ``fault``
+# may carry ``family``/``kind``, kept in ``extra`` in the order they came: it goes the general
+# way). Whatever this decoder refuses goes the general way too, which decides and explains.
+_decode_common: Final = msgspec.json.Decoder(
+    _union(_common(w) for w in _WIRES if w is not _FaultWire)).decode
+#: Any event object, extra fields skipped: the general way's decision.
+_ANY_WIRE: Final = _union(_WIRES)
+#: Any JSON text, into plain values: strict JSON (no ``NaN``, no lone surrogate, UTF-8 only).
+_decode_json: Final = msgspec.json.Decoder().decode
+_encode_json: Final = msgspec.json.Encoder().encode
+#: What msgspec raises for input that is no event: not JSON or not valid (ValidationError is a
+#: DecodeError), text no UTF-8 can carry given as ``str``, nesting past the interpreter's stack.
+_DECODE_ERRORS: Final = (msgspec.DecodeError, UnicodeEncodeError, RecursionError)
+
+
+# -- decoding -------------------------------------------------------------------------------------
+
+
+def parse_line(line: str | bytes, game: str | None = None) -> Event:
+    """Parse one JSON Lines record into an event, or raise :class:`EventError`.
+
+    A line is one event object: a blank line is malformed too (docs/contract.md). With ``game``,
+    the fields required in that game are required too (:func:`check_for_game`)."""
+    try:
+        wire = _decode_common(line)
+    except _DECODE_ERRORS:
+        event = _parse_text(line)
+    else:
+        mentions_null = ("null" in line) if isinstance(line, str) else (b"null" in line)
+        event = _parse_text(line) if mentions_null else wire.event(_NO_EXTRA)
+    if game is not None:
+        check_for_game(event, game)
     return event
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def read_events(lines: Iterable[str], game: str | None = None) -> Iterator[tuple[int, Event]]:
+    """Each event of a JSON Lines stream with its line number (from 1), in order.
+
+    Every line is one event object (docs/contract.md): a blank line is malformed like any other
+    line that is not one, and so, given ``game``, is an event without a field that game
+    requires (:func:`check_for_game`). The first malformed line raises :class:`LineError`:
+    what the stream gave before it has been yielded, nothing after it is read. ``tabled
+    replay`` and ``tabled roads`` read through here, so both number and refuse lines alike.
+    """
+    # parse_line, inlined: this loop is ``tabled replay``'s (a call per line is a tenth of it)
+    required = None if game is None else GAME_REQUIRED.get(game)
+    game_name = game or ""
+    decode, parse_text, no_extra = _decode_common, _parse_text, _NO_EXTRA
+    for lineno, line in enumerate(lines, 1):
+        try:
+            try:
+                wire = decode(line)
+            except _DECODE_ERRORS:
+                event = parse_text(line)
+            else:
+                mentions_null = ("null" in line) if isinstance(line, str) else (b"null" in line)
+                event = parse_text(line) if mentions_null else wire.event(no_extra)
+            if required is not None and event.TYPE in required:
+                check_for_game(event, game_name)
+        except EventError as exc:
+            raise LineError(lineno, exc) from None
+        yield lineno, event
 
 
-def _card(value: Any, what: str = "card") -> str:
-    if not isinstance(value, str) or value not in CARD_CODES:
-        raise EventError(f"{what} {value!r} is not a card code (rank {RANKS} + suit {SUITS})")
-    return value
+class LineError(EventError):
+    """A malformed line of a JSON Lines event stream; ``str()`` is ``"line N: reason"``."""
 
-
-def _seat(value: Any, *, dealer_allowed: bool = True) -> Seat:
-    if value == DEALER and dealer_allowed:
-        return DEALER
-    if _is_int(value) and value >= 1:
-        return int(value)
-    allowed = 'a positive integer or "dealer"' if dealer_allowed else "a positive integer"
-    raise EventError(f"seat {value!r} is not {allowed}")
-
-
-def _required(obj: Mapping[str, Any], key: str, etype: str) -> Any:
-    if key not in obj:
-        raise EventError(f"{etype} event is missing required field {key!r}")
-    return obj[key]
-
-
-def _optional_bool(obj: Mapping[str, Any], key: str) -> bool | None:
-    value = obj.get(key)
-    if value is None or isinstance(value, bool):
-        return value
-    raise EventError(f"{key} {value!r} is not a boolean")
-
-
-def _optional_str(obj: Mapping[str, Any], key: str) -> str | None:
-    value = obj.get(key)
-    if value is None or isinstance(value, str):
-        return value
-    raise EventError(f"{key} {value!r} is not a string")
-
-
-def _text(obj: Mapping[str, Any], key: str, etype: str) -> str:
-    """A required, non-empty string field."""
-    value = _required(obj, key, etype)
-    if not isinstance(value, str) or not value:
-        raise EventError(f"{key} {value!r} is not a non-empty string")
-    return value
-
-
-def _meta(obj: Mapping[str, Any]) -> Meta:
-    device, seq, ts = obj.get("device"), obj.get("seq"), obj.get("ts")
-    boot, msg = obj.get("device_boot"), obj.get("device_msg")
-    if device is None and seq is None and ts is None and boot is None and msg is None:
-        return _NO_META
-    if device is not None and not isinstance(device, str):
-        raise EventError(f"device {device!r} is not a string")
-    if seq is not None and not (_is_int(seq) and seq >= 0):
-        raise EventError(f"seq {seq!r} is not a non-negative integer")
-    if ts is not None and not isinstance(ts, str):
-        raise EventError(f"ts {ts!r} is not an RFC 3339 string")
-    for key, value in (("device_boot", boot), ("device_msg", msg)):
-        if value is not None and not (_is_int(value) and 0 <= value <= 0xFFFFFFFF):
-            raise EventError(f"{key} {value!r} is not a 32-bit unsigned integer")
-    return _new_meta(device, seq, ts, boot, msg)
-
-
-# One parser per event type: (object, meta, extra) -> event.
-_Parser: TypeAlias = Callable[[dict[str, Any], Meta, dict[str, Any]], Event]
-
-
-
-def _parse_card(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    seat = obj.get("seat")
-    return _new_card(meta, extra, _card(_required(obj, "card", "card")),
-                     _optional_bool(obj, "face_up"), None if seat is None else _seat(seat))
-
-
-def _parse_roll(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    dice = _required(obj, "dice", "roll")
-    if (
-        not isinstance(dice, list) or len(dice) != 2
-        or not all(_is_int(d) and 1 <= d <= 6 for d in dice)
-    ):
-        raise EventError(f"dice {dice!r} is not two integers 1-6")
-    return Roll(dice=(dice[0], dice[1]), meta=meta, extra=extra)
-
-
-def _parse_hand(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    cards = _required(obj, "cards", "hand")
-    if not isinstance(cards, list):
-        raise EventError(f"cards {cards!r} is not a list of card codes")
-    return HandDealt(seat=_seat(_required(obj, "seat", "hand")),
-                     cards=tuple(_card(c) for c in cards),
-                     face_up=_optional_bool(obj, "face_up"), meta=meta, extra=extra)
-
-
-def parse_round(value: Any) -> int | None:
-    """An optional ``round`` field (absent: None), a positive integer (not ``true``, not
-    ``1.0``), or :class:`EventError`; shared with the console's commands."""
-    if value is None:
-        return None
-    if not (_is_int(value) and value >= 1):
-        raise EventError(f"round {value!r} is not a positive integer")
-    return int(value)
-
-
-def _parse_decision(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    play = _required(obj, "play", "decision")
-    if not isinstance(play, bool):
-        raise EventError(f"play {play!r} is not a boolean")
-    return Decision(seat=int(_seat(_required(obj, "seat", "decision"), dealer_allowed=False)),
-                    play=play, round=parse_round(obj.get("round")), meta=meta, extra=extra)
-
-
-def _parse_reveal(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    return Reveal(round=parse_round(obj.get("round")), meta=meta, extra=extra)
-
-
-def _parse_round_start(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    seats = obj.get("seats")
-    if seats is None:
-        return RoundStart(meta=meta, extra=extra)
-    if not isinstance(seats, list):
-        raise EventError(f"seats {seats!r} is not a list of seat numbers")
-    parsed = tuple(int(_seat(s, dealer_allowed=False)) for s in seats)
-    if len(set(parsed)) != len(parsed):
-        raise EventError(f"seats {seats!r} lists a seat twice")
-    return RoundStart(seats=parsed, meta=meta, extra=extra)
-
-
-def _parse_shoe_start(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    decks = _required(obj, "decks", "shoe_start")
-    if not (_is_int(decks) and decks >= 1):
-        raise EventError(f"decks {decks!r} is not a positive integer")
-    return ShoeStart(decks=decks, meta=meta, extra=extra)
-
-
-def _parse_burn(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    card = obj.get("card")
-    return Burn(card=None if card is None else _card(card), meta=meta, extra=extra)
-
-
-def _parse_fault(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    code = _text(obj, "code", "fault")
-    # The rules read the kind of a lost device (qpoker.art11.5): a misspelt one must not pass
-    # for another device's.
-    family = obj.get("family", "")
-    if "family" in obj and not (isinstance(family, str) and _FAMILY_NAME.fullmatch(family)):
-        raise EventError(f"family {family!r} is not a device family's name")
-    kind = obj.get("kind", "")
-    if "kind" in obj and not (isinstance(kind, str) and kind in DEVICE_KINDS):
-        raise EventError(f"kind {kind!r} is not one of {', '.join(DEVICE_KINDS)}")
-    return Fault(code=code, detail=_optional_str(obj, "detail"), meta=meta, extra=extra)
-
-
-def _parse_no_roll(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    # docs/contract.md: ``reason`` is the no_roll's one field, not optional; none is made up here.
-    return NoRoll(reason=_text(obj, "reason", "no_roll"), meta=meta, extra=extra)
-
-
-def _parse_withheld(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    count = _required(obj, "count", "withheld")
-    if not (_is_int(count) and 1 <= count <= 3):
-        raise EventError(f"count {count!r} is not 1, 2 or 3")
-    return Withheld(seat=_seat(_required(obj, "seat", "withheld")), count=count, meta=meta,
-                    extra=extra)
-
-
-def _parse_void(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    return Void(reason=_optional_str(obj, "reason"), round=parse_round(obj.get("round")),
-                meta=meta, extra=extra)
-
-
-def parse_declaration(result: Any, round_no: Any = None) -> tuple[str, int | None]:
-    """A declared ``result`` and its optional ``round``, checked (shared with the console
-    command), or :class:`EventError`."""
-    if not isinstance(result, str) or result not in _DECLARED:
-        raise EventError(f"result {result!r} is not one of {', '.join(sorted(_DECLARED))}")
-    return result, parse_round(round_no)
-
-
-def _parse_declare(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-    result, round_no = parse_declaration(_required(obj, "result", "declare"), obj.get("round"))
-    return Declare(result=result, round=round_no, meta=meta, extra=extra)
-
-
-def _fieldless(cls: type[Event]) -> _Parser:
-    def parse(obj: dict[str, Any], meta: Meta, extra: dict[str, Any]) -> Event:
-        return cls(meta=meta, extra=extra)
-    return parse
-
-
-_PARSERS: dict[str, _Parser] = {
-    "card": _parse_card, "roll": _parse_roll, "hand": _parse_hand, "decision": _parse_decision,
-    "round_start": _parse_round_start, "shoe_start": _parse_shoe_start, "burn": _parse_burn,
-    "fault": _parse_fault, "no_roll": _parse_no_roll, "withheld": _parse_withheld,
-    "void": _parse_void, "cut_card": _fieldless(CutCard), "demo": _fieldless(Demo),
-    "reveal": _parse_reveal, "declare": _parse_declare,
-}
-assert _PARSERS.keys() == EVENT_TYPES.keys()
-
-
-def _check_unicode(obj: dict[str, Any]) -> None:
-    """Refuse text no UTF-8 can carry (a lone surrogate, which JSON's ``\\u`` escapes can
-    spell): such an event could be neither journaled nor published as it came."""
-    pending: list[Any] = [obj]
-    while pending:  # a loop, not recursion: nesting depth is the sender's to choose
-        value = pending.pop()
-        if isinstance(value, str):
-            if not value.isascii():
-                try:
-                    value.encode("utf-8")
-                except UnicodeEncodeError:
-                    raise EventError(f"text {value!r} is not valid Unicode") from None
-        elif isinstance(value, dict):
-            pending += value.keys()
-            pending += value.values()
-        elif isinstance(value, list):
-            pending += value
+    def __init__(self, lineno: int, error: EventError) -> None:
+        super().__init__(f"line {lineno}: {error}")
+        self.lineno = lineno
+        self.reason = str(error)
 
 
 def parse_event(obj: Any, game: str | None = None) -> Event:
     """Build a typed event from a decoded JSON object, or raise :class:`EventError`.
 
-    With ``game``, the fields docs/contract.md requires in that game only are required too
-    (:data:`GAME_REQUIRED`)."""
-    event = _parse_event(obj, check_unicode=True)
+    The same wire structs decide as for a line (msgspec converts the object instead of
+    decoding text). With ``game``, the fields docs/contract.md requires in that game only are
+    required too (:data:`GAME_REQUIRED`)."""
+    _check_text(obj)
+    event = _from_object(obj)
     if game is not None:
         check_for_game(event, game)
     return event
@@ -599,38 +632,141 @@ def check_for_game(event: Event, game: str) -> None:
                              f"(required in {game})")
 
 
-#: Every key a type's parser reads, with a value of its own type: none of them may be null.
-#: (A missing optional field is left out of the object; ``null`` is no value of any of them:
-#: event.schema.json, and a parse-encode round trip that kept what came in, both say so.)
-_TYPED: dict[str, tuple[str, ...]] = {
-    etype: ("device", "seq", "ts", "device_boot", "device_msg", *known)
-    for etype, known in _FIELDS.items()
-}
+def _parse_text(line: str | bytes) -> Event:
+    """The general way, for any line: the common path's exceptions (extra fields, a ``null``,
+    a fault) and every malformed line, which it explains."""
+    try:
+        obj = _decode_json(line)
+    except _DECODE_ERRORS as exc:
+        raise EventError(_not_json(line, exc)) from None
+    return _from_object(obj)
 
 
-def _parse_event(obj: Any, *, check_unicode: bool) -> Event:
+def _from_object(obj: Any) -> Event:
+    """An event from plain JSON values (no text in them that UTF-8 cannot carry)."""
     if not isinstance(obj, dict):
         raise EventError(f"an event is a JSON object, not {type(obj).__name__}")
-    if check_unicode:
-        _check_unicode(obj)
-    version = obj.get("v")
-    # The integer 1 itself: not ``true`` and not ``1.0``, which Python holds equal to it.
-    if version.__class__ is not int or version != CONTRACT_VERSION:
-        if "v" not in obj:
-            raise EventError("event is missing required field 'v' (the contract version)")
-        raise EventError(f"unsupported contract version v={_json_text(version)} "
-                         f"(expected the integer {CONTRACT_VERSION})")
-    etype = obj.get("type")
-    if not isinstance(etype, str) or (parser := _PARSERS.get(etype)) is None:
-        raise EventError(f"unknown event type {etype!r}")
+    try:
+        wire: _Wire = msgspec.convert(obj, _ANY_WIRE)
+    except msgspec.ValidationError as exc:
+        raise EventError(_explain(obj, exc)) from None
+    etype = obj["type"]
     if None in obj.values():
         for key in _TYPED[etype]:
             if key in obj and obj[key] is None:
                 raise EventError(f"{key} is null: a field without a value is left out")
-    meta = _meta(obj)
     allowed = _ALLOWED[etype]
-    extra = {} if allowed.issuperset(obj) else {k: v for k, v in obj.items() if k not in allowed}
-    return parser(obj, meta, extra)
+    extra = (_NO_EXTRA if allowed.issuperset(obj)
+             else {k: v for k, v in obj.items() if k not in allowed})
+    return wire.event(extra)
+
+
+# -- what a refused event is told ----------------------------------------------------------------
+
+#: What each field's value must be, as the messages say it (``seat 0 is not ...``).
+_WHAT: Final[Mapping[str, str]] = {
+    "device": "a string", "seq": "a non-negative integer", "ts": "an RFC 3339 string",
+    "device_boot": "a 32-bit unsigned integer", "device_msg": "a 32-bit unsigned integer",
+    "decks": "a positive integer", "card": f"a card code (rank {RANKS} + suit {SUITS})",
+    "face_up": "a boolean", "play": "a boolean", "seat": 'a positive integer or "dealer"',
+    "seats": "a list of seat numbers", "cards": "a list of card codes",
+    "round": "a positive integer", "dice": "two integers 1-6", "reason": "a string",
+    "code": "a non-empty string", "detail": "a string", "count": "1, 2 or 3",
+    "result": f"one of {', '.join(sorted(_DECLARED))}", "family": "a device family's name",
+    "kind": f"one of {', '.join(DEVICE_KINDS)}",
+}
+#: Where one type's field is narrower than the same name elsewhere.
+_WHAT_IN: Final[Mapping[tuple[str, str], str]] = {
+    ("decision", "seat"): "a positive integer",
+    ("no_roll", "reason"): "a non-empty string",
+}
+#: Lists whose one bad item is named (``cards[2] '1S' is not a card code ...``).
+_ITEM: Final[Mapping[str, str]] = {"cards": _WHAT["card"], "seats": "a positive integer"}
+_ERROR_AT = re.compile(r"(?P<what>.*?)(?: - at `\$(?P<path>.*)`)?", re.DOTALL)
+_PATH_HEAD = re.compile(r"\.(?P<name>[^.\[]+)(?:\[(?P<index>\d+)\])?")
+_MISSING = re.compile(r"Object missing required field `(?P<name>.*)`")
+
+
+def _explain(obj: dict[str, Any], exc: msgspec.ValidationError) -> str:
+    """msgspec's reason for refusing ``obj``, in the words of the contract, naming the field
+    and the value it had."""
+    error = _ERROR_AT.fullmatch(str(exc))
+    assert error is not None  # (the pattern matches any text)
+    etype, path = obj.get("type"), error["path"] or ""
+    missing = _MISSING.fullmatch(error["what"])
+    if missing and not path:
+        name = missing["name"]
+        if name == "v":
+            return "event is missing required field 'v' (the contract version)"
+        if name == "type":
+            return "unknown event type None"
+        return f"{etype} event is missing required field {name!r}"
+    head = _PATH_HEAD.match(path)
+    if head is None:
+        return f"not an event: {exc}"
+    name = head["name"]
+    if name == "type":
+        return f"unknown event type {etype!r}"
+    value = obj.get(name)
+    if name == "v":
+        return (f"unsupported contract version v={_json_text(value)} "
+                f"(expected the integer {CONTRACT_VERSION})")
+    if value is None:
+        return f"{name} is null: a field without a value is left out"
+    index = head["index"]
+    if index is not None and name in _ITEM and isinstance(value, list):
+        return f"{name}[{index}] {value[int(index)]!r} is not {_ITEM[name]}"
+    what = _WHAT_IN.get((str(etype), name)) or _WHAT.get(name, "what the contract allows")
+    return f"{name} {value!r} is not {what}"
+
+
+def _not_json(line: str | bytes, exc: Exception) -> str:
+    """Why a line is no JSON text msgspec takes, as a person would want it said: the standard
+    library's account of the syntax (line and column), or the text no UTF-8 can carry."""
+    if not line.strip():
+        return "a blank line: every line of the stream is one event object"
+    try:
+        value = json.loads(line, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as reason:  # (UnicodeDecodeError is a ValueError)
+        return f"not JSON: {reason}"
+    bad = _invalid_text(value)
+    if bad is not None:
+        return f"text {bad!r} is not valid Unicode"
+    return f"not JSON: {exc}"  # what the standard library takes and JSON does not (1e400)
+
+
+def _check_text(obj: Any) -> None:
+    """Refuse text no UTF-8 can carry (a lone surrogate, which JSON's ``\\u`` escapes can
+    spell) in plain values: such an event could be neither journaled nor published as it came.
+    msgspec's encoder finds it in C; only then, or for a value it cannot encode, is the
+    object walked for the culprit."""
+    try:
+        _encode_json(obj)
+        return
+    except Exception:
+        pass
+    bad = _invalid_text(obj)
+    if bad is not None:
+        raise EventError(f"text {bad!r} is not valid Unicode")
+
+
+def _invalid_text(obj: Any) -> str | None:
+    """The first text in ``obj`` that UTF-8 cannot carry, or None."""
+    pending: list[Any] = [obj]
+    while pending:  # a loop, not recursion: nesting depth is the sender's to choose
+        value = pending.pop()
+        if isinstance(value, str):
+            if not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    return value
+        elif isinstance(value, dict):
+            pending += value.keys()
+            pending += value.values()
+        elif isinstance(value, list):
+            pending += value
+    return None
 
 
 def _json_text(value: Any) -> str:
@@ -647,79 +783,25 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
-# (typeshed declares make_scanner as a class taking a scanner; it is a factory of decoders)
-_scan_json: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
-    _DECODER)  # type: ignore[arg-type]
+def parse_round(value: Any) -> int | None:
+    """An optional ``round`` field (absent: None), a positive integer (not ``true``, not
+    ``1.0``), or :class:`EventError`; shared with the console's commands."""
+    if value is None:
+        return None
+    if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        raise EventError(f"round {value!r} is not a positive integer")
+    return int(value)
 
 
-def load_json(text: str | bytes) -> Any:
-    """``json.loads(text)``, faster for one JSON Lines record, and strict: the standard
-    library's own scanner is called directly, which skips the two whitespace matches and the
-    decoder dispatch around it (half the time of a short line). Anything but a plain record
-    (leading whitespace, bytes, trailing content, an error) goes through ``json.loads`` itself,
-    so the value and every error are exactly its own. ``NaN`` and the infinities, which
-    ``json.loads`` accepts and JSON does not have, are an error either way."""
-    if isinstance(text, str):
-        try:
-            value, end = _scan_json(text, 0)
-        except StopIteration:
-            pass  # json.loads raises the error with its own message
-        else:
-            if end == len(text) or text[end:] == "\n":
-                return value
-    return json.loads(text, parse_constant=_refuse_constant)
+def parse_declaration(result: Any, round_no: Any = None) -> tuple[str, int | None]:
+    """A declared ``result`` and its optional ``round``, checked (shared with the console
+    command), or :class:`EventError`."""
+    if not isinstance(result, str) or result not in _DECLARED:
+        raise EventError(f"result {result!r} is not one of {', '.join(sorted(_DECLARED))}")
+    return result, parse_round(round_no)
 
 
-def parse_line(line: str | bytes, game: str | None = None) -> Event:
-    """Parse one JSON Lines record into an event, or raise :class:`EventError`.
-
-    A line is one event object: a blank line is malformed too (docs/contract.md). With ``game``,
-    the fields required in that game are required too (:func:`check_for_game`)."""
-    try:
-        obj = load_json(line)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        if not line.strip():  # (no JSON text is blank: checked only here, off the fast path)
-            raise EventError("a blank line: every line of the stream is one event object"
-                             ) from None
-        # RecursionError: nested deeper than the interpreter's stack, still not an event.
-        raise EventError(f"not JSON: {exc}") from None
-    # Only a ``\\u`` escape or a character outside ASCII can put a lone surrogate in the
-    # decoded text; a plain ASCII line (nearly every real one) needs no walk through it.
-    plain = isinstance(line, str) and line.isascii() and "\\u" not in line
-    event = _parse_event(obj, check_unicode=not plain)
-    if game is not None:
-        check_for_game(event, game)
-    return event
-
-
-def read_events(lines: Iterable[str], game: str | None = None) -> Iterator[tuple[int, Event]]:
-    """Each event of a JSON Lines stream with its line number (from 1), in order.
-
-    Every line is one event object (docs/contract.md): a blank line is malformed like any other
-    line that is not one, and so, given ``game``, is an event without a field that game
-    requires (:func:`check_for_game`). The first malformed line raises :class:`LineError`:
-    what the stream gave before it has been yielded, nothing after it is read. ``tabled
-    replay`` and ``tabled roads`` read through here, so both number and refuse lines alike.
-    """
-    for lineno, line in enumerate(lines, 1):
-        try:
-            event = parse_line(line, game)
-        except EventError as exc:
-            raise LineError(lineno, exc) from None
-        yield lineno, event
-
-
-class LineError(EventError):
-    """A malformed line of a JSON Lines event stream; ``str()`` is ``"line N: reason"``."""
-
-    def __init__(self, lineno: int, error: EventError) -> None:
-        super().__init__(f"line {lineno}: {error}")
-        self.lineno = lineno
-        self.reason = str(error)
-
-
-# -- encoding ----------------------------------------------------------------------------------
+# -- encoding -------------------------------------------------------------------------------------
 
 
 def event_to_dict(ev: Event) -> dict[str, Any]:

@@ -3,15 +3,20 @@
 This module owns the shape of what the rules core produces: per-bet results, whole-round outcomes
 and notices (events the core declined without voiding a round). It is pure: no I/O, no clock.
 ``Outcome.to_record()`` gives exactly the JSON object the daemon publishes and ``tabled replay``
-prints; nothing else may build those dicts.
+prints; nothing else may build those dicts. ``Outcome.to_json()`` is that object already encoded
+(what ``tabled replay`` writes), made without building it: the parts that never change are
+encoded once (a :class:`FixedBets` mapping, each :class:`BetResult`), a result part that is a
+msgspec ``Struct`` is encoded as it is, and msgspec writes the rest in one call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Final, Literal, Protocol, TypeAlias
+
+import msgspec
 
 from tabled.contract import CONTRACT_VERSION
 
@@ -60,16 +65,63 @@ class BetResult:
 
 
 class ResultPart(Protocol):
-    """A game's typed ``result`` part of an outcome record."""
+    """A game's typed ``result`` part of an outcome record.
+
+    A result part that is a msgspec ``Struct`` is encoded as the struct (``Outcome.to_json``):
+    its fields, in their order, with ``omit_defaults`` where ``to_dict`` leaves a field out,
+    must encode exactly as ``to_dict()`` does (tests/test_outcome_json.py holds every game to
+    it)."""
 
     def to_dict(self) -> dict[str, Any]: ...
+
+
+_encode: Final = msgspec.json.Encoder().encode
+# Each bet result's JSON, made once per object: a BetResult is frozen, and the rules make the few
+# they use once (a bound keeps a rules core that made them per round from growing this).
+_BET_JSON: dict[int, tuple[BetResult, msgspec.Raw]] = {}
+_BET_JSON_BOUND: Final = 4096
+
+
+def _bet_json(bet: BetResult) -> msgspec.Raw:
+    cached = _BET_JSON.get(id(bet))
+    if cached is not None:
+        return cached[1]
+    raw = msgspec.Raw(_encode(bet.to_dict()))
+    if len(_BET_JSON) >= _BET_JSON_BOUND:
+        _BET_JSON.clear()
+    _BET_JSON[id(bet)] = (bet, raw)  # (the object held: its id is not reused meanwhile)
+    return raw
+
+
+class FixedBets(Mapping[str, BetResult]):
+    """A bets mapping fixed for good: one of the few a round can settle to, which the rules
+    build once (baccarat's table of every complete hand's bets). Read-only, and its JSON is
+    made once, so an outcome carrying it encodes its bets without reading them again."""
+
+    __slots__ = ("_bets", "json")
+
+    def __init__(self, bets: Mapping[str, BetResult]) -> None:
+        self._bets: dict[str, BetResult] = dict(bets)
+        #: The ``bets`` object of the record, encoded.
+        self.json: Final = msgspec.Raw(_encode({k: v.to_dict() for k, v in self._bets.items()}))
+
+    def __getitem__(self, name: str) -> BetResult:
+        return self._bets[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._bets)
+
+    def __len__(self) -> int:
+        return len(self._bets)
+
+    def __repr__(self) -> str:
+        return f"FixedBets({self._bets!r})"
 
 
 Bets: TypeAlias = Mapping[str, BetResult] | Mapping[str, Mapping[str, BetResult]]
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(msgspec.Struct, frozen=True, gc=False):
     """One round's outcome record (docs/contract.md "Outcome records")."""
 
     game: Game
@@ -80,7 +132,7 @@ class Outcome:
     void_reason: str | None = None
     article: str | None = None
     #: Extra top-level fields of the record, e.g. ``{"demo": True}`` or ``{"no_roll": True}``.
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = msgspec.field(default_factory=dict)
 
     def to_record(self) -> dict[str, Any]:
         rec: dict[str, Any] = {
@@ -106,6 +158,39 @@ class Outcome:
             for name, value in self.bets.items()
         }
         return rec
+
+    def to_json(self) -> bytes:
+        """:meth:`to_record`, encoded: compact UTF-8 JSON, the bytes
+        ``json.dumps(self.to_record(), separators=(",", ":"), ensure_ascii=False)`` writes (and
+        ``tabled replay`` prints), keys in the same order."""
+        status = self.status
+        rec: dict[str, Any] = {
+            "v": CONTRACT_VERSION,
+            "type": "outcome",
+            "game": self.game,
+            "round": self.round,
+            "status": status,
+        }
+        if status == "void":
+            rec["void_reason"] = self.void_reason
+            rec["article"] = self.article
+        elif self.article is not None:
+            rec["article"] = self.article
+        if self.extra:
+            rec.update(self.extra)
+        result = self.result
+        rec["result"] = ({} if result is None
+                         else result if isinstance(result, msgspec.Struct) else result.to_dict())
+        bets = self.bets
+        if isinstance(bets, FixedBets):
+            rec["bets"] = bets.json
+        else:
+            rec["bets"] = {
+                name: (_bet_json(value) if isinstance(value, BetResult)
+                       else {k: _bet_json(v) for k, v in value.items()})
+                for name, value in bets.items()
+            }
+        return _encode(rec)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,10 +39,10 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 import structlog
+from msgspec.structs import replace
 
 from tabled.contract.events import Event, Fault, Meta, Void
 from tabled.contract.faults import DEVICE_LOST, VOID_DEVICE_LOST, WRONG_DEVICE

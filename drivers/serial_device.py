@@ -18,11 +18,11 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any, ClassVar
 
 import serial
 import serial_asyncio_fast
+from msgspec.structs import replace
 
 from tabled.contract.events import Event, Fault, Meta
 from tabled.contract.faults import DEVICE_LOST, WRONG_DEVICE

@@ -17,6 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from msgspec.structs import replace as replace_event
+
 from tabled.contract.events import Decision, Event, Fault, Reveal, Void, event_to_dict
 from tabled.contract.outcome import Outcome
 from tabled.daemon.rules import make_table
@@ -77,7 +79,7 @@ def dice_session(tmp_path: Path, count: int = 30, faults: tuple[str, ...] = ()
     for number, step in enumerate(script):
         report = replace(step.report, number=number)
         ledger.write(dice.ledger_record(report, step))
-        events += [replace(e, extra={**e.extra, "device_boot": 1, "device_msg": number})
+        events += [replace_event(e, extra={**e.extra, "device_boot": 1, "device_msg": number})
                    for e in dice_normalize(report)]
     ledger.close()
     return events, read_ledger(tmp_path / "dice.jsonl")

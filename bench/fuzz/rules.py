@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from msgspec.structs import replace as replace_event
+
 from bench.fuzz.contract import InvariantBroken, check_record
 from bench.fuzz.engine import Target
 from bench.fuzz.mutate import mutate_sequence
@@ -140,19 +142,19 @@ def _respun(rng: random.Random, event: Event) -> Event:
     die or shoe size."""
     if isinstance(event, CardDealt):
         if rng.random() < 0.6:
-            return replace(event, card=rng.choice(CARDS))
-        return replace(event, face_up=rng.choice((None, True, False)),
-                       seat=rng.choice((event.seat, None, DEALER, rng.randint(1, 21))))
+            return replace_event(event, card=rng.choice(CARDS))
+        return replace_event(event, face_up=rng.choice((None, True, False)),
+                             seat=rng.choice((event.seat, None, DEALER, rng.randint(1, 21))))
     if isinstance(event, HandDealt):
         cards = tuple(rng.choice(CARDS) if rng.random() < 0.3 else c for c in event.cards)
-        return replace(event, cards=cards, seat=rng.choice((event.seat, DEALER,
-                                                            rng.randint(1, 21))))
+        return replace_event(event, cards=cards, seat=rng.choice((event.seat, DEALER,
+                                                                  rng.randint(1, 21))))
     if isinstance(event, Roll):
-        return replace(event, dice=(rng.randint(1, 6), rng.randint(1, 6)))
+        return replace_event(event, dice=(rng.randint(1, 6), rng.randint(1, 6)))
     if isinstance(event, RoundStart) and event.seats:
-        return replace(event, seats=tuple(rng.sample(range(1, 22), len(event.seats))))
+        return replace_event(event, seats=tuple(rng.sample(range(1, 22), len(event.seats))))
     if isinstance(event, ShoeStart):
-        return replace(event, decks=rng.choice((1, 6, 8, 12, 13)))
+        return replace_event(event, decks=rng.choice((1, 6, 8, 12, 13)))
     return event
 
 

@@ -20,9 +20,19 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any, ClassVar, Final, TypeAlias
 
+import msgspec
+
 from tabled.contract.events import Declare, Event, Fault, NoRoll, Roll, Void
 from tabled.contract.faults import EVENT_NOT_APPLIED, NOT_APPLIED_TYPE
-from tabled.contract.outcome import FOR_ANOTHER_ROUND, BetResult, Game, Notice, Outcome, Output
+from tabled.contract.outcome import (
+    FOR_ANOTHER_ROUND,
+    BetResult,
+    FixedBets,
+    Game,
+    Notice,
+    Outcome,
+    Output,
+)
 from tabled.daemon.rules.options import CrapsOptions
 from tabled.daemon.rules.policy import GamePolicy, PublishAll
 
@@ -70,8 +80,7 @@ FIELD_DOUBLE: Final = frozenset({2, 12})
 CRAPS: Final = frozenset({2, 3, 12})
 
 
-@dataclass(frozen=True, slots=True)
-class CrapsResult:
+class CrapsResult(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """The ``result`` of a craps record: the throw and the point either side of it.
 
     ``dice`` and ``total`` are ``None`` for a no-roll or a voided throw, which leave the point as
@@ -241,14 +250,14 @@ def _roll_bets(
         bets["dont_come"] = _travel(_wrong(_DONT_COME, None, total), _DONT_COME_MOVES, total)
         for n in POINTS:
             bets[f"come_odds_{n}"] = _right(_ODDS[n], n, total)
-    return MappingProxyType({key: bets[key] for key in BET_KEYS})
+    return FixedBets({key: bets[key] for key in BET_KEYS})
 
 
 def _held_bets(point: int | None, big_on_come_out: bool) -> Mapping[str, BetResult]:
     """Every bet key's result when no throw counts (Art. 1): what works stays, what is off is
     off."""
     off = _OFF_ON_COME_OUT[big_on_come_out] if point is None else {}
-    return MappingProxyType({key: off.get(key, _HELD) for key in BET_KEYS})
+    return FixedBets({key: off.get(key, _HELD) for key in BET_KEYS})
 
 
 def _point_after(point: int | None, total: int) -> int | None:

@@ -15,10 +15,12 @@ know, and never let a face-down card into the published stream before the rules 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
 from typing import Any, ClassVar, Final, Literal, TypeAlias, TypeGuard
+
+from msgspec.structs import replace
 
 from tabled.contract.events import (
     DEALER,

@@ -17,8 +17,9 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
 from typing import ClassVar
+
+from msgspec.structs import replace
 
 from tabled.contract.events import Event, Fault, Meta, NoRoll, Roll
 from tabled.contract.faults import COCKED_DIE, DEVICE_LOST, LINK_ERRORS, SENSOR_FAULT, WRONG_DEVICE
