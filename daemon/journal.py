@@ -53,9 +53,8 @@ from typing import Any, Final
 from tabled.daemon.errors import DaemonError
 
 #: The file format this code writes. 1: release 0.1.0 (which did not record it: a journal
-#: without a version is 1); 2: the version recorded, delivery numbers under typed meta keys;
-#: 3: no index on (topic, stream_seq) (see :data:`MIGRATIONS`).
-SCHEMA_VERSION: Final = 3
+#: without a version is 1); 2: the version recorded, delivery numbers under typed meta keys.
+SCHEMA_VERSION: Final = 2
 #: How often the checkpoint thread copies the WAL into the database, seconds.
 T_CHECKPOINT: Final = 1.0
 GENESIS: Final = b"\x00" * 32
@@ -78,6 +77,8 @@ CREATE TABLE IF NOT EXISTS journal (
     hash        BLOB NOT NULL,
     acked       INTEGER
 );
+CREATE UNIQUE INDEX IF NOT EXISTS journal_stream ON journal (topic, stream_seq)
+    WHERE kind = 'output';
 CREATE INDEX IF NOT EXISTS journal_round ON journal (round) WHERE round IS NOT NULL;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
@@ -91,12 +92,6 @@ _SET_META = ("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
 #: starts recording the version, so that a later change of format knows where it starts.
 MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     1: (),
-    # 2 -> 3: the unique index on each output's (topic, stream_seq) goes. Every commit wrote
-    # its leaf pages into the WAL (one more page per commit, two with an outcome: issue 14's
-    # bench.journal_cost), for numbers that only this journal gives, from positions it reads
-    # from the file after any trouble and checks inside every write's transaction. Verify
-    # checks them instead: each topic's numbers run 0, 1, 2, ... in journal order.
-    2: ("DROP INDEX IF EXISTS journal_stream",),
 }
 
 # The meta keys, all here: the publisher's and the numbering's positions (their values are
@@ -511,9 +506,7 @@ class Journal:
         return Head(last_id, last_hash.hex())
 
     def verify(self, expect: Head | None = None) -> VerifyResult:
-        """Recompute the hash chain from the first row; report the first row that breaks it,
-        or whose number is not the next of its topic (each topic's outputs are numbered 0, 1,
-        2, ... in journal order: never a number twice, never a gap).
+        """Recompute the hash chain from the first row; report the first row that breaks it.
 
         A chain intact to its last row can still have lost its tail (rows deleted from the
         end leave a shorter, valid chain). Two things catch that: the journal's own positions
@@ -523,7 +516,6 @@ class Journal:
         prev = GENESIS
         rows = 0
         witnessed: bytes | None = None
-        next_seq: dict[str, int] = {}
         chain = self._rows("SELECT id, kind, topic, stream_seq, source, round, ts, body, hash "
                            "FROM journal ORDER BY id")
         for expected_id, (*row, stored_hash) in enumerate(chain, 1):
@@ -533,13 +525,6 @@ class Journal:
             prev = _row_hash(prev, row)
             if prev != stored_hash:
                 return VerifyResult(False, rows, row[0], "hash does not match the row")
-            if row[1] == "output":  # each topic's numbers: 0, 1, 2, ... in journal order
-                topic, seq = row[2], row[3]
-                wanted = next_seq.get(topic, 0)
-                if seq != wanted:
-                    return VerifyResult(False, rows, row[0],
-                                        f"{topic} number {seq} where {wanted} was next")
-                next_seq[topic] = wanted + 1
             if expect is not None and expected_id == expect.rows:
                 witnessed = prev
         head = prev.hex() if rows else ""
@@ -703,13 +688,9 @@ class Journal:
             self._release_lock()
 
     def _max_seq(self, topic: str) -> int:
-        """The number of ``topic``'s last output (its highest: numbers rise in journal order,
-        which verify checks), or -1. Read backwards from the last row, on the table's own
-        order: no index to maintain on every commit."""
         rows = self._read(
-            "SELECT stream_seq FROM journal WHERE kind = 'output' AND topic = ? "
-            "ORDER BY id DESC LIMIT 1", (topic,))
-        return -1 if not rows or rows[0][0] is None else int(rows[0][0])
+            "SELECT MAX(stream_seq) FROM journal WHERE kind = 'output' AND topic = ?", (topic,))
+        return -1 if rows[0][0] is None else int(rows[0][0])
 
     def _rollback(self) -> None:
         with contextlib.suppress(sqlite3.Error):  # no transaction was open if BEGIN failed

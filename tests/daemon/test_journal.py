@@ -96,58 +96,6 @@ def test_verify_finds_tampering(tmp_path: Path, tamper: str) -> None:
     assert result.first_bad_id == {"edit": 5, "delete": 5, "insert": 11}[tamper]
 
 
-def test_verify_finds_a_number_given_twice_or_skipped(tmp_path: Path) -> None:
-    """No index holds each output's (topic, number) unique since format 3 (an index page less
-    in every commit's WAL): the journal gives the numbers, and verify checks them. An output
-    appended behind its back with a number already given, its chain link intact, fails it;
-    so does one that skips a number."""
-    for given in (1, 3):  # outcome 1 is taken, 2 is next
-        path = tmp_path / f"j{given}.sqlite"
-        journal = Journal(path)
-        for n in range(1, 3):
-            journal.events.write([card("KH"), outcome(n)], TS)
-        db = sqlite3.connect(path)
-        indexes = db.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
-                             "AND tbl_name = 'journal'").fetchall()
-        assert indexes == [("journal_round",)]
-        last_id, last_hash = db.execute(
-            "SELECT id, hash FROM journal ORDER BY id DESC LIMIT 1").fetchone()
-        row = (last_id + 1, "output", "outcome", given, None, 9, TS, '{"round":9}')
-        db.execute("INSERT INTO journal VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
-                   (*row, _row_hash(bytes(last_hash), row)))
-        db.commit()
-        db.close()
-        result = journal.verify()
-        assert not result.ok and result.first_bad_id == last_id + 1
-        assert result.reason == f"outcome number {given} where 2 was next"
-        journal.close()
-
-
-def test_a_format_2_journal_loses_its_stream_index_and_keeps_its_numbers(
-        tmp_path: Path) -> None:
-    path = tmp_path / "j.sqlite"
-    journal = Journal(path)
-    journal.events.write([card("AS"), OutputEntry("event", {"type": "card"}), outcome(1)], TS)
-    journal.close()
-    db = sqlite3.connect(path)  # as format 2 left it
-    db.execute("CREATE UNIQUE INDEX journal_stream ON journal (topic, stream_seq) "
-               "WHERE kind = 'output'")
-    db.execute("PRAGMA user_version = 2")
-    db.commit()
-    db.close()
-    journal = Journal(path)
-    assert journal.version == 3
-    names = [r[0] for r in journal._read("SELECT name FROM sqlite_master WHERE "
-                                         "type = 'index' AND tbl_name = 'journal'")]
-    assert names == ["journal_round"]
-    assert (journal.next_seq("event"), journal.next_seq("outcome")) == (1, 1)
-    assert journal.next_seq("fault") == 0
-    stored = journal.events.write([card("KH"), outcome(2)], TS)
-    assert [(s.topic, s.stream_seq) for s in stored] == [("outcome", 1)]
-    assert journal.verify().ok
-    journal.close()
-
-
 def test_recall_gives_the_last_rounds_with_their_inputs(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "j.sqlite")
     journal.audit.record_start({"game": "baccarat"}, TS)
