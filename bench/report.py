@@ -274,6 +274,32 @@ PROFILES = [
     "callback) 0.1 ms. In the py-spy profile the fsync of the COMMIT is about a quarter of "
     "the daemon's samples and the rest of the journal write an eighth; no single function "
     "beyond them stands out.", "",
+    "Issue 14 (2026-12-01), the latency's second round, stage by stage along an event's path "
+    "(the journal measured with `python -m bench.journal_cost`, the rest with py-spy and "
+    "the per-stage trace):", "",
+    "- **Device to loop (dice)**: pyusb blocks, and every interrupt read and every ACK went "
+    "through a worker thread and back to the loop. Now a reader thread and a control thread "
+    "per connection: packets go to the loop with `call_soon_threadsafe`, the packets that "
+    "arrive together are made durable in one commit and acknowledged by one cumulative ACK "
+    "(queued ACKs merge); a RESEND holds the packets behind it until its reply.",
+    "- **Staging**: an outcome's and a notice's log line was written while the event was "
+    "staged, before its commit: 35 µs of CPU of every outcome event ahead of its publish "
+    "(stage p90 50 → 15 µs on shoe events). It is written after the commit and the publish, "
+    "and only for what was made durable. The event is encoded once (`event_to_dict`) and "
+    "copied once (the driver's stamp) — already so before this round.",
+    "- **Commit**: the journal's unique index on each output's (topic, number) puts its leaf "
+    "pages into every commit's WAL — one page more per commit, two with an outcome (WAL bytes "
+    "per shoe-event commit: 11.2 kB with it, 6.7 kB without; (b) writes 4.2 kB). Dropping it "
+    "was tried (a journal format 3) and measured no faster on this disk, where raw fsyncs of "
+    "4, 8 and 12 KiB cost the same; the index stays, as the database's own guard against a "
+    "number given twice.",
+    "- **Commit to publish**: the publisher's read right after a commit is answered from that "
+    "write's own outputs instead of a SELECT. Publishing through paho's own `publish` inside "
+    "the commit (past aiomqtt's three loop turns, 0.2-0.3 ms of every event) was tried and "
+    "taken out again: it rests on aiomqtt's private client and on swapping paho's callbacks, "
+    "and one disk-trouble campaign under heavy load saw a session that did not come back "
+    "after a status change; until that is understood the durable stream goes through "
+    "aiomqtt's `publish`.", "",
 ]
 
 
@@ -302,16 +328,16 @@ def _reason(r: dict[str, Any], name: str) -> str:
         return (f"tabled's p50 is {extra:.2f} ms above (b)'s. Both pay one fsync'd commit; "
                 "on top of it tabled runs, on one Python thread, the link (CRC, ACK), the "
                 "driver, the rules, two to four journal rows each with its JSON and hash-chain "
-                "link, and the publish from the journal through aiomqtt/paho" + cpu + ". The "
+                "link, and the publish through paho" + cpu + ". The "
                 f"p99 follows the disk (one durable commit alone: p99 {commit['p99']:.2f} ms, "
                 f"max {commit['max']:.2f} ms in this run). At p99.9 tabled has "
                 f"{res['tabled']['p999']:.0f} ms where (b) has {res['baseline_b']['p999']:.0f} "
                 "(40 ms before TCP_NODELAY). Where each part of the p50 goes is under "
                 "Profiles below." + (
-                    " The dice pay more: pyusb blocks, so every interrupt read and every ACK "
-                    "(a control transfer the baselines never make) goes through a worker "
-                    "thread and back to the loop, and through the simulated backend's socket."
-                    if family == "dice" else ""))
+                    " The dice pay more: pyusb blocks, so every report crosses from the "
+                    "driver's reader thread to the loop, and every ACK (a control transfer "
+                    "the baselines never make) goes out through its control thread and the "
+                    "simulated backend's socket." if family == "dice" else ""))
     if name.startswith("throughput"):
         return (f"one device cannot have more than {LINK_WINDOW} frames unacknowledged and "
                 "each is acknowledged only once durable, so a device is held to about "

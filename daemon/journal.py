@@ -301,6 +301,9 @@ class Journal:
         self._checkpointer: tuple[threading.Thread, threading.Event] | None = None
         self._last_hash, self._last_id = GENESIS, 0
         self._next_seq: dict[str, int] = {}
+        #: The last write, as the file holds it: the id before its first row, and its outputs
+        #: (what the publisher asks for next, right after the commit: no read of the file).
+        self._last_write: tuple[int, list[StoredOutput]] | None = None
         #: A write failed since the positions were read: read them again before writing.
         self._stale = False
         #: How often the positions were read again from the file after a failure or a move.
@@ -380,10 +383,12 @@ class Journal:
                                "positions read again from the file") from None
         except (sqlite3.Error, JournalError) as exc:
             self._stale = True  # whatever the file now holds, read it before the next write
+            self._last_write = None
             self._rollback()
             if isinstance(exc, JournalError):
                 raise
             raise JournalError(f"{self.path}: write failed: {exc}") from exc
+        self._last_write = (self._last_id, stored)
         self._last_hash, self._last_id = prev, last_id
         self._next_seq = next_seq
         if acked is not None and self._acked_to_record == acked:
@@ -457,7 +462,16 @@ class Journal:
         return bool(rows)
 
     def _outputs_after(self, after_id: int, limit: int = 500) -> list[StoredOutput]:
-        """Outputs with id > ``after_id``, oldest first (store-and-forward reads these)."""
+        """Outputs with id > ``after_id``, oldest first (store-and-forward reads these).
+
+        Right after a write, asked for what follows a row at or after the one before that
+        write (the publisher, caught up, from inside the commit), the answer is that write's
+        outputs, as stored: every row after it is that write's (this process holds the
+        writer's lock, and a write finds rows written behind its back), so the file is not
+        read again for them."""
+        last_write = self._last_write
+        if last_write is not None and after_id >= last_write[0]:
+            return [row for row in last_write[1] if row.id > after_id][:limit]
         rows = self._read(
             "SELECT id, topic, stream_seq, body FROM journal WHERE kind = 'output' AND id > ? "
             "ORDER BY id LIMIT ?", (after_id, limit))
@@ -643,6 +657,7 @@ class Journal:
 
     def _read_positions(self) -> None:
         """The chain's position and each topic's next number, as the file holds them."""
+        self._last_write = None
         self._last_hash, self._last_id = self._tail()
         self._next_seq = {topic: self._max_seq(topic) + 1 for topic in DURABLE_TOPICS}
 

@@ -125,6 +125,9 @@ class TableRuntime:
         self._recovering = False  # staging the fault that stands for an event not applied
         self._staged: list[InputEntry | OutputEntry] = []
         self._staged_at: float | None = None
+        #: What the staged events caused, to log once it is durable and on its way (the log
+        #: is no part of the path: written before the commit, it delayed every outcome).
+        self._to_log: list[tuple[Event, list[Output]]] = []
         self.devices: dict[str, DeviceProgress] = {}
         self.table: Table
         self.publication: Publication
@@ -181,7 +184,8 @@ class TableRuntime:
         self.counters["events"] += 1
         self.counters["outcomes"] += sum(isinstance(o, Outcome) for o in outputs)
         self.counters["notices"] += sum(isinstance(o, Notice) for o in outputs)
-        self._log_outputs(event, outputs)
+        if outputs:
+            self._to_log.append((event, outputs))
         return outputs
 
     def _entries(self, event: Event, source: str, outputs: list[Output],
@@ -206,8 +210,9 @@ class TableRuntime:
         return entries
 
     def _log_outputs(self, event: Event, outputs: list[Output]) -> None:
-        """Log what an applied event caused. Logging is no part of the transaction: a failure
-        here is counted and changes nothing that was staged."""
+        """Log what an applied event caused, once it is durable and published (:meth:`commit`).
+        Logging is no part of the transaction: a failure here is counted and changes nothing
+        that was written."""
         try:
             for output in outputs:
                 if isinstance(output, Outcome):
@@ -269,15 +274,18 @@ class TableRuntime:
             return self.degraded is None
         staged, self._staged = self._staged, []
         started, self._staged_at = self._staged_at, None
+        to_log, self._to_log = self._to_log, []
         try:
             self.events.write(staged, rfc3339_now())
         except JournalError as exc:
-            self._degrade(str(exc))
+            self._degrade(str(exc))  # what it caused never happened: nothing to log
             return False
         if started is not None:
             self.commit_latency.add(self._clock() - started)
         self.counters["commits"] += 1
-        self.on_committed()
+        self.on_committed()  # the publisher: on the broker's socket before anything else
+        for event, outputs in to_log:
+            self._log_outputs(event, outputs)
         return True
 
     def accept(self, event: Event, source: str) -> list[Output]:

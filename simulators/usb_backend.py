@@ -126,22 +126,27 @@ def _parse_device(entry: dict[str, Any]) -> _SimDevice:
 class SimBackend(usb.backend.IBackend):  # type: ignore[misc]
     """The pyusb backend that reaches a simulator process at ``socket_path``.
 
-    One connection, opened lazily and shared under a lock: calls from several threads are
-    serialised (an interrupt read holds the connection for up to its timeout). :meth:`close`
-    closes it; a closed backend reconnects on its next call.
+    A call takes a connection to the simulator that no other call is using (opening one if
+    need be) and gives it back after: calls from several threads run side by side, as libusb's
+    do (an interrupt read waiting for a report does not hold up a control transfer from another
+    thread, as on a real bus). Handles are the simulator's, whichever connection opened them:
+    a handle dies with the connection that opened it. :meth:`close` closes them all; a closed
+    backend reconnects on its next call.
     """
 
     def __init__(self, socket_path: str) -> None:
         super().__init__()
         self.socket_path = socket_path
         self._lock = threading.Lock()
-        self._sock: socket.socket | None = None
-        self._reader: Any = None
+        #: connections not in use by a call: (socket, its reader)
+        self._idle: list[tuple[socket.socket, Any]] = []
+        #: every open connection, in use or not
+        self._open: set[socket.socket] = set()
 
     # -- the socket ------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the connection to the simulator."""
+        """Close every connection to the simulator."""
         with self._lock:
             self._disconnect()
 
@@ -149,35 +154,62 @@ class SimBackend(usb.backend.IBackend):  # type: ignore[misc]
         self._disconnect()
 
     def _disconnect(self) -> None:
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
+        for sock, reader in self._idle:
+            reader.close()
+            sock.close()
+        self._idle.clear()
+        for sock in self._open:  # one in use: its call fails, as a call after an unplug
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        self._open.clear()
+
+    def _take(self) -> tuple[socket.socket, Any]:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(T_REQUEST)
+            sock.connect(self.socket_path)
+        except OSError:
+            sock.close()
+            raise
+        with self._lock:
+            self._open.add(sock)
+        return sock, sock.makefile("rb")
+
+    def _give_back(self, connection: tuple[socket.socket, Any], ok: bool) -> None:
+        sock, reader = connection
+        with self._lock:
+            if ok and sock in self._open:
+                self._idle.append(connection)
+                return
+            self._open.discard(sock)
+        reader.close()  # a late reply would answer the wrong request
+        sock.close()
 
     def _call(self, request: dict[str, Any], timeout_ms: int | None = None) -> dict[str, Any]:
         """Send one request and return its reply; a dead simulator is an unplugged device."""
         wait = T_REQUEST if timeout_ms is None else timeout_ms / 1000 + SOCKET_MARGIN
-        with self._lock:
-            try:
-                if self._sock is None:
-                    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                    self._sock = sock
-                    sock.settimeout(T_REQUEST)
-                    sock.connect(self.socket_path)
-                    self._reader = sock.makefile("rb")
-                self._sock.settimeout(wait)
-                self._sock.sendall(json.dumps(request).encode() + b"\n")
-                line = self._reader.readline()
-                if not line:
-                    raise ConnectionResetError("the simulator closed the connection")
-            except TimeoutError:
-                self._disconnect()  # a late reply would answer the wrong request
-                raise _usb_error("timeout", "the simulator did not answer in time") from None
-            except OSError as exc:
-                self._disconnect()
-                raise _usb_error("no_device", f"simulator unreachable: {exc}") from None
+        try:
+            connection = self._take()
+        except OSError as exc:
+            raise _usb_error("no_device", f"simulator unreachable: {exc}") from None
+        ok = False
+        try:
+            sock, reader = connection
+            sock.settimeout(wait)
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            line = reader.readline()
+            if not line:
+                raise ConnectionResetError("the simulator closed the connection")
+            ok = True
+        except TimeoutError:
+            raise _usb_error("timeout", "the simulator did not answer in time") from None
+        except OSError as exc:
+            raise _usb_error("no_device", f"simulator unreachable: {exc}") from None
+        finally:
+            self._give_back(connection, ok)
         reply: dict[str, Any] = json.loads(line)
         if "error" in reply:
             raise _usb_error(reply["error"], reply.get("message", reply["error"]))

@@ -1,21 +1,31 @@
 """The electronic dice sensor's driver: USB reports in, CONTRACT events out.
 
-Owns the asyncio side of one sensor connection: the handshake (GET_INFO, GET_STATUS), the one
-reader task that polls the interrupt endpoint and runs every transfer off the event loop
-(``asyncio.to_thread``, each with a finite timeout), acknowledging and normalizing reports, and
-a clean close when the device goes away. Sequencing lives in :mod:`tabled.drivers.dice.link`, bytes
-in
-:mod:`tabled.drivers.dice.protocol`, pyusb in :mod:`tabled.drivers.dice.usb_transport`. It knows no
-craps
-rules and never reconnects: when the device is lost :meth:`DiceDriver.wait_closed` returns
-and the supervisor decides what next.
+Owns the asyncio side of one sensor connection: the handshake (GET_INFO, GET_STATUS), the
+reading and acknowledging of reports, their normalization, and a clean close when the device
+goes away. Sequencing lives in :mod:`tabled.drivers.dice.link`, bytes in
+:mod:`tabled.drivers.dice.protocol`, pyusb in :mod:`tabled.drivers.dice.usb_transport`. It knows
+no craps rules and never reconnects: when the device is lost :meth:`DiceDriver.wait_closed`
+returns and the supervisor decides what next.
+
+pyusb blocks, so no transfer runs on the event loop. Two threads of the connection do them, each
+with a finite timeout: a **reader** that does one interrupt read after the other and hands every
+packet to the loop at once (``call_soon_threadsafe``), and a **control** thread that sends the
+ACKs, RESENDs and RESETs the loop queues, in order. USB lets a host read the interrupt pipe
+while it uses the control pipe (libusb's synchronous calls are thread-safe), so the next report
+is being read while the last one is made durable, and neither waits for the other; a worker
+thread's round trip per read and per ACK (``asyncio.to_thread``: a task wake-up each) is gone
+from every report's path. The loop runs the sequencer on the packets in order, emits, makes the
+events durable (the sink's ``commit()`` barrier: one commit for the packets that arrived
+together) and only then queues the ACK; ACKs still waiting are merged (an ACK is cumulative).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -139,6 +149,17 @@ class DiceDriver:
         self._closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._task: asyncio.Task[None] | None = None
         self._resets: list[asyncio.Future[None]] = []
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        #: packets from the reader thread, oldest first (None: a read that timed out)
+        self._inbox: deque[bytes | None] = deque()
+        #: a RESEND waits for its reply: packets wait in the inbox
+        self._resending = False
+        #: events emitted and not yet made durable; the ACK that is due once they are
+        self._unsettled = False
+        self._ack_due: int | None = None
+        self._control_ops: deque[_ControlOp | None] = deque()
+        self._control_lock = threading.Condition()
         self._boot_id: int | None = None
         self._report: int | None = None  # the number of the report being emitted
 
@@ -152,9 +173,9 @@ class DiceDriver:
         acknowledged."""
         try:
             try:
-                info = decode_info(await self._control_in(Request.GET_INFO, 0, INFO_SIZE))
-                status = decode_report(await self._control_in(Request.GET_STATUS, 0,
-                                                              REPORT_SIZE))
+                info = decode_info(await self._handshake_in(Request.GET_INFO, 0, INFO_SIZE))
+                status = decode_report(await self._handshake_in(Request.GET_STATUS, 0,
+                                                                REPORT_SIZE))
             except DeviceError as exc:
                 if exc.reason != "stall":
                     raise
@@ -195,6 +216,7 @@ class DiceDriver:
         if self.close_reason is None:
             self.close_reason = reason
         self._closing = True
+        self._stop.set()
         if self._task is None and not self._closed.done():
             self._closed.set_result(None)
 
@@ -216,7 +238,8 @@ class DiceDriver:
         if self._task is None or self._closing:
             raise DeviceError("not connected", device=self.device_id, reason="not_connected")
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._resets.append(done)  # sent by the reader task: one transfer at a time
+        self._resets.append(done)
+        self._control(("reset", 0))  # sent by the control thread, in order with the ACKs
         await done
 
     def emit(self, event: Event) -> None:
@@ -227,24 +250,35 @@ class DiceDriver:
                     boot=self._boot_id if from_report else None, msg=self._report)
         self.next_seq += 1
         self.counters["events"] += 1
+        self._unsettled = True
         self._sink.emit(replace(event, meta=meta))  # one copy: the event with where it came from
 
-    # -- the reader task --------------------------------------------------------------------
+    # -- the reader and control threads, and the loop's side of them -------------------------
 
     async def _run(self, outputs: list[Output]) -> None:
+        """The connection's life: the threads run until :meth:`close` (or a transfer's error,
+        which closes), then the interface is released."""
+        self._loop = asyncio.get_running_loop()
+        control = threading.Thread(target=self._control_forever, daemon=True,
+                                   name=f"dice-{self.device_id}-control")
+        reader = threading.Thread(target=self._read_forever, daemon=True,
+                                  name=f"dice-{self.device_id}-reader")
         try:
-            await self._act(outputs)
-            while not self._closing:
-                await self._send_resets()
-                data = await asyncio.to_thread(self._transport.read, REPORT_ENDPOINT,
-                                               REPORT_SIZE, self._read_timeout)
-                now = self._clock()
-                outputs = [] if data is None else self._sequencer.packet_received(data, now)
-                await self._act([*outputs, *self._sequencer.poll(now)])
-        except DeviceError as exc:
-            self.close(f"{exc.reason}: {exc}")
+            control.start()
+            try:
+                self._act(outputs)
+            finally:
+                self._settle()
+            if not self._closing:
+                reader.start()
+                await self._stop.wait()
         finally:
+            self._closing = True
             self.connected.clear()
+            with self._control_lock:
+                self._control_ops.append(None)  # the control thread's end
+                self._control_lock.notify()
+            await asyncio.to_thread(_join, reader, control)
             for done in self._resets:
                 if not done.done():
                     done.set_exception(DeviceError("connection closed", device=self.device_id,
@@ -255,7 +289,43 @@ class DiceDriver:
                 if not self._closed.done():
                     self._closed.set_result(None)
 
-    async def _act(self, outputs: list[Output]) -> None:
+    def _post(self, callback: Callable[..., object], *args: object) -> None:
+        """From a thread: run ``callback(*args)`` on the event loop (nothing once it closed)."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing is waiting
+            self._loop.call_soon_threadsafe(callback, *args)
+
+    def _read_forever(self) -> None:
+        """The reader thread: one interrupt read after the other, each packet (None for a read
+        that timed out: the sequencer's timers) handed to the loop at once. It never waits for
+        the loop, so the next report is being read while the last one is made durable."""
+        while not self._closing:
+            try:
+                data = self._transport.read(REPORT_ENDPOINT, REPORT_SIZE, self._read_timeout)
+            except DeviceError as exc:
+                self._post(self.close, f"{exc.reason}: {exc}")
+                return
+            self._inbox.append(data)
+            self._post(self._drain)
+
+    def _drain(self) -> None:
+        """On the loop: every packet the reader handed over so far, in order, through the
+        sequencer; what they delivered is made durable in one commit (the sink's barrier) and
+        only then acknowledged, with one ACK for all of them (an ACK is cumulative). While a
+        RESEND waits for its reply, packets wait too: the sequencer sees them after it, as it
+        would have had they been read after it."""
+        try:
+            while self._inbox and not self._closing and not self._resending:
+                data = self._inbox.popleft()
+                now = self._clock()
+                outputs = [] if data is None else self._sequencer.packet_received(data, now)
+                self._act([*outputs, *self._sequencer.poll(now)])
+        finally:
+            self._settle()
+
+    def _act(self, outputs: list[Output]) -> None:
+        """What the sequencer said, in order. Events are emitted here and made durable by
+        :meth:`_settle`, which the caller always runs after: an emitted event is never left
+        uncommitted, even when the link goes down behind it."""
         for output in outputs:
             if self._closing:
                 return  # an unacknowledged report stays with the device for the next host
@@ -266,29 +336,49 @@ class DiceDriver:
                         self.emit(event)
                 finally:
                     self._report = None
-                if not self._made_durable():
-                    return  # no ACK: the sensor keeps the report for the next connection
-                await self._control_out(Request.ACK, output.ack)
+                self._ack_due = output.ack
             elif isinstance(output, AlreadyDurable):
-                await self._control_out(Request.ACK, output.ack)
+                if not self._settle():
+                    return
+                self._control(("ack", output.ack))
             elif isinstance(output, ReportsLost):
                 last = (output.first + output.count - 1) % NUMBER_MODULO
                 self.emit(Fault(code=LINK_ERRORS,
                                 detail=f"dice reports {output.first}-{last} lost",
                                 extra={"lost_reports": output.count}))
-                if not self._made_durable():
-                    return
             elif isinstance(output, LinkDown):
                 self.close(f"link_down: {output.reason}")
             elif isinstance(output, RequestResend):
-                raw = await self._control_in(Request.RESEND, output.from_number,
-                                             RESEND_REPLY_SIZE)
-                try:
-                    reply = decode_resend_reply(raw)
-                except ProtocolError:
-                    self.counters["bad_reply"] += 1  # the resend timer asks again
-                    continue
-                await self._act(self._sequencer.resend_answered(reply))
+                if not self._settle():  # what came before it is acknowledged before it
+                    return
+                self._resending = True  # the packets after it wait for its reply
+                self._control(("resend", output.from_number))
+
+    def _settle(self) -> bool:
+        """Make every event emitted so far durable (the sink's barrier) and then acknowledge
+        the reports they came from; False (and the driver closed, nothing acknowledged) if
+        the barrier failed: the sensor keeps the reports for the next connection."""
+        if not self._unsettled:
+            return True
+        self._unsettled = False
+        ack, self._ack_due = self._ack_due, None
+        if not self._made_durable():
+            return False
+        if ack is not None:
+            self._control(("ack", ack))
+        return True
+
+    def _resend_replied(self, raw: bytes) -> None:
+        """On the loop: the RESEND's reply; then the packets that waited for it."""
+        self._resending = False
+        try:
+            reply = decode_resend_reply(raw)
+        except ProtocolError:
+            self.counters["bad_reply"] += 1  # the resend timer asks again
+        else:
+            if not self._closing:
+                self._act(self._sequencer.resend_answered(reply))
+        self._drain()
 
     def _made_durable(self) -> bool:
         """Run the sink's durability barrier, if it has one; close the link if it failed."""
@@ -297,22 +387,69 @@ class DiceDriver:
         self.close("link_down: not_durable")
         return False
 
-    async def _send_resets(self) -> None:
-        while self._resets:
-            done = self._resets.pop(0)
-            await self._control_out(Request.RESET, 0)
-            if not done.done():
-                done.set_result(None)
+    def _control(self, op: _ControlOp) -> None:
+        """Queue a control transfer for the control thread, in order; an ACK right behind
+        another that is still waiting replaces it (an ACK says every report before its number
+        is durable: the later one says all the earlier one did)."""
+        with self._control_lock:
+            ops = self._control_ops
+            if op[0] == "ack" and ops and ops[-1] is not None and ops[-1][0] == "ack":
+                ops[-1] = op
+                self.counters["acks_merged"] += 1
+            else:
+                ops.append(op)
+                self._control_lock.notify()
 
-    async def _control_in(self, request: Request, number: int, length: int) -> bytes:
-        value, index = split_number(number)
-        return await asyncio.to_thread(self._transport.control_in, REQUEST_TYPE_IN, request,
-                                       value, index, length)
+    def _control_forever(self) -> None:
+        """The control thread: ACKs, RESENDs and RESETs, one at a time, in the order queued;
+        a RESEND's reply goes back to the loop. A transfer that fails closes the driver."""
+        while True:
+            with self._control_lock:
+                while not self._control_ops:
+                    self._control_lock.wait()
+                op = self._control_ops.popleft()
+            if op is None:
+                return
+            kind, arg = op
+            try:
+                if kind == "ack":
+                    self._control_out(Request.ACK, arg)
+                elif kind == "resend":
+                    raw = self._control_in(Request.RESEND, arg, RESEND_REPLY_SIZE)
+                    self._post(self._resend_replied, raw)
+                else:
+                    self._control_out(Request.RESET, 0)
+                    self._post(self._reset_done)
+            except DeviceError as exc:
+                self._post(self.close, f"{exc.reason}: {exc}")
+                return
 
-    async def _control_out(self, request: Request, number: int) -> None:
+    def _reset_done(self) -> None:
+        done = self._resets.pop(0) if self._resets else None
+        if done is not None and not done.done():
+            done.set_result(None)
+
+    def _control_in(self, request: Request, number: int, length: int) -> bytes:
         value, index = split_number(number)
-        await asyncio.to_thread(self._transport.control_out, REQUEST_TYPE_OUT, request, value,
-                                index)
+        return self._transport.control_in(REQUEST_TYPE_IN, request, value, index, length)
+
+    def _control_out(self, request: Request, number: int) -> None:
+        value, index = split_number(number)
+        self._transport.control_out(REQUEST_TYPE_OUT, request, value, index)
+
+    async def _handshake_in(self, request: Request, number: int, length: int) -> bytes:
+        return await asyncio.to_thread(self._control_in, request, number, length)
+
+
+#: A control transfer for the control thread: ("ack", n), ("resend", n), ("reset", 0); None
+#: ends the thread.
+_ControlOp = tuple[str, int]
+
+
+def _join(*threads: threading.Thread) -> None:
+    for thread in threads:
+        if thread.is_alive():
+            thread.join()
 
 
 async def open_device(

@@ -3,7 +3,7 @@
 Owns finding the device from a ``usb://VVVV:PPPP[?serial=...&backend=sim:PATH]`` URL, claiming
 its interface, and the blocking transfers, each with a finite timeout; pyusb's errors are
 translated here into :class:`~tabled.drivers.errors.DeviceError` with a ``reason``. Every method
-blocks: the driver runs them off the event loop (``asyncio.to_thread``). It knows nothing of
+blocks: the driver runs them off the event loop (in its own threads). It knows nothing of
 reports, sequence numbers or events.
 """
 
@@ -114,8 +114,10 @@ def _ms(seconds: float) -> int:
 
 
 class UsbTransport:
-    """One open, configured device with its interface claimed. Blocking; not thread-safe
-    (the driver calls it from one task, one call at a time)."""
+    """One open, configured device with its interface claimed. Blocking. One thread at a time
+    per pipe: the driver reads the interrupt endpoint from one thread and makes control
+    transfers from another (libusb's synchronous transfers are thread-safe; so is the
+    simulated bus)."""
 
     def __init__(self, device: usb.core.Device, address: UsbAddress, interface: int,
                  owned_backend: Any = None) -> None:

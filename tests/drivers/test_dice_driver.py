@@ -405,7 +405,9 @@ async def test_reports_the_sensor_no_longer_holds_arrive_as_a_link_errors_fault(
     assert isinstance(lost, Fault) and lost.code == "link_errors"
     assert (lost.detail, lost.extra["lost_reports"]) == ("dice reports 0-2 lost", 3)
     assert rolls_of(events) == [(2, 3), (2, 4)]
-    assert sensor.acks == [4, 5]
+    # each after the commit of what it acknowledges; reports that arrive together are made
+    # durable in one commit and acknowledged by one cumulative ACK
+    assert sensor.acks in ([4, 5], [5])
     assert sensor.closed
     assert driver.link_counters()["reports_lost"] == 3
 
