@@ -18,6 +18,7 @@ Findings never stop the pit: a monitor that fails is logged and counted.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -31,7 +32,14 @@ from tabled.contract.outcome import GAMES, Game
 from tabled.daemon.rules.options import OPTION_TYPES, GameOptions, OptionError, build_options
 from tabled.pit.alerts import AlertEngine
 from tabled.pit.config import IntegritySettings
-from tabled.pit.integrity import Finding, GameSettings, Settings, TableMonitors, slug_index
+from tabled.pit.integrity import (
+    Finding,
+    GameSettings,
+    Settings,
+    TableMonitors,
+    calibrate,
+    slug_index,
+)
 from tabled.pit.integrity.sequencer import Sequencer
 from tabled.pit.model import Floor
 from tabled.pit.store import AlertSpec, Store, StoredMessage
@@ -107,12 +115,25 @@ class IntegrityWatch:
         self.slugs = slug_index(self.settings)
         self._tables: dict[tuple[str, str], _Table] = {}
         self.counters = {"findings": 0, "failures": 0, "gaps": 0}
+        self._warming: asyncio.Future[None] | None = None
+
+    def _warm(self) -> None:
+        for game in GAMES:  # the key TableMonitors looks up for a birth with default options
+            calibrate(game, options_of(game, {}), self.settings)
 
     # -- feeding ---------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Rebuild each table's monitors from its last recorded messages, silently."""
-        if not self.config.enabled or not self.config.rebuild_messages:
+        """Rebuild each table's monitors from its last recorded messages, silently; compute
+        the thresholds of every game's default options on a thread meanwhile."""
+        if not self.config.enabled:
+            return
+        if self._warming is None:
+            # The exact odds behind a game's thresholds take about a second of CPU (craps,
+            # Q Poker): on the event loop, the first table of each game heard would stop the
+            # pit for that long (measured: DOM updates 1-2 s late at start).
+            self._warming = asyncio.ensure_future(asyncio.to_thread(self._warm))
+        if not self.config.rebuild_messages:
             return
         started = time.monotonic()
         replayed = 0
