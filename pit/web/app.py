@@ -336,17 +336,18 @@ class PitWeb:
                 yield "alerts-panel", self.fragment("_alerts_panel.html", user=user,
                                                     panel_alerts=self.panel_alerts())
             if view.name == "floor":
-                tiles = {(t["site"], t["table"]): t for t in self.service.floor.tiles()}
+                floor = self.service.floor
                 changed = {(c.site, c.table) for c in mine if c.site and c.table}
                 if everything or not changed <= known:
+                    tiles = floor.tiles()
                     known.clear()
-                    known.update(tiles)
-                    yield "floor", self.fragment("_floor.html", tiles=list(tiles.values()))
+                    known.update((t["site"], t["table"]) for t in tiles)
+                    yield "floor", self.fragment("_floor.html", tiles=tiles)
                     return
-                for key in sorted(changed):
-                    if key in tiles:
-                        yield (f"tile:{key[0]}/{key[1]}",
-                               self.fragment("_tile.html", t=tiles[key]))
+                for site, table in sorted(changed):  # only the tiles that changed
+                    tile = floor.tile(site, table)
+                    if tile is not None:
+                        yield f"tile:{site}/{table}", self.fragment("_tile.html", t=tile)
             elif view.name == "table" and view.site and view.table:
                 if everything or mine:
                     context = self.table_context(view.site, view.table)
