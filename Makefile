@@ -28,10 +28,18 @@ APT_INSTALL = $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# The example vendor device family (docs/drivers.md): a package of its own, installed into this
+# venv as a vendor's would be into a table's, so that `make test` runs the conformance kit and
+# its own tests against it. With --no-deps: it depends on `tabled`, which here is this venv's
+# editable install (the name on PyPI is another project's). `pip install .` of tabled and the
+# Debian package (debian/rules installs pyproject.toml's project only) do not include it.
+EXAMPLES := examples/tabled-acme-shoe
+
+$(VENV)/.installed: pyproject.toml $(EXAMPLES:%=%/pyproject.toml)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	for example in $(EXAMPLES); do $(BIN)/pip install --quiet --no-deps -e $$example || exit 1; done
 	touch $@
 
 # Mosquitto is the broker the tests start on a free port (and the demo's when none is given);
@@ -88,6 +96,9 @@ layout:
 
 typecheck: venv layout
 	$(BIN)/mypy
+	for example in $(EXAMPLES); do \
+	  (cd $$example && MYPYPATH=$(CURDIR)/build/typecheck $(CURDIR)/$(BIN)/mypy) || exit 1; \
+	done
 
 layers: venv layout
 	PYTHONPATH=build/typecheck $(BIN)/lint-imports

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from types import MappingProxyType
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Final, Literal, Protocol
 
 from tabled.contract.devices import DEVICE_KINDS, DeviceKind
 from tabled.contract.events import Fault
@@ -51,7 +51,21 @@ class Device(Protocol):
 #: A family's way to open a device: ``open(url, *, device_id, sink, first_seq=0, **options)``
 #: returns the driver, connected to ``sink`` (:mod:`tabled.drivers.sink`), its events numbered
 #: from ``first_seq``; it raises :class:`~tabled.drivers.errors.DeviceError` if it cannot open.
+#: The options every family takes (the supervisor and the conformance kit pass them):
+#: ``serial``, the serial number the configuration pins (a device with another is refused,
+#: ``wrong_device``); ``resume``, a :class:`~tabled.drivers.link.Resume` saying what is already
+#: durable from the device (the ``device_boot`` and ``device_msg`` of the last durable event),
+#: which the driver must not emit again; ``refused``, what the previous connection refused.
 OpenDevice = Callable[..., Awaitable[Device]]
+
+#: The names under which a driver's ``link_counters()`` counts damaged input (a frame or a
+#: packet dropped for its content or its place): the conformance kit reads these after it has
+#: damaged a device's output, and the daemon's metrics show them. Traffic counters (frames,
+#: events, retransmits) have other names.
+DAMAGE_COUNTERS: Final = frozenset({
+    "bad_crc", "bad_length", "bad_escape", "bad_kind", "bad_content", "truncated", "short",
+    "oversize", "garbage", "out_of_order", "gaps",
+})
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,10 +39,14 @@ import signal
 import sys
 import tempfile
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Final
 
+from tabled.contract.events import Event
+from tabled.contract.faults import COCKED_DIE, SENSOR_FAULT
+from tabled.drivers.dice.driver import normalize
 from tabled.drivers.dice.protocol import (
     INTERFACE,
     NUMBER_MODULO,
@@ -74,7 +78,7 @@ from tabled.drivers.dice.protocol import (
 )
 from tabled.simulators.faults import FaultSpecError, parse_spec
 from tabled.simulators.ledger import Ledger
-from tabled.simulators.registry import SimulatorPlugin
+from tabled.simulators.registry import DeviceScript, DeviceSide, SimulatorPlugin
 from tabled.simulators.usb_backend import SimulatedUsbDevice, UsbSimError, UsbSimServer
 
 TABLE_FAULTS: Final = ("off_table", "cocked", "sensor")
@@ -554,6 +558,117 @@ async def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- the conformance kit's sensor (tabled.tools.conformance) -----------------------------------
+
+#: The kit's table faults, and the fault codes their events must carry (a die off the table is a
+#: no_roll, not a fault). Each happens at the kit's second report.
+KIT_FAULTS: Final = {"sensor": SENSOR_FAULT, "cocked": COCKED_DIE}
+_KIT_FAULT_AT: Final = 2
+#: The link faults the kit may ask for (the others are a stall and an unplug, which the kit
+#: does itself).
+_KIT_WIRE_FAULTS: Final = frozenset({"corrupt", "truncate", "garbage", "drop"})
+_NO_CHUNKING: Final = ("its reports are whole 20-byte USB interrupt packets: there is no byte "
+                       "stream to split")
+
+
+#: The kit's sensor reports at most one throw this often (a real table takes seconds): a host
+#: resynchronising after a damaged report must not find the next damaged one already queued
+#: (a RESEND empties the endpoint, and with it the kit's damage).
+_KIT_MIN_PACE: Final = 0.01
+
+
+class _HostAwareSensor(DiceSensor):
+    """The sensor, noting when a host first reads its reports (the kit's script starts then)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.host_reading = asyncio.Event()
+
+    async def read_endpoint(self, endpoint: int, length: int, within: float) -> bytes | None:
+        self.host_reading.set()
+        return await super().read_endpoint(endpoint, length, within)
+
+
+class KitSensor:
+    """The simulated sensor as the conformance kit drives it: on the simulated USB bus, served
+    from the kit's own process on a socket in the kit's folder. Its script starts once a host
+    reads its reports: before, they would wait in an endpoint that the host's SET_CONFIGURATION
+    and first RESEND empty (the sensor resends them clean from its memory), and the kit's link
+    faults would never reach a driver."""
+
+    def __init__(self, sensor: _HostAwareSensor, socket_path: str,
+                 expected: Sequence[Event]) -> None:
+        self.sensor = sensor
+        self.server = UsbSimServer(sensor, socket_path)
+        self._expected = tuple(expected)
+        self._player: asyncio.Task[None] | None = None
+
+    async def start(self) -> KitSensor:
+        await self.server.start()
+        self._player = asyncio.create_task(self._play(), name="kit-dice-script")
+        return self
+
+    async def _play(self) -> None:
+        await self.sensor.host_reading.wait()
+        await self.sensor.run_script()
+
+    @property
+    def url(self) -> str:
+        return device_url(self.server.socket_path, self.sensor.info.serial)
+
+    @property
+    def serial(self) -> str:
+        return self.sensor.info.serial
+
+    @property
+    def expected(self) -> Sequence[Event]:
+        return self._expected
+
+    @property
+    def pending(self) -> int:
+        return len(self.sensor.memory)
+
+    @property
+    def done(self) -> bool:
+        if self._player is not None and self._player.done() and not self._player.cancelled():
+            self._player.result()  # a script that failed says so
+        return self.sensor.delivered.is_set()
+
+    @property
+    def injected(self) -> Sequence[str]:
+        produced = self.sensor.memory.next_number  # (reports are numbered from 0 at start)
+        return [f"{fault.kind}@{fault.at}" for step in self.sensor.script[:produced]
+                for fault in step.faults]
+
+    async def unplug(self) -> None:
+        self.sensor.unplug()
+
+    async def plug(self) -> None:
+        if not self.sensor.plugged:
+            self.sensor.plug()
+
+    async def stop(self) -> None:
+        if self._player is not None:
+            self._player.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._player
+        await self.server.close()
+
+
+async def start_for_kit(script: DeviceScript, folder: Path) -> KitSensor:
+    """A sensor throwing ``script.length`` seeded rolls, ``script.pace`` apart (at least
+    10 ms), with the script's table faults at its second report and its link faults where the
+    kit says."""
+    rng = random.Random(script.seed)
+    faults = [DiceFault(kind, _KIT_FAULT_AT, _DEFAULT_ARG[kind]) for kind in script.faults]
+    faults += [DiceFault(fault.kind, fault.at, fault.arg or _DEFAULT_ARG[fault.kind])
+               for fault in script.wire_faults]
+    steps = build_script(random_rolls(rng, max(1, script.length)), faults, rng)
+    expected = [event for step in steps for event in normalize(step.report)]
+    sensor = _HostAwareSensor(steps, pace=max(script.pace, _KIT_MIN_PACE), seed=script.seed)
+    return await KitSensor(sensor, str(folder / "bus.sock"), expected).start()
+
+
 SIMULATOR = SimulatorPlugin(
     family="dice",
     summary="an electronic dice sensor (USB, through the simulated pyusb backend)",
@@ -564,4 +679,6 @@ throw's two faces, no-rolls (a die off the table), cocked dice and sensor faults
 listen --driver dice URL). Any way it ends removes its socket.""",
     add_arguments=add_arguments,
     serve=serve,
+    conformance=DeviceSide(start=start_for_kit, faults=KIT_FAULTS, wire_faults=_KIT_WIRE_FAULTS,
+                           no_chunking=_NO_CHUNKING),
 )

@@ -8,6 +8,10 @@ byte-level fault injection on the way out, and unplug/replug. A family simulator
 The path a driver opens is :attr:`PtyDevice.path`: a stable symbolic link (like a
 ``/dev/serial/by-id`` name) when ``link_path`` is given, which follows the device across an
 unplug and replug, else the pty's own ``/dev/pts/N``.
+
+``chunked`` writes every frame in pieces of 1 to :data:`CHUNK_MAX` bytes with a pause between
+them, so that the host reads frames split at random points (the conformance kit's "any
+chunking", which a whole-frame write over a pty in the same process would never show).
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ from tabled.simulators.faults import ByteFault, Damage, FaultPlan, split_frames
 #: The device keeps its queued messages while no host listens; this is how long it waits
 #: for a host before its link counts a silence (it then simply waits for the next RESET).
 DEVICE_T_SILENCE = 3600.0
+#: ``chunked``: the longest piece of a frame written at once, and the pause after each piece
+#: (long enough for the host's event loop to read the piece before the next one arrives).
+CHUNK_MAX = 7
+CHUNK_GAP = 0.001
 
 
 class PtyDevice:
@@ -38,6 +46,7 @@ class PtyDevice:
         faults: list[ByteFault] | None = None,
         seed: int = 0,
         identity: Identity | None = None,
+        chunked: bool = False,
     ) -> None:
         self.link_path = link_path
         #: What the device's RESET_ACK says it is: its family's identity message.
@@ -45,6 +54,8 @@ class PtyDevice:
         #: Random at each "power-on" of the simulated device (RESET_ACK carries it).
         self.boot_id = random.SystemRandom().getrandbits(32)
         self.plan = FaultPlan(list(faults or []), random.Random(seed))
+        #: Where ``chunked`` cuts the frames (its own generator: the fault plan's stays as it was).
+        self._chunks = random.Random(f"chunks-{seed}") if chunked else None
         self.host_connected = asyncio.Event()
         self.unplugged = asyncio.Event()
         self.messages_sent = 0
@@ -110,11 +121,20 @@ class PtyDevice:
 
     async def replug(self, down_for: float) -> None:
         """Unplug (the host sees its port close), wait, and plug in again on a new pty."""
+        self.unplug()
+        await asyncio.sleep(down_for)
+        self.plug()
+
+    def unplug(self) -> None:
+        """Pull the cable: the host sees its port close. What the device sends meanwhile waits
+        in it for the next host."""
         self.disconnects += 1
         self._unplug()
         self.unplugged.set()
-        await asyncio.sleep(down_for)
-        if not self._stopped:
+
+    def plug(self) -> None:
+        """Plug in again after :meth:`unplug`, on a new pty (``link_path`` follows it)."""
+        if not self._stopped and self._master is None:
             self._restart_link()
             self._plug()
         self.unplugged.clear()
@@ -219,17 +239,21 @@ class PtyDevice:
 
     async def _write_all(self, damage: Damage) -> None:
         data = damage.data
+        chunks = self._chunks
         while data:
             if self._master is None:
                 return  # unplugged: bytes on the wire are lost, the link will retransmit
+            piece = data if chunks is None else data[:chunks.randint(1, CHUNK_MAX)]
             try:
-                n = os.write(self._master, data)
+                n = os.write(self._master, piece)
             except BlockingIOError:
                 await asyncio.sleep(0.002)
                 continue
             except OSError:
                 return
             data = data[n:]
+            if chunks is not None:
+                await asyncio.sleep(CHUNK_GAP)
 
 
 DeviceFactory = Callable[[], PtyDevice]

@@ -19,9 +19,11 @@ import sys
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final, Literal
 
 from tabled.contract.events import CARD_CODES, RANKS, SUITS
+from tabled.contract.faults import SHOE_EMPTY, SHOE_SENSOR_DIRTY, UNREADABLE_CARD
 from tabled.contract.outcome import Outcome
 from tabled.daemon.rules import Table, make_table
 from tabled.daemon.rules.options import BaccaratMethod, BaccaratOptions, LastHand
@@ -44,10 +46,11 @@ from tabled.drivers.shoe.protocol import (
     decode,
     encode,
 )
+from tabled.simulators.conformance import PtySide
 from tabled.simulators.faults import BYTE_FAULTS, ByteFault, FaultSpecError
 from tabled.simulators.ledger import Ledger
 from tabled.simulators.pty_device import PtyDevice
-from tabled.simulators.registry import SimulatorPlugin
+from tabled.simulators.registry import DeviceScript, DeviceSide, SimulatorPlugin
 
 FIRMWARE: Final = "shoe-sim 1.0"
 SERIAL: Final = "SHOE-SIM-0001"
@@ -483,12 +486,13 @@ class ShoeDevice(PtyDevice):
         link_path: str | None = None,
         faults: list[ByteFault] | None = None,
         seed: int = 0,
+        chunked: bool = False,
     ) -> None:
         reader = reader or ShoeReader()
         # The link handshake says who the shoe is (its DEVICE_INFO): a host of another family
         # refuses it before taking any of its reports.
         super().__init__(link_path=link_path, faults=faults, seed=seed,
-                         identity=encode(reader.info))
+                         identity=encode(reader.info), chunked=chunked)
         self.reader = reader
         self.ignored = 0
 
@@ -635,6 +639,41 @@ async def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- the conformance kit's shoe (tabled.tools.conformance) ---------------------------------------
+
+#: The pull at which the kit's family faults happen: a hand's card (the burns of Art. 2 take at
+#: most 11 pulls; the kit's hands take more than 14).
+KIT_FAULT_PULL: Final = 14
+#: The kit's shoes: the fewest decks Art. 1 allows, hands enough for the script's length.
+KIT_DECKS: Final = 6
+#: The kit's family faults and the fault codes their events must carry (burn and void are
+#: dealer buttons, not faults).
+KIT_FAULTS: Final = {"unreadable": UNREADABLE_CARD, "dirty": SHOE_SENSOR_DIRTY,
+                     "empty": SHOE_EMPTY}
+
+
+async def start_for_kit(script: DeviceScript, folder: Path) -> PtySide:
+    """A shoe on a pty in ``folder`` whose dealer deals about ``script.length`` events of
+    seeded baccarat, with the script's faults; the expected events come from a twin dealer."""
+    options: dict[str, Any] = {
+        "decks": KIT_DECKS, "hands": max(2, script.length // 5), "shoes": None,
+        "faults": [ShoeFault(kind, KIT_FAULT_PULL) for kind in script.faults],
+    }
+    twin = Dealer(ShoeReader(), rng=random.Random(script.seed), **options)
+    expected = [event for event in map(normalize, twin.reports()) if event is not None]
+    reader = ShoeReader()
+    dealer = Dealer(reader, rng=random.Random(script.seed), **options)
+    device = ShoeDevice(reader, link_path=str(folder / "shoe"), seed=script.seed,
+                        faults=list(script.wire_faults), chunked=script.chunked)
+
+    async def play() -> None:
+        for report in dealer.reports():
+            device.report(report)
+            await asyncio.sleep(script.pace)
+
+    return await PtySide(device, play, expected, reader.info.serial).start()
+
+
 SIMULATOR = SimulatorPlugin(
     family="shoe",
     summary="a baccarat card-reading shoe (serial)",
@@ -647,4 +686,6 @@ pulled (--fault KIND@N): unreadable, dirty, empty, burn, void, and byte faults o
 ends when its hands are dealt (or never, with --forever); any way it ends removes its --link.""",
     add_arguments=add_arguments,
     serve=serve,
+    conformance=DeviceSide(start=start_for_kit, faults=KIT_FAULTS,
+                           wire_faults=frozenset(BYTE_FAULTS)),
 )

@@ -19,19 +19,29 @@ import sys
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from tabled.contract.events import CARD_CODES, DEALER, RANKS, SUITS, CardDealt, Seat, ShoeStart
+from tabled.contract.faults import (
+    CARD_EXPOSED,
+    DECK_COUNT,
+    SHUFFLER_DOOR_OPEN,
+    SHUFFLER_FAILURE,
+    SHUFFLER_JAM,
+)
 from tabled.contract.outcome import Outcome
 from tabled.daemon.rules import Table, make_table
 from tabled.daemon.rules.options import BaccaratOptions, OptionError
 from tabled.drivers.errors import ProtocolError
 from tabled.drivers.shuffler import protocol as p
+from tabled.drivers.shuffler.driver import normalize
+from tabled.simulators.conformance import PtySide
 from tabled.simulators.errors import SimulatorError
 from tabled.simulators.faults import BYTE_FAULTS, ByteFault, FaultSpecError
 from tabled.simulators.ledger import Ledger
 from tabled.simulators.pty_device import PtyDevice
-from tabled.simulators.registry import SimulatorPlugin
+from tabled.simulators.registry import DeviceScript, DeviceSide, SimulatorPlugin
 
 FIRMWARE: Final = "QSD-3.2.0"
 SERIAL_NUMBER: Final = "SD7-004217"
@@ -356,12 +366,12 @@ class ShufflerSimulator(PtyDevice):
 
     def __init__(self, mode: p.Mode, *, link_path: str | None = None,
                  faults: list[ByteFault] | None = None, seed: int = 0,
-                 serial: str = SERIAL_NUMBER) -> None:
+                 serial: str = SERIAL_NUMBER, chunked: bool = False) -> None:
         self.info = p.Info(FIRMWARE, serial)
         # The link handshake says who the machine is (its INFO): a host of another family, or
         # one configured for another serial number, refuses it before taking any message.
         super().__init__(link_path=link_path, faults=faults, seed=seed,
-                         identity=p.encode(self.info))
+                         identity=p.encode(self.info), chunked=chunked)
         self.status = p.Status(p.MachineState.IDLE, mode)
 
     def message_received(self, kind: int, payload: bytes) -> None:
@@ -522,6 +532,32 @@ async def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- the conformance kit's machine (tabled.tools.conformance) ----------------------------------
+
+#: The kit's Q Poker seats: three players and the dealer, four hands a round.
+KIT_SEATS: Final = (1, 2, 3)
+#: The kit's machine faults: each one's fault code, and where it happens (the N of ``KIND@N``:
+#: the second hand of the session, or the first round's deck check).
+KIT_FAULTS: Final = {"jam": SHUFFLER_JAM, "failure": SHUFFLER_FAILURE,
+                     "door": SHUFFLER_DOOR_OPEN, "exposed": CARD_EXPOSED,
+                     "short_deck": DECK_COUNT, "long_deck": DECK_COUNT}
+_KIT_FAULT_AT: Final = {"short_deck": 1, "long_deck": 1}
+
+
+async def start_for_kit(script: DeviceScript, folder: Path) -> PtySide:
+    """A machine in Q Poker mode on a pty in ``folder``, dealing rounds of four hands until
+    about ``script.length`` events, with the script's machine faults."""
+    machine_faults = [MachineFault(kind, _KIT_FAULT_AT.get(kind, 2)) for kind in script.faults]
+    messages = qpoker_script(random.Random(script.seed), rounds=max(2, script.length // 5),
+                             seats=KIT_SEATS, faults=machine_faults)
+    expected = [event for msg in messages for event in normalize(msg)]
+    device = ShufflerSimulator(p.Mode.QPOKER, link_path=str(folder / "shuffler"),
+                               faults=list(script.wire_faults), seed=script.seed,
+                               chunked=script.chunked)
+    return await PtySide(device, lambda: device.play(messages, script.pace), expected,
+                         device.info.serial).start()
+
+
 SIMULATOR = SimulatorPlugin(
     family="shuffler",
     summary="an automatic shuffler-dealer, Q Poker or baccarat mode (serial)",
@@ -533,4 +569,6 @@ the --link path) first. Faults (--fault KIND@N): jam, failure, door, exposed, sh
 decks, and byte faults on the wire. Any way it ends removes its --link.""",
     add_arguments=add_arguments,
     serve=serve,
+    conformance=DeviceSide(start=start_for_kit, faults=KIT_FAULTS,
+                           wire_faults=frozenset(BYTE_FAULTS)),
 )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tabled.drivers.registry import family_names
+from tabled.drivers.registry import family, family_names
 
 PROBE = """
 import asyncio, sys
@@ -26,13 +26,14 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
 """
 
 
-@pytest.mark.parametrize("family", family_names())
-def test_every_family_opens_from_outside_the_source_tree(family: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", family_names())
+def test_every_family_opens_from_outside_the_source_tree(name: str, tmp_path: Path) -> None:
     """Regression: the registry imported ``drivers.<family>`` (the source folder's name), which
     only resolved with the repository as the working directory: ``tabled run`` started by
     systemd from / could open no device at all (ModuleNotFoundError)."""
-    url = "usb://1209:0001" if family == "dice" else str(tmp_path / "no-such-port")
-    proc = subprocess.run([sys.executable, "-c", PROBE, family, url], cwd=tmp_path,
+    usb = family(name).transport == "usb"
+    url = "usb://1209:0001" if usb else str(tmp_path / "no-such-port")
+    proc = subprocess.run([sys.executable, "-c", PROBE, name, url], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("device_error "), proc.stdout

@@ -2,8 +2,8 @@
 
 Owns only the root parser and where each layer's subcommands come from: the table service's
 (``tabled.daemon.cli``), the floor's (``roads``, ``integrity``, ``pit``) and the tools' (``demo``,
-``floor``, ``console``). Subcommands import their modules lazily, so that ``tabled replay``
-starts without loading asyncio, MQTT or the device stacks.
+``floor``, ``console``, ``conformance``). Subcommands import their modules lazily, so that
+``tabled replay`` starts without loading asyncio, MQTT or the device stacks.
 """
 
 from __future__ import annotations
@@ -227,6 +227,43 @@ def _add_console(sub: Any) -> None:
     cp.set_defaults(func=_cmd_console)
 
 
+def _cmd_conformance(args: argparse.Namespace) -> int:
+    from tabled.tools.conformance import main as conformance_main
+
+    return conformance_main(args)
+
+
+def _add_conformance(sub: Any) -> None:
+    from tabled.drivers.registry import family_names  # names only: no family is loaded here
+
+    kp = sub.add_parser(
+        "conformance", help="the conformance kit: check installed device families' drivers "
+        "against their simulators (docs/drivers.md)",
+        description="Run the conformance kit against device families (their driver with their "
+        "simulator, in this process): framing round trip, any chunking, corrupt and truncated "
+        "frames, disconnect and reconnect, the durability barrier, identity, each family fault "
+        "as its event, and no leaked task or file descriptor. Prints each check's result; exit "
+        "0 when all passed (a check that does not apply is skipped with its reason), 1 when "
+        "one failed, 2 for an unknown family or check.")
+    # Plain strings, checked by the kit (which names what is installed): building this parser
+    # must not load the kit, the families or their simulators.
+    kp.add_argument("families", nargs="*", metavar="FAMILY",
+                    help=f"installed device families ({', '.join(family_names()) or 'none'})")
+    kp.add_argument("--all", action="store_true", help="check every installed family")
+    kp.add_argument("--check", action="append", metavar="CHECK",
+                    help="run only this check (repeatable; --list names them)")
+    kp.add_argument("--list", action="store_true", help="list the checks and what each proves")
+    kp.add_argument("--seed", type=int, help="seed of the devices' scripts (default 1)")
+    kp.add_argument("--length", type=_positive_int, metavar="N",
+                    help="about how many events each device's script makes (default 24)")
+    kp.add_argument("--pace", type=_positive_float, metavar="SECONDS",
+                    help="seconds between device messages where a check unplugs the device or "
+                    "refuses a commit mid-stream (default 0.004)")
+    kp.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
+                    help="the longest any one wait of a check may take (default 20)")
+    kp.set_defaults(func=_cmd_conformance)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tabled", description="Hardware-integration daemon for casino tables."
@@ -288,6 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     dp.set_defaults(func=_cmd_demo)
     _add_console(sub)
     _add_floor(sub)
+    _add_conformance(sub)
     return parser
 
 

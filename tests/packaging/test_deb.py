@@ -145,6 +145,8 @@ def test_the_commands_run_from_the_private_virtualenv_on_debians_python(
     for family in ("shoe", "shuffler", "dice"):
         assert family in sim_help
         root.run(["tabled-sim", family, "--help"])
+    # tabled's own families only: the example vendor family (examples/) is a package apart
+    assert "acme_shoe" not in sim_help
     # the package's Python set is the one built: nothing to pip install into it on a table PC
     assert not root.file("/opt/tabled/venv/bin/pip").exists()
 

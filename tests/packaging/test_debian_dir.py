@@ -129,3 +129,17 @@ def test_a_new_service_brings_its_user_and_owns_the_config_it_names(tmp_path: Pa
         "/etc/tabled/floor.toml:tabled", "/etc/tabled/pit.toml:tabled-pit",
         "/etc/tabled/tabled.toml:tabled"]
     assert units.configdir(services) == "tabled:0750"
+
+
+def test_nothing_of_examples_goes_into_the_package() -> None:
+    """examples/ holds a vendor family of its own (its own pyproject): the package builds tabled's
+    pyproject.toml only, and no file of debian/ names examples/ or installs the tree wholesale."""
+    for path in sorted(p for p in DEBIAN.rglob("*") if p.is_file()):
+        assert "examples" not in path.read_text(errors="replace"), path
+    sources = [line.split()[0] for line in (DEBIAN / "tabled.install").read_text().splitlines()
+               if line.strip() and not line.startswith("#")]
+    assert all(not source.startswith(("*", ".", "examples")) for source in sources), sources
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert not any("example" in package
+                   for package in project["tool"]["setuptools"]["packages"])
+
