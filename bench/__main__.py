@@ -1,4 +1,5 @@
-"""``python -m bench [--quick]``: run every benchmark of issue 6 and write docs/performance.md.
+"""``python -m bench [--quick]``: run every benchmark of issues 6 and 14 and write
+docs/performance.md.
 
 The full run takes about half an hour on the 2-core reference machine; ``--quick`` runs every
 benchmark in its smallest form in well under a minute (what CI's smoke test runs: it checks that
@@ -16,17 +17,21 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench import floor, footprint, latency, replay, throughput
+from bench import floor, footprint, latency, pit, replay, throughput
 from bench.measure import load_average, machine
 from bench.report import render
 from tabled.daemon.broker import Mosquitto
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS = ("latency", "throughput", "footprint", "replay", "floor")
+#: The pit's sections (issue 14, item 3; bench/pit.py): the floor at ten times a real pace with
+#: the browser on its page and the simplest recorder beside it, a simulated day, the integrity
+#: monitors; each section for both stores.
+PIT_SECTIONS = {"pit": ("floor", "recorder"), "pit_day": ("day",), "pit_monitors": ("monitors",)}
+BENCHMARKS = ("latency", "throughput", "footprint", "replay", "floor", *PIT_SECTIONS)
 REPORT = ROOT / "docs" / "performance.md"
 
 
@@ -43,6 +48,7 @@ class Sizes:
     replay_repeats: int
     floor_tables: list[int]
     floor_seconds: float
+    pit: pit.Plan
 
 
 FULL = Sizes(
@@ -51,6 +57,7 @@ FULL = Sizes(
     footprint_starts=5, footprint_idle_s=60.0, footprint_pace_s=120.0,
     replay_rounds={"baccarat": 200_000, "craps": 200_000, "qpoker": 50_000}, replay_repeats=3,
     floor_tables=[50, 100, 200], floor_seconds=60.0,
+    pit=pit.FULL,
 )
 QUICK = Sizes(
     latency=latency.Plan(count=40, warmup=5, interval=0.005),
@@ -58,6 +65,7 @@ QUICK = Sizes(
     footprint_starts=1, footprint_idle_s=1.0, footprint_pace_s=1.0,
     replay_rounds={"baccarat": 300, "craps": 300, "qpoker": 100}, replay_repeats=1,
     floor_tables=[4], floor_seconds=2.0,
+    pit=pit.QUICK,
 )
 
 
@@ -83,6 +91,11 @@ async def run(sizes: Sizes, only: list[str], workdir: Path, say: Any) -> dict[st
                                                     sizes.replay_repeats, say)
     if "floor" in only:  # last, with a broker of its own: its CPU is the floor's alone
         results["floor"] = await floor.run(workdir, sizes.floor_tables, sizes.floor_seconds, say)
+    for name, parts in PIT_SECTIONS.items():  # each with its own brokers and pit processes
+        if name in only:
+            section = workdir / name
+            section.mkdir()
+            results[name] = await pit.run(section, sizes.pit, say, parts)
     return results
 
 
@@ -106,8 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path,
                         help="where journals and logs go (default: a new temporary directory "
                              "on the same disk as /tmp, removed afterwards)")
+    parser.add_argument("--pit-day-hours", type=float,
+                        help="hours of table time in the pit's simulated day (default: 24, "
+                             "--quick: a quarter of an hour)")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
+    if args.pit_day_hours is not None:
+        sizes = replace(sizes, pit=replace(sizes.pit, day_hours=args.pit_day_hours))
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tabled-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
 
