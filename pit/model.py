@@ -309,12 +309,13 @@ def describe(outcome: Mapping[str, Any]) -> str:
 
 class Numbers:
     """Which ``table_seq`` of one stream a table's model has applied, over the last
-    ``WINDOW`` numbers below the highest (a bit each). The model is updated before the record
-    says what a message is (pit.service), so it tells a QoS 1 re-delivery or another copy
-    under a number it applied (never applied twice) from a number it has not seen (applied,
-    in whatever order: a shared subscription's other half comes through the record later).
-    A number more than ``WINDOW`` below the highest is taken as seen: the live model shows
-    the latest rounds only."""
+    ``WINDOW`` numbers below the highest (a bit each). The model is fed by more than one path
+    (this server's new records; another server's records read back when a floor is shared,
+    pit.service; a rebuild), so it keeps its own account: a QoS 1 re-delivery or another copy
+    under a number it applied is never applied twice, and a number it has not seen is applied
+    in whatever order it comes (a shared subscription's other half comes through the record
+    later). A number more than ``WINDOW`` below the highest is taken as seen: the live model
+    shows the latest rounds only."""
 
     __slots__ = ("high", "mask")
     WINDOW = 1024
