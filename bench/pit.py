@@ -8,9 +8,12 @@ For each store, two runs, each with a fresh broker, record and pit process:
    bench/pitload.py says what is published and why it is what daemons publish). A browser is
    signed in on the floor page and on a baccarat table's page; a MutationObserver installed
    before the page loads stamps every outcome's first appearance in the DOM
-   (``performance.timeOrigin + performance.now()``, the wall clock in milliseconds) and the
-   load generator stamped the same outcome just before handing it to paho (``time.time()``):
-   both are CLOCK_REALTIME of this one machine, so the difference is publish → DOM. The floor
+   (``performance.timeOrigin + performance.now()``, in milliseconds) and the load generator
+   stamped the same outcome just before handing it to paho (``time.monotonic()``). The page's
+   clock ticks on CLOCK_MONOTONIC (Chromium's ``performance.now()``) from a time origin of its
+   own, so its offset from this machine's CLOCK_MONOTONIC is measured for each page (the
+   tightest of 20 ``evaluate`` round trips, before and after the dealing) and taken off,
+   so the difference is publish → DOM. The floor
    page is also loaded ``Plan.paints`` times with the load running: its first contentful paint
    and the first frame after the whole floor (every tile) is in the document. After the
    dealing the pit is stopped and its record compared with what was published, number by
@@ -476,11 +479,30 @@ async def _watch(browser: Any, state: Any | None, url: str, live: bool = True,
     return page
 
 
+async def clock_offset(page: Any, tries: int = 20) -> dict[str, float]:
+    """The page's clock (``performance.timeOrigin + performance.now()``) minus this machine's
+    CLOCK_MONOTONIC (``time.monotonic()``), ms, from the tightest of ``tries`` round trips (the
+    page's time against the middle of the round trip; the uncertainty is half of it). Not the
+    wall clock: on this machine CLOCK_REALTIME is slewed against CLOCK_MONOTONIC by about
+    5 ms a second (measured), so a page's wall-clock stamps drifted tens of milliseconds from
+    the load's during one run (a bare relay showed outcomes before they were published);
+    against CLOCK_MONOTONIC the offset stays put (reported before and after the dealing)."""
+    best: tuple[float, float] | None = None
+    for _ in range(tries):
+        t0 = time.monotonic()
+        shown = await page.evaluate("() => performance.timeOrigin + performance.now()")
+        t1 = time.monotonic()
+        if best is None or t1 - t0 < best[0]:
+            best = (t1 - t0, float(shown) - (t0 + t1) / 2 * 1000)
+    assert best is not None
+    return {"offset_ms": best[1], "uncertainty_ms": best[0] * 500}
+
+
 def dom_latency(seen: list[list[Any]], published: list[tuple[str, int, float]],
                 key: Callable[[str, int], str], since: float,
-                until: float = float("inf")) -> dict[str, Any]:
-    """First appearance of each outcome published in [since, until) in the DOM, minus its
-    publish time."""
+                until: float = float("inf"), offset_ms: float = 0.0) -> dict[str, Any]:
+    """First appearance of each outcome published in [since, until) in the DOM (the page's
+    stamp less its clock's ``offset_ms``), minus its publish time."""
     first: dict[str, float] = {}
     for k, t in seen:
         if k not in first:
@@ -493,7 +515,7 @@ def dom_latency(seen: list[list[Any]], published: list[tuple[str, int, float]],
         wanted += 1
         shown = first.get(key(table, round_no))
         if shown is not None:
-            samples.append(shown / 1000 - at)
+            samples.append((shown - offset_ms) / 1000 - at)
     out = Latency.of(samples).to_dict() if samples else {"count": 0}
     out["published"] = wanted
     out["negative"] = sum(1 for s in samples if s < 0)
@@ -777,6 +799,10 @@ async def floor_run(store: str, target: str, workdir: Path, plan: Plan, say: Any
                                               script=RELAY_OBSERVE)
                     await relay_page.wait_for_selector("body[data-live=on]", state="attached",
                                                       timeout=10_000)
+                clocks: dict[str, list[dict[str, float]]] = {}
+                watched = {**pages, "relay": relay_page} if relay_page is not None else {}
+                for name, page in watched.items():
+                    clocks[name] = [await clock_offset(page)]
                 say(f"[pit] {store}: {plan.tables} tables online; dealing for "
                     f"{plan.seconds:g} s at ten times a real pace")
                 loads: list[float] = []
@@ -789,10 +815,10 @@ async def floor_run(store: str, target: str, workdir: Path, plan: Plan, say: Any
                 # the latency window: the first seconds' outcomes are not counted (the pages'
                 # streams and the tables' first rounds settle)
                 await asyncio.sleep(WARM_SECONDS)
-                since = time.time()
+                since = time.monotonic()
                 meter.start()
                 await asyncio.sleep(plan.seconds - WARM_SECONDS)
-                until = time.time()
+                until = time.monotonic()
                 result["pit_cpu_percent"] = meter.percent()
                 stop.set()
                 sampler.join()
@@ -809,6 +835,13 @@ async def floor_run(store: str, target: str, workdir: Path, plan: Plan, say: Any
                 result["messages"] = sent["sent"]
                 result["messages_per_s"] = sent["sent"] / sent["deal_seconds"]
                 if browser_ok:
+                    # each page's clock against this one's, before and after the dealing (the
+                    # mean is taken: a drift between them is reported)
+                    offset: dict[str, float] = {}
+                    for name, page in watched.items():
+                        clocks[name].append(await clock_offset(page))
+                        offset[name] = sum(c["offset_ms"] for c in clocks[name]) / 2
+                    result["page_clock_ms"] = clocks
                     outcomes = [tuple(x) for x in sent["outcome_times"]]
                     seen = {name: await page.evaluate("() => window.__seen")
                             for name, page in pages.items()}
@@ -817,19 +850,23 @@ async def floor_run(store: str, target: str, workdir: Path, plan: Plan, say: Any
                     mine = [o for o in outcomes if o[0] == table_name(0)]
                     result["dom"] = {
                         "floor": dom_latency(seen["floor"], outcomes,  # type: ignore[arg-type]
-                                             lambda t, r: f"{t}#{r}", since, until),
+                                             lambda t, r: f"{t}#{r}", since, until,
+                                             offset["floor"]),
                         "table": dom_latency(seen["table"], mine,  # type: ignore[arg-type]
-                                             lambda t, r: f"#{r}", since, until)}
+                                             lambda t, r: f"#{r}", since, until,
+                                             offset["table"])}
                     result["sse_arrival"] = {
                         "floor": dom_latency(arrived["floor"], outcomes,  # type: ignore[arg-type]
-                                             lambda t, r: f"{t}#{r}", since, until),
+                                             lambda t, r: f"{t}#{r}", since, until,
+                                             offset["floor"]),
                         "table": dom_latency(arrived["table"], mine,  # type: ignore[arg-type]
-                                             lambda t, r: f"#{r}", since, until)}
+                                             lambda t, r: f"#{r}", since, until,
+                                             offset["table"])}
                     assert relay_page is not None
                     result["dom"]["relay"] = dom_latency(
                         await relay_page.evaluate("() => window.__seen"),
                         outcomes, lambda t, r: f"{t}#{r}",  # type: ignore[arg-type]
-                        since, until)
+                        since, until, offset["relay"])
                     result["paint"] = paints
             result["memory_mb"] = pit.memory()
         finally:

@@ -22,7 +22,7 @@ Two ways to deal (``python -m bench.pitload``, driven over standard input by ben
 - ``paced``: every table at ten times a real table's pace (a baccarat card every 0.6 s, a craps
   roll every 3 s, a Q Poker round every 6 s), table clocks on the wall clock, metrics every 5 s
   of wall time as the daemon sends them; the publish time of every outcome is written down,
-  for the browser's publish → DOM latency.
+  for the browser's publish → DOM latency (on CLOCK_MONOTONIC).
 - ``day``: a day of table time (``--hours``) for every table at full speed, table clocks in
   the past day (what ``ts`` says), metrics every 5 s of table time; at most ``--window``
   messages ahead of what the pit has taken (its ``pit_messages_received_total``), so what is
@@ -387,7 +387,7 @@ def pit_received(url: str) -> int:
 def deal_paced(tables: list[TableFeed], pub: Publisher, seconds: float,
                times: list[tuple[str, int, float]]) -> None:
     """Every table at ten times a real pace for ``seconds``; outcomes' publish times in
-    ``times`` (table, round, epoch seconds just before the publish call)."""
+    ``times`` (table, round, CLOCK_MONOTONIC seconds just before the publish call)."""
     rng = random.Random(7)
     start = time.monotonic()
     end = start + seconds
@@ -414,7 +414,7 @@ def deal_paced(tables: list[TableFeed], pub: Publisher, seconds: float,
             heapq.heappush(heap, (due + every * rng.uniform(0.5, 1.5), i, kind))
         for o in out:
             if o.round is not None:
-                times.append((t.name, o.round, time.time()))
+                times.append((t.name, o.round, time.monotonic()))
             pub.publish(t.connection, o)
 
 
