@@ -427,7 +427,9 @@ PIT_PROFILES = [
     "real pace, SQLite, 30-60 s windows, on 2026-12-01) and kept because the next run "
     "showed it. At the first run the pit recorded everything (0 lost, 0 duplicated) but the "
     "floor page showed an outcome p50 275 ms and p99 2,222 ms after its publish, with the "
-    "bare relay at 9 / 132 ms on the same machine:", "",
+    "bare relay at 9 / 132 ms on the same machine. (Those runs stamped on the wall clock, "
+    "which is slewed on this machine: their figures may be off by a few tens of ms; the "
+    "tables above are on CLOCK_MONOTONIC.)", "",
     "- **One transaction per arrival, not per message**: what the broker delivered together "
     "is checked, recorded in one transaction (`record_many`) and then applied in order; each "
     "event is parsed once (the typed event travels with the message to the model and the "
@@ -444,7 +446,8 @@ PIT_PROFILES = [
     "tile whose model changed without its face changing (a new shoe) was sent again; each "
     "stream now remembers what its page shows. The browser lays out and paints only the "
     "tiles on screen (`content-visibility: auto`: a swap off screen costs no layout) and "
-    "writes an 'ago' label only when its text changes.",
+    "writes an 'ago' label only when its text changes. The tables above are the first "
+    "run after this change.",
     "- **Memory over a day**: a table's rounds of the last hour were a deque of every "
     "outcome's time (at ten times a real pace, hundreds a table); they are 60 counters by "
     "the minute. The floor-wide slug index (every 9-card block of the last 500-1,000 shoes) "
