@@ -122,8 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pit-day-hours", type=float,
                         help="hours of table time in the pit's simulated day (default: 24, "
                              "--quick: a quarter of an hour)")
+    parser.add_argument("--pit-stores", nargs="+", choices=("sqlite", "postgres"),
+                        help="the stores the pit's sections measure (default: both); with "
+                             "--merge the other store's earlier figures are kept")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
+    if args.pit_stores:
+        sizes = replace(sizes, pit=replace(sizes.pit, stores=tuple(args.pit_stores)))
     if args.pit_day_hours is not None:
         sizes = replace(sizes, pit=replace(sizes.pit, day_hours=args.pit_day_hours))
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tabled-bench-"))
@@ -157,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         earlier = json.loads(figures.read_text())
         before = earlier.get("measured") or {name: earlier["run"]["date"] for name in BENCHMARKS
                                              if name in earlier}
+        for name in PIT_SECTIONS:  # a pit section run for some stores keeps the others'
+            if name in results and name in earlier and "stores" in earlier[name]:
+                results[name]["stores"] = {**earlier[name]["stores"], **results[name]["stores"]}
         results = {**earlier, **results, "earlier_run": earlier.get("earlier_run", earlier["run"]),
                    "measured": {**before, **results["measured"]}}
     figures.write_text(json.dumps(results, indent=1) + "\n")
