@@ -452,9 +452,8 @@ PIT_PROFILES = [
     "outcome's time (at ten times a real pace, hundreds a table); they are 60 counters by "
     "the minute. The floor-wide slug index (every 9-card block of the last 500-1,000 shoes) "
     "keeps its older generation as a sorted array of 8-byte keys instead of a set: about "
-    "16 MB instead of 30. In the run above, the SQLite day ran before this change (RSS "
-    "about 149 MB from the 12th hour on, 153 MB at the end) and the PostgreSQL day after it "
-    "(134-136 MB from the 6th hour on).",
+    "16 MB instead of 30. Before it, a SQLite day of the same harness (2026-12-01) held "
+    "about 149 MB from the 12th hour on and ended at 153 MB.",
     "- **Each outcome number applied once** to the live model (a QoS 1 re-delivery or "
     "another copy under a number already applied changes nothing), whatever order the "
     "numbers come in.", ""]
