@@ -1,4 +1,5 @@
-"""``python -m bench [--quick]``: run every benchmark of issue 6 and write docs/performance.md.
+"""``python -m bench [--quick]``: run every benchmark of issues 6 and 14 and write
+docs/performance.md.
 
 The full run takes about half an hour on the 2-core reference machine; ``--quick`` runs every
 benchmark in its smallest form in well under a minute (what CI's smoke test runs: it checks that
@@ -16,18 +17,23 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench import floor, footprint, latency, replay, throughput
+from bench import floor, footprint, latency, pit, replay, throughput
 from bench.measure import load_average, machine
 from bench.report import render
 from tabled.daemon.broker import Mosquitto
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS = ("latency", "throughput", "footprint", "replay", "floor")
-#: The benchmarks whose figures depend on the journal's disk and the broker.
+#: The pit's sections (issue 14, item 3; bench/pit.py): the floor at ten times a real pace with
+#: the browser on its page and the simplest recorder beside it, a simulated day, the integrity
+#: monitors; each section for both stores.
+PIT_SECTIONS = {"pit": ("floor", "recorder"), "pit_day": ("day",), "pit_monitors": ("monitors",)}
+BENCHMARKS = ("latency", "throughput", "footprint", "replay", "floor", *PIT_SECTIONS)
+#: The benchmarks whose figures are read against the machine's disk and broker (the latency
+#: reasons quote the disk's commit cost): only a run of one of them measures the machine again.
 USES_DISK = frozenset({"latency", "throughput", "footprint", "floor"})
 REPORT = ROOT / "docs" / "performance.md"
 
@@ -45,6 +51,7 @@ class Sizes:
     replay_repeats: int
     floor_tables: list[int]
     floor_seconds: float
+    pit: pit.Plan
 
 
 FULL = Sizes(
@@ -53,6 +60,7 @@ FULL = Sizes(
     footprint_starts=5, footprint_idle_s=60.0, footprint_pace_s=120.0,
     replay_rounds={"baccarat": 200_000, "craps": 200_000, "qpoker": 50_000}, replay_repeats=3,
     floor_tables=[50, 100, 200], floor_seconds=60.0,
+    pit=pit.FULL,
 )
 QUICK = Sizes(
     latency=latency.Plan(count=40, warmup=5, interval=0.005),
@@ -60,6 +68,7 @@ QUICK = Sizes(
     footprint_starts=1, footprint_idle_s=1.0, footprint_pace_s=1.0,
     replay_rounds={"baccarat": 300, "craps": 300, "qpoker": 100}, replay_repeats=1,
     floor_tables=[4], floor_seconds=2.0,
+    pit=pit.QUICK,
 )
 
 
@@ -85,6 +94,11 @@ async def run(sizes: Sizes, only: list[str], workdir: Path, say: Any) -> dict[st
                                                     sizes.replay_repeats, say)
     if "floor" in only:  # last, with a broker of its own: its CPU is the floor's alone
         results["floor"] = await floor.run(workdir, sizes.floor_tables, sizes.floor_seconds, say)
+    for name, parts in PIT_SECTIONS.items():  # each with its own brokers and pit processes
+        if name in only:
+            section = workdir / name
+            section.mkdir()
+            results[name] = await pit.run(section, sizes.pit, say, parts)
     return results
 
 
@@ -108,8 +122,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path,
                         help="where journals and logs go (default: a new temporary directory "
                              "on the same disk as /tmp, removed afterwards)")
+    parser.add_argument("--pit-day-hours", type=float,
+                        help="hours of table time in the pit's simulated day (default: 24, "
+                             "--quick: a quarter of an hour)")
+    parser.add_argument("--pit-stores", nargs="+", choices=("sqlite", "postgres"),
+                        help="the stores the pit's sections measure (default: both); with "
+                             "--merge the other store's earlier figures are kept")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
+    if args.pit_stores:
+        sizes = replace(sizes, pit=replace(sizes.pit, stores=tuple(args.pit_stores)))
+    if args.pit_day_hours is not None:
+        sizes = replace(sizes, pit=replace(sizes.pit, day_hours=args.pit_day_hours))
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tabled-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
 
@@ -141,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         earlier = json.loads(figures.read_text())
         before = earlier.get("measured") or {name: earlier["run"]["date"] for name in BENCHMARKS
                                              if name in earlier}
+        for name in PIT_SECTIONS:  # a pit section run for some stores keeps the others'
+            if name in results and name in earlier and "stores" in earlier[name]:
+                results[name]["stores"] = {**earlier[name]["stores"], **results[name]["stores"]}
         results = {**earlier, **results, "earlier_run": earlier.get("earlier_run", earlier["run"]),
                    "measured": {**before, **results["measured"]}}
         if "machine" in earlier and not set(args.only) & USES_DISK:

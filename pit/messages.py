@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tabled.contract.events import EventError, parse_event
+from tabled.contract.events import Event, EventError, parse_event
 from tabled.contract.outcome import GAMES
 from tabled.pit.errors import PitError
 
@@ -70,6 +70,9 @@ class Message:
     text: str
     received_at: float
     retained: bool = False
+    #: an event's typed form (the contract's parser checked it): the integrity monitors use
+    #: it, so that an event is parsed once
+    event: Event | None = None
 
     @property
     def site(self) -> str:
@@ -154,11 +157,13 @@ def parse_message(prefix: str, topic: str, payload: bytes, received_at: float,
             raise Malformed("no table_seq")
     elif not _int(seq) or seq < 0:
         raise Malformed(f"table_seq {seq!r} is not a non-negative integer")
-    _check_body(channel, body)
-    return Message(where, seq, body, text, received_at, retained)
+    event = _check_body(channel, body)
+    return Message(where, seq, body, text, received_at, retained, event)
 
 
-def _check_body(channel: str, body: dict[str, Any]) -> None:
+def _check_body(channel: str, body: dict[str, Any]) -> Event | None:
+    """Raise :class:`Malformed` if the body is not what its channel carries; an event's typed
+    form."""
     if channel == "outcome":
         if body.get("type") != "outcome" or body.get("v") != 1:
             raise Malformed("an outcome needs v 1 and type outcome")
@@ -174,7 +179,7 @@ def _check_body(channel: str, body: dict[str, Any]) -> None:
             raise Malformed("a void outcome needs its article")
     elif channel == "event":
         try:
-            parse_event(body)
+            return parse_event(body)
         except EventError as exc:
             raise Malformed(f"event: {exc}") from None
     elif channel == "fault":
@@ -190,3 +195,4 @@ def _check_body(channel: str, body: dict[str, Any]) -> None:
             raise Malformed(f"a birth record names an unknown game {body.get('game')!r}")
     elif channel == "device" and not isinstance(body.get("state"), str):
         raise Malformed("a device status needs a state")
+    return None

@@ -40,6 +40,7 @@ CRAPS_ROLLS = 50
 QPOKER_ROUNDS = 10
 BACCARAT_HANDS = 80
 HOUR = 3600.0
+MINUTE = 60
 
 TableState = Literal["unknown", "online", "degraded", "offline"]
 
@@ -306,6 +307,42 @@ def describe(outcome: Mapping[str, Any]) -> str:
 # -- one table ----------------------------------------------------------------------------------
 
 
+class Numbers:
+    """Which ``table_seq`` of one stream a table's model has applied, over the last
+    ``WINDOW`` numbers below the highest (a bit each). The model is fed by more than one path
+    (this server's new records; another server's records read back when a floor is shared,
+    pit.service; a rebuild), so it keeps its own account: a QoS 1 re-delivery or another copy
+    under a number it applied is never applied twice, and a number it has not seen is applied
+    in whatever order it comes (a shared subscription's other half comes through the record
+    later). A number more than ``WINDOW`` below the highest is taken as seen: the live model
+    shows the latest rounds only."""
+
+    __slots__ = ("high", "mask")
+    WINDOW = 1024
+
+    def __init__(self) -> None:
+        self.high: int | None = None
+        #: bit i: number ``high - i`` applied
+        self.mask = 0
+
+    def first_time(self, seq: int | None) -> bool:
+        """Whether ``seq`` was not applied yet (and note it)."""
+        if seq is None:
+            return True
+        high = self.high
+        if high is None or seq > high:
+            shift = 0 if high is None else seq - high
+            self.mask = ((self.mask << shift) | 1) & ((1 << self.WINDOW) - 1) \
+                if shift < self.WINDOW else 1
+            self.high = seq
+            return True
+        bit = 1 << (high - seq)
+        if high - seq >= self.WINDOW or self.mask & bit:
+            return False
+        self.mask |= bit
+        return True
+
+
 @dataclass
 class DeviceView:
     id: str
@@ -346,7 +383,11 @@ class TableModel:
     status_seq: int | None = None
     devices: dict[str, DeviceView] = field(default_factory=dict)
     last_outcome: dict[str, Any] | None = None
-    outcome_times: deque[float] = field(default_factory=deque)
+    #: outcomes received per minute (minute number -> count), the last hour's only
+    outcome_minutes: dict[int, int] = field(default_factory=dict)
+    #: the outcome numbers applied; the last ``shoe_start`` event's number
+    outcomes: Numbers = field(default_factory=Numbers)
+    shoe_start_seq: int | None = None
     last_heard: float | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     panel: Panel | None = None
@@ -358,10 +399,19 @@ class TableModel:
             return {}
         return {str(d.get("id")): d.get("family") for d in devices if isinstance(d, dict)}
 
+    def count_outcome(self, at: float) -> None:
+        minute = int(at // MINUTE)
+        self.outcome_minutes[minute] = self.outcome_minutes.get(minute, 0) + 1
+        self.rounds_last_hour(at)
+
     def rounds_last_hour(self, now: float) -> int:
-        while self.outcome_times and self.outcome_times[0] < now - HOUR:
-            self.outcome_times.popleft()
-        return len(self.outcome_times)
+        """Outcomes received in the last hour, counted by the minute (a table's memory of it
+        stays 60 counters whatever its pace)."""
+        first = int((now - HOUR) // MINUTE) + 1
+        minutes = self.outcome_minutes
+        for minute in [m for m in minutes if m < first]:
+            del minutes[minute]
+        return sum(minutes.values())
 
     def tile(self, now: float) -> dict[str, Any]:
         by_severity = dict.fromkeys(SEVERITIES, 0)
@@ -469,9 +519,10 @@ class Floor:
         elif stream.startswith("device/"):
             changed = self._device(model, stream.split("/")[1], seq, payload, received_at)
         elif stream == "outcome":
-            changed = self._outcome(model, payload, received_at)
+            changed = model.outcomes.first_time(seq) and self._outcome(model, payload,
+                                                                       received_at)
         elif stream == "event":
-            changed = self._event(model, payload)
+            changed = self._event(model, seq, payload)
         elif stream == "metrics":
             changed = self._metrics(model, payload)
         else:
@@ -553,20 +604,22 @@ class Floor:
             log.warning("outcome_of_another_game", site=model.site, table=model.table,
                         game=game, table_game=model.game)
             return False
-        model.outcome_times.append(received_at)
-        model.rounds_last_hour(received_at)
+        model.count_outcome(received_at)
         model.last_outcome = {"round": payload.get("round"), "status": payload.get("status"),
                               "line": describe(payload), "at": received_at}
         if model.panel is not None:
             model.panel.add(payload)
         return True
 
-    def _event(self, model: TableModel, payload: Mapping[str, Any]) -> bool:
+    def _event(self, model: TableModel, seq: int | None, payload: Mapping[str, Any]) -> bool:
         # Only a new shoe matters here; nothing of the event stream is shown (module docstring).
-        if payload.get("type") == "shoe_start" and isinstance(model.panel, BaccaratPanel):
-            model.panel.new_shoe()
-            return True
-        return False
+        if payload.get("type") != "shoe_start" or not isinstance(model.panel, BaccaratPanel):
+            return False
+        if seq is not None and model.shoe_start_seq is not None and seq <= model.shoe_start_seq:
+            return False  # a copy, or an older shoe's start arriving late
+        model.shoe_start_seq = seq if seq is not None else model.shoe_start_seq
+        model.panel.new_shoe()
+        return True
 
     def _metrics(self, model: TableModel, payload: Mapping[str, Any]) -> bool:
         model.metrics = {k: payload.get(k) for k in (

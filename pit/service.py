@@ -25,7 +25,7 @@ import contextlib
 import json
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -37,10 +37,10 @@ from tabled.daemon.systemd import Notifier
 from tabled.pit.alerts import AlertEngine
 from tabled.pit.config import PitConfig
 from tabled.pit.ingest import Ingest, wait_connected
-from tabled.pit.messages import Malformed, parse_message
+from tabled.pit.messages import Malformed, Message, parse_message
 from tabled.pit.metrics import PitMetrics
 from tabled.pit.model import ChangeFeed, Floor
-from tabled.pit.store import Alert, AlertChange, AuditEntry, Store, StoreError
+from tabled.pit.store import Alert, AlertChange, AuditEntry, Recorded, Store, StoreError
 from tabled.pit.watch import IntegrityWatch
 
 log = structlog.get_logger("tabled.pit.service")
@@ -115,7 +115,7 @@ class PitService:
         #: the integrity monitors (docs/integrity.md): findings become alerts
         self.watch = IntegrityWatch(config.integrity, self.engine, self.floor, self.store)
         self.ingest = Ingest(config.mqtt, client_id=config.client_id,
-                             on_message=self.received, on_connect=self._connected)
+                             on_message=self.received_batch, on_connect=self._connected)
         self.store_failure: str | None = None
         self.handler_errors = 0
         self._stop = asyncio.Event()
@@ -210,15 +210,53 @@ class PitService:
 
     async def received(self, topic: str, payload: bytes, retained: bool) -> None:
         """One message from the broker. Never raises (a bug is logged and counted)."""
-        try:
-            await self._received(topic, payload, retained)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            self.handler_errors += 1
-            log.exception("message_failed", topic=topic, bytes=len(payload))
+        await self.received_batch([(topic, payload, retained)])
 
-    async def _received(self, topic: str, payload: bytes, retained: bool) -> None:
+    async def received_batch(self, batch: Sequence[tuple[str, bytes, bool]]) -> None:
+        """Messages that arrived together (``(topic, payload, retained)``, in arrival order):
+        checked, recorded in one transaction, then each applied to the live model, the alert
+        rules and the integrity monitors, in arrival order. Never raises (a bug is logged and
+        counted, and costs only its own message)."""
+        messages: list[Message | None] = []
+        for topic, payload, retained in batch:
+            try:
+                messages.append(await self._parse(topic, payload, retained))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.handler_errors += 1
+                log.exception("message_failed", topic=topic, bytes=len(payload))
+                messages.append(None)
+        durable = [m for m in messages if m is not None and m.topic.channel != "metrics"]
+        recorded: list[Recorded] = []
+        if durable:
+            try:
+                recorded = await self._retrying("record", lambda: self.store.record_many(
+                    durable, self.actor))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.handler_errors += len(durable)
+                log.exception("batch_failed", messages=len(durable))
+                return
+        results = iter(recorded)
+        for message in messages:
+            if message is None:
+                continue
+            try:
+                if message.topic.channel == "metrics":
+                    await self._sample(message)
+                else:
+                    await self._recorded(message, next(results))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.handler_errors += 1
+                log.exception("message_failed", topic=f"{message.site}/{message.table}/"
+                              f"{message.stream}", table_seq=message.table_seq)
+
+    async def _parse(self, topic: str, payload: bytes, retained: bool) -> Message | None:
+        """The message checked, or None if malformed (then recorded as such)."""
         now = time.time()
         try:
             message = parse_message(self.config.mqtt.topic_prefix, topic, payload, now,
@@ -229,15 +267,19 @@ class PitService:
             reason = str(exc)
             await self._retrying("record_malformed", lambda: self.store.record_malformed(
                 topic, reason, payload, now, self.actor))
-            return
+            return None
+        self.metrics.received.labels(message.topic.channel).inc()
+        return message
+
+    async def _sample(self, message: Message) -> None:
+        """A metrics sample: not recorded (pit.store); the tile and the silence timer."""
+        self.floor.apply(message)
+        await self._retrying("alerts", lambda: self.engine.message(message, None, False))
+
+    async def _recorded(self, message: Message, recorded: Recorded) -> None:
+        """What follows the record of one message: counters, the live model, the alert rules,
+        the integrity monitors."""
         channel = message.topic.channel
-        self.metrics.received.labels(channel).inc()
-        if channel == "metrics":  # a sample: not recorded (pit.store)
-            self.floor.apply(message)
-            await self._retrying("alerts", lambda: self.engine.message(message, None, False))
-            return
-        recorded = await self._retrying("record", lambda: self.store.record(message,
-                                                                            self.actor))
         if recorded.new:
             self.metrics.recorded.labels(channel).inc()
         elif recorded.status == "duplicate":
@@ -259,7 +301,8 @@ class PitService:
         await self._retrying("alerts", lambda: self.engine.message(message, recorded, applied))
         if recorded.new:
             found = self.watch.feed(message.site, message.table, message.stream,
-                                    message.table_seq, message.payload, message.received_at)
+                                    message.table_seq, message.payload, message.received_at,
+                                    message.event)
             if found:
                 await self._retrying("integrity", lambda: self.watch.alerts(
                     message.site, message.table, found))

@@ -222,6 +222,11 @@ class Store(abc.ABC):
     async def record(self, message: Message, recorded_by: str) -> Recorded: ...
 
     @abc.abstractmethod
+    async def record_many(self, messages: Sequence[Message],
+                          recorded_by: str) -> list[Recorded]:
+        """:meth:`record` for each message in order, in one transaction."""
+
+    @abc.abstractmethod
     async def record_malformed(self, topic: str, reason: str, payload: bytes,
                                received_at: float, recorded_by: str) -> None: ...
 
@@ -407,6 +412,38 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
 
+#: Where an outcome's round ends in the event stream (recall): the highest event number
+#: recorded before it, in the daemon's journal order. ``table_seq IS NOT NULL`` lets both
+#: databases answer from the partial index ``messages_seq`` (one index probe, not a scan of
+#: the table's events).
+_EVENT_MARK = ("(SELECT MAX(table_seq) FROM messages WHERE site = ? AND table_id = ? AND "
+               "topic = 'event' AND table_seq IS NOT NULL)")
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (site, table_id, topic, table_seq, digest, kind, round, event_mark, "
+    "received_at, recorded_by, payload) VALUES (?, ?, ?, ?, ?, ?, ?, {mark}, ?, ?, ?) "
+    "ON CONFLICT DO NOTHING RETURNING id")
+INSERT_EVENT_MARKED = _INSERT_MESSAGE.format(mark=_EVENT_MARK)
+INSERT_UNMARKED = _INSERT_MESSAGE.format(mark="NULL")
+STORED_MESSAGE = ("SELECT id, digest FROM messages WHERE site = ? AND table_id = ? AND "
+                  "topic = ? AND table_seq = ?")
+
+
+def insert_message(m: Message, recorded_by: str) -> tuple[str, list[Any]]:
+    """The INSERT of one message (``RETURNING id``; nothing returned if its number, or for the
+    unnumbered journal failure its content, is recorded already)."""
+    params: list[Any] = [m.site, m.table, m.stream, m.table_seq, m.digest, m.kind, m.round]
+    if m.stream == "outcome":
+        params += [m.site, m.table, m.received_at, recorded_by, m.text]
+        return INSERT_EVENT_MARKED, params
+    params += [m.received_at, recorded_by, m.text]
+    return INSERT_UNMARKED, params
+
+
+def stored_message(m: Message) -> tuple[str, list[Any]]:
+    """What is recorded under a message's number (``id``, ``digest``)."""
+    return STORED_MESSAGE, [m.site, m.table, m.stream, m.table_seq]
+
+
 class SqlStore(Store):
     """The store's logic over a :class:`Tx`; subclasses connect and run transactions."""
 
@@ -453,34 +490,39 @@ class SqlStore(Store):
 
     async def record(self, message: Message, recorded_by: str) -> Recorded:
         async def body(tx: Tx) -> Recorded:
-            m = message
-            mark_sql = "NULL"
-            params: list[Any] = [m.site, m.table, m.stream, m.table_seq, m.digest, m.kind,
-                                 m.round]
-            if m.stream == "outcome":
-                # where this outcome's round ends in the event stream (recall): the events
-                # published before it, in the daemon's journal order
-                mark_sql = ("(SELECT MAX(table_seq) FROM messages WHERE site = ? AND "
-                            "table_id = ? AND topic = 'event')")
-                params += [m.site, m.table]
-            params += [m.received_at, recorded_by, m.text]
-            row = await tx.fetchone(
-                "INSERT INTO messages (site, table_id, topic, table_seq, digest, kind, round, "
-                f"event_mark, received_at, recorded_by, payload) VALUES (?, ?, ?, ?, ?, ?, ?, "
-                f"{mark_sql}, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id", params)
-            if row is not None:
-                return Recorded("new", int(row[0]))
-            if m.table_seq is None:
-                return Recorded("duplicate", None)
-            stored = await tx.fetchone(
-                "SELECT id, digest FROM messages WHERE site = ? AND table_id = ? AND topic = ? "
-                "AND table_seq = ?", (m.site, m.table, m.stream, m.table_seq))
-            if stored is None:  # cannot happen: the conflict was on this key
-                raise StoreError(f"{self.description}: insert refused without a stored row")
-            return Recorded("duplicate" if stored[1] == m.digest else "conflict",
-                            int(stored[0]))
+            return await self._record(tx, message, recorded_by)
 
         return await self._run("record", body)
+
+    async def record_many(self, messages: Sequence[Message],
+                          recorded_by: str) -> list[Recorded]:
+        """Record each message in order, in one transaction (what :meth:`record` does for
+        one): the pit's pipeline records what arrived together in one commit."""
+        if not messages:
+            return []
+
+        async def body(tx: Tx) -> list[Recorded]:
+            return [await self._record(tx, m, recorded_by) for m in messages]
+
+        return await self._run("record_batch", body)
+
+    async def _record(self, tx: Tx, message: Message, recorded_by: str) -> Recorded:
+        sql, params = insert_message(message, recorded_by)
+        row = await tx.fetchone(sql, params)
+        if row is not None:
+            return Recorded("new", int(row[0]))
+        if message.table_seq is None:
+            return Recorded("duplicate", None)
+        sql, params = stored_message(message)
+        return self._known(message, await tx.fetchone(sql, params))
+
+    def _known(self, message: Message, stored: Row | None) -> Recorded:
+        """A message whose insert did nothing: the same bytes (duplicate) or other ones
+        (conflict) under its number."""
+        if stored is None:  # cannot happen: the conflict was on this key
+            raise StoreError(f"{self.description}: insert refused without a stored row")
+        return Recorded("duplicate" if stored[1] == message.digest else "conflict",
+                        int(stored[0]))
 
     async def record_malformed(self, topic: str, reason: str, payload: bytes,
                                received_at: float, recorded_by: str) -> None:

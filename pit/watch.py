@@ -18,6 +18,7 @@ Findings never stop the pit: a monitor that fails is logged and counted.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -31,7 +32,14 @@ from tabled.contract.outcome import GAMES, Game
 from tabled.daemon.rules.options import OPTION_TYPES, GameOptions, OptionError, build_options
 from tabled.pit.alerts import AlertEngine
 from tabled.pit.config import IntegritySettings
-from tabled.pit.integrity import Finding, GameSettings, Settings, TableMonitors, slug_index
+from tabled.pit.integrity import (
+    Finding,
+    GameSettings,
+    Settings,
+    TableMonitors,
+    calibrate,
+    slug_index,
+)
 from tabled.pit.integrity.sequencer import Sequencer
 from tabled.pit.model import Floor
 from tabled.pit.store import AlertSpec, Store, StoredMessage
@@ -86,7 +94,10 @@ class _Table:
     game: Game
     options: GameOptions
     monitors: TableMonitors
-    streams: dict[str, Sequencer[tuple[Mapping[str, Any], float]]] = field(
+    #: the birth record's options this table's monitors were built from (compared by
+    #: identity first: the model keeps the same dict until a new birth)
+    declared: Any = None
+    streams: dict[str, Sequencer[tuple[Mapping[str, Any], float, Event | None]]] = field(
         default_factory=lambda: {"event": Sequencer(T_GAP), "outcome": Sequencer(T_GAP)})
 
 
@@ -104,12 +115,25 @@ class IntegrityWatch:
         self.slugs = slug_index(self.settings)
         self._tables: dict[tuple[str, str], _Table] = {}
         self.counters = {"findings": 0, "failures": 0, "gaps": 0}
+        self._warming: asyncio.Future[None] | None = None
+
+    def _warm(self) -> None:
+        for game in GAMES:  # the key TableMonitors looks up for a birth with default options
+            calibrate(game, options_of(game, {}), self.settings)
 
     # -- feeding ---------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Rebuild each table's monitors from its last recorded messages, silently."""
-        if not self.config.enabled or not self.config.rebuild_messages:
+        """Rebuild each table's monitors from its last recorded messages, silently; compute
+        the thresholds of every game's default options on a thread meanwhile."""
+        if not self.config.enabled:
+            return
+        if self._warming is None:
+            # The exact odds behind a game's thresholds take about a second of CPU (craps,
+            # Q Poker): on the event loop, the first table of each game heard would stop the
+            # pit for that long (measured: DOM updates 1-2 s late at start).
+            self._warming = asyncio.ensure_future(asyncio.to_thread(self._warm))
+        if not self.config.rebuild_messages:
             return
         started = time.monotonic()
         replayed = 0
@@ -125,13 +149,15 @@ class IntegrityWatch:
                  seconds=round(time.monotonic() - started, 2))
 
     def feed(self, site: str, table: str, stream: str, table_seq: int | None,
-             payload: Mapping[str, Any], received_at: float) -> list[Finding]:
+             payload: Mapping[str, Any], received_at: float,
+             event: Event | None = None) -> list[Finding]:
         """A message recorded as new (by this server, or by another one of a shared floor):
         the findings it brings, for :meth:`alerts` (apart, so that a store failure retries
-        the alerts without feeding the message twice)."""
+        the alerts without feeding the message twice). ``event``: the payload's typed event,
+        when the caller parsed it already."""
         if not self.config.enabled or stream not in ("event", "outcome"):
             return []
-        return self._feed(site, table, stream, table_seq, payload, received_at)
+        return self._feed(site, table, stream, table_seq, payload, received_at, event=event)
 
     def feed_stored(self, stored: StoredMessage) -> list[Finding]:
         return self.feed(stored.site, stored.table, stored.stream, stored.table_seq,
@@ -155,13 +181,17 @@ class IntegrityWatch:
             game = payload.get("game")
         if game not in GAMES:
             return None  # the game is not known yet (no birth record heard): nothing to judge
-        options = options_of(game, model.birth.get("options") if model is not None else None)
+        declared = model.birth.get("options") if model is not None else None
         state = self._tables.get((site, table))
+        if state is not None and state.game == game and state.declared is declared:
+            return state  # the same birth record as last time: the same options
+        options = options_of(game, declared)
         if state is not None and state.game == game and state.options == options:
+            state.declared = declared
             return state
         monitors = TableMonitors(game, options, table=f"{site}/{table}", settings=self.settings,
                                  slugs=self.slugs)
-        fresh = _Table(site, table, game, options, monitors)
+        fresh = _Table(site, table, game, options, monitors, declared)
         if state is not None:  # the same streams: keep their order, start the statistics over
             fresh.streams = state.streams
             log.info("integrity_restarted", table=f"{site}/{table}", game=game,
@@ -171,13 +201,13 @@ class IntegrityWatch:
 
     def _feed(self, site: str, table: str, stream: str, table_seq: int | None,
               payload: Mapping[str, Any], received_at: float,
-              silent: bool = False) -> list[Finding]:
+              silent: bool = False, event: Event | None = None) -> list[Finding]:
         try:
             state = self._state(site, table, payload)
             if state is None:
                 return []
             at = seconds(payload.get("ts"), received_at)
-            released = state.streams[stream].push(table_seq, (payload, at), self.clock())
+            released = state.streams[stream].push(table_seq, (payload, at, event), self.clock())
             found = self._released(state, stream, released)
         except Exception:
             self.counters["failures"] += 1
@@ -187,7 +217,8 @@ class IntegrityWatch:
         return [] if silent else found
 
     def _released(self, state: _Table, stream: str,
-                  items: list[tuple[Mapping[str, Any], float] | None]) -> list[Finding]:
+                  items: list[tuple[Mapping[str, Any], float, Event | None] | None]
+                  ) -> list[Finding]:
         monitors = state.monitors
         found: list[Finding] = []
         for item in items:
@@ -196,14 +227,15 @@ class IntegrityWatch:
                 if stream == "event":
                     monitors.gap()
                 continue
-            payload, at = item
+            payload, at, event = item
             if stream == "outcome":
                 found += monitors.outcome(payload, at)
                 continue
-            try:
-                event: Event = parse_event(dict(payload))
-            except EventError:
-                continue  # recorded as malformed already; nothing for the monitors
+            if event is None:  # from the record (a restart, another server's share)
+                try:
+                    event = parse_event(payload)
+                except EventError:
+                    continue  # recorded as malformed already; nothing for the monitors
             found += monitors.event(event, at)
         return found
 

@@ -1,4 +1,5 @@
-"""The benchmark harness runs (issue 6): ``python -m bench --quick`` end to end, as documented.
+"""The benchmark harness runs (issues 6 and 14): ``python -m bench --quick`` end to end, as
+documented.
 
 A smoke test, not a timed one: it checks that every benchmark ran and wrote figures that make
 sense (counts, orderings, nothing lost), never how fast anything was, so a slow CI machine
@@ -21,11 +22,44 @@ def _latency_is_sane(figures: dict[str, Any], count: int) -> None:
     assert 0 < figures["p50"] <= figures["p99"] <= figures["p999"] <= figures["max"]
 
 
+def _record_is_whole(record: dict[str, Any]) -> None:
+    assert record["published"] > 0
+    assert record["lost"] == record["duplicated"] == record["unexpected"] == 0
+
+
+def _pit_is_sane(figures: dict[str, Any]) -> None:
+    """Both stores measured (the machine has PostgreSQL: make system-deps), the browser on the
+    pages, every outcome of the window seen in the floor page's DOM, nothing lost."""
+    floor = figures["pit"]
+    assert floor["browser"] == "chromium"
+    assert set(floor["stores"]) == set(figures["pit_day"]["stores"]) == {"sqlite", "postgres"}
+    for store, out in floor["stores"].items():
+        run = out["floor"]
+        _record_is_whole(run["record"])
+        assert run["pit_exit"] == 0 and run["handler_errors"] == 0, store
+        dom = run["dom"]["floor"]
+        assert dom["count"] == dom["published"] > 0 and dom["negative"] == 0, store
+        assert 0 < dom["p50"] <= dom["p99"], store
+        relay = run["dom"]["relay"]
+        assert relay["count"] == relay["published"] == dom["published"], store
+        assert run["paint"] and all(p["tiles"] == run["tables"] for p in run["paint"])
+        assert out["simplest_recorder"]["per_s"] > 0
+        day = figures["pit_day"]["stores"][store]["day"]
+        _record_is_whole(day["record"])
+        assert day["pit_exit"] == 0 and day["handler_errors"] == 0, store
+        assert day["taken"] >= day["messages"] * 0.99  # metrics are QoS 0
+        assert day["idle_memory_mb"]["VmRSS"] > 10 and day["memory_mb"]["VmRSS"] < 1000
+        assert day["record_size"]["messages"] == day["record"]["published"]
+    monitors = figures["pit_monitors"]["monitors"]
+    assert set(monitors["pit"]) == {"baccarat", "craps", "qpoker"}
+    assert all(m["events"] > 0 and m["events_per_s"] > 0 for m in monitors["pit"].values())
+
+
 def test_quick_run_writes_the_report_with_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "performance.md"
     proc = subprocess.run([sys.executable, "-m", "bench", "--quick", "--out", str(out),
                            "--workdir", str(tmp_path / "work")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=240, check=False)
+                          cwd=ROOT, capture_output=True, text=True, timeout=480, check=False)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     figures = json.loads(out.with_suffix(".json").read_text())
 
@@ -51,8 +85,11 @@ def test_quick_run_writes_the_report_with_every_figure(tmp_path: Path) -> None:
         assert run["lost"] == 0 and run["events"] > 0
         assert run["latency"]["count"] == run["events"]
 
+    _pit_is_sane(figures)
+
     report = out.read_text()
     for heading in ("## Goals", "## Latency", "## Throughput", "## Footprint", "## Replay",
-                    "## Floor scale"):
+                    "## Floor scale", "## The pit keeps up", "## The pit after a simulated day",
+                    "## The pit's integrity monitors"):
         assert heading in report
     assert "nan" not in report

@@ -19,6 +19,8 @@ order, the previous shoe's neighbours, and the index. Pure.
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 from math import ceil, log
@@ -53,9 +55,12 @@ class SlugIndex:
     """Every ``length``-card block of the floor's last shoes, by exact key (6 bits a card).
 
     Bounded: two generations of up to ``horizon / 2`` shoes each; when the newer is full the
-    older is dropped, so between ``horizon / 2`` and ``horizon`` shoes are remembered. Each
-    block costs one integer in a set (about 70 bytes); each shoe's cards are kept as bytes to
-    say where a repeated block came from. A shoe enters the index when it ends."""
+    older is dropped, so between ``horizon / 2`` and ``horizon`` shoes are remembered. A block
+    of the newer generation costs one integer in a set (about 70 bytes); when the newer
+    becomes the older it is frozen into a sorted array of 8-byte keys (looked up by bisection),
+    so the older generation costs a ninth of that (a pit's memory after a day: the index is
+    most of what grows). Each shoe's cards are kept as bytes to say where a repeated block
+    came from. A shoe enters the index when it ends."""
 
     def __init__(self, length: int, horizon_shoes: int) -> None:
         if length < 2 or horizon_shoes < 2:
@@ -65,12 +70,19 @@ class SlugIndex:
         self.mask = (1 << (_BITS * length)) - 1
         self._per_generation = ceil(horizon_shoes / 2)
         self._new: set[int] = set()
-        self._old: set[int] = set()
+        #: the older generation's keys, sorted (a set if a key does not fit in 64 bits)
+        self._old: array[int] | frozenset[int] = array("Q")
         self._new_shoes: list[_Shoe] = []
         self._old_shoes: list[_Shoe] = []
 
     def __contains__(self, key: int) -> bool:
-        return key in self._new or key in self._old
+        if key in self._new:
+            return True
+        old = self._old
+        if isinstance(old, frozenset):
+            return key in old
+        at = bisect_left(old, key)
+        return at < len(old) and old[at] == key
 
     @property
     def shoes(self) -> int:
@@ -95,7 +107,9 @@ class SlugIndex:
     def add(self, label: str, cards: bytes | bytearray) -> None:
         """A shoe that ended: its blocks are remembered."""
         if len(self._new_shoes) >= self._per_generation:
-            self._old, self._old_shoes = self._new, self._new_shoes
+            self._old = (array("Q", sorted(self._new)) if _BITS * self.length <= 64
+                         else frozenset(self._new))
+            self._old_shoes = self._new_shoes
             self._new, self._new_shoes = set(), []
         self._new.update(self.keys(cards))
         self._new_shoes.append(_Shoe(label, bytes(cards)))

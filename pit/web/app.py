@@ -327,31 +327,54 @@ class PitWeb:
                     int(q["id"]) if q.get("id", "").isdigit() else None,
                     q.get("state") if q.get("state") in STATE_FILTERS else "live")
         known: set[tuple[str, str]] = set()
+        #: what this page shows now of the summary and of each tile: a fragment the page
+        #: already shows is not sent again (the summary rarely changes with a batch; a tile's
+        #: model may change without its tile changing), so the browser swaps only what changed
+        shown: dict[str, str] = {}
+
+        def new(name: str, html: str) -> bool:
+            if shown.get(name) == html:
+                return False
+            shown[name] = html
+            return True
 
         async def fragments(batch: set[Change] | None) -> AsyncIterator[tuple[str, str]]:
             everything = batch is None or any(c.what == "floor" for c in batch)
             mine = [c for c in batch or () if view.concerns(c)]
-            yield "summary", self.fragment("_summary.html", summary=self.summary())
+            summary = self.fragment("_summary.html", summary=self.summary())
+            if new("summary", summary) or everything:
+                yield "summary", summary
             if everything or any(c.what == "alerts" for c in batch or ()):
                 yield "alerts-panel", self.fragment("_alerts_panel.html", user=user,
                                                     panel_alerts=self.panel_alerts())
             if view.name == "floor":
-                tiles = {(t["site"], t["table"]): t for t in self.service.floor.tiles()}
+                floor = self.service.floor
                 changed = {(c.site, c.table) for c in mine if c.site and c.table}
                 if everything or not changed <= known:
+                    tiles = floor.tiles()
                     known.clear()
-                    known.update(tiles)
-                    yield "floor", self.fragment("_floor.html", tiles=list(tiles.values()))
+                    known.update((t["site"], t["table"]) for t in tiles)
+                    rendered = {f"tile:{t['site']}/{t['table']}": self.fragment("_tile.html",
+                                                                               t=t)
+                                for t in tiles}
+                    for name in [n for n in shown if n.startswith("tile:")]:
+                        del shown[name]  # the floor's own tiles replace them
+                    shown.update(rendered)
+                    yield "floor", self.fragment("_floor.html", tiles=tiles, rendered=rendered)
                     return
-                for key in sorted(changed):
-                    if key in tiles:
-                        yield (f"tile:{key[0]}/{key[1]}",
-                               self.fragment("_tile.html", t=tiles[key]))
+                for site, table in sorted(changed):  # only the tiles that changed
+                    tile = floor.tile(site, table)
+                    if tile is not None:
+                        name, html = f"tile:{site}/{table}", self.fragment("_tile.html", t=tile)
+                        if new(name, html):
+                            yield name, html
             elif view.name == "table" and view.site and view.table:
                 if everything or mine:
                     context = self.table_context(view.site, view.table)
                     if context is not None:
-                        yield "table", self.fragment("_table_live.html", user=user, **context)
+                        html = self.fragment("_table_live.html", user=user, **context)
+                        if new("table", html) or everything:
+                            yield "table", html
             elif view.name == "alerts" and (everything or mine):
                 try:
                     context = await self.alerts_context(view.state or "live")

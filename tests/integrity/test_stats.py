@@ -149,6 +149,26 @@ def test_the_slug_index_is_bounded_and_says_where_a_block_came_from() -> None:
         (3 << 18) | (4 << 12) | (5 << 6) | 6]  # an unseen card breaks blocks
 
 
+@pytest.mark.parametrize("length", [4, 11])  # keys of 24 bits; of 66 (more than 64)
+def test_the_slug_index_finds_every_block_of_both_generations_and_nothing_else(
+        length: int) -> None:
+    """The older generation, frozen into a sorted array (or a set for keys past 64 bits),
+    answers as the newer does: every block of the shoes remembered, no other."""
+    index = SlugIndex(length, horizon_shoes=6)
+    shoes = [bytes(random.Random(100 + i).choices(range(52), k=60)) for i in range(8)]
+    for i, cards in enumerate(shoes):
+        index.add(f"shoe {i}", cards)
+    # generations of 3: shoes 0-2 dropped, 3-5 the older, 6-7 the newer
+    assert index.shoes == 5
+    remembered = {k for cards in shoes[3:] for k in index.keys(cards)}
+    forgotten = {k for cards in shoes[:3] for k in index.keys(cards)} - remembered
+    assert index.blocks == len({k for cards in shoes[3:6] for k in index.keys(cards)}) + len(
+        {k for cards in shoes[6:] for k in index.keys(cards)})
+    assert all(k in index for k in remembered)
+    assert forgotten and not any(k in index for k in forgotten)
+    assert index.locate(shoes[4][20:20 + length]) == ("shoe 4", 20)
+
+
 def test_the_sequencer_puts_a_stream_back_in_order_and_gives_up_on_a_gap() -> None:
     seq: Sequencer[str] = Sequencer(max_wait=5.0, max_held=3)
     assert seq.push(10, "a", 0.0) == ["a"]  # the first number starts the stream

@@ -168,3 +168,39 @@ async def test_a_rebuild_from_the_store_shows_the_floor_as_it_was(tmp_path: Any)
     assert tile is not None and tile["state"] == "offline"
     assert tile["devices"][0]["state"] == "lost"
     assert tile["last_outcome"]["round"] == 2
+
+
+def test_the_model_applies_each_number_once_in_whatever_order_it_comes() -> None:
+    """The live model is updated before the record answers (pit.service): a re-delivery or
+    another copy under a number it applied changes nothing; a number it has not seen is
+    applied even below the highest (a shared subscription's other half, a late message)."""
+    floor = Floor()
+    floor.apply(birth("baccarat"))
+    assert floor.apply(baccarat_outcome(2, 1))
+    assert not floor.apply(baccarat_outcome(2, 1))  # QoS 1 re-delivery
+    assert not floor.apply(baccarat_outcome(9, 1, winner="player"))  # other bytes, same number
+    assert floor.apply(baccarat_outcome(1, 0))  # below the highest, never seen: applied
+    assert floor.apply(baccarat_outcome(3, 5))
+    assert floor.apply(baccarat_outcome(4, 3)) and floor.apply(baccarat_outcome(5, 4))
+    assert not floor.apply(baccarat_outcome(4, 3))
+    panel = floor.panel("lab", "t1")
+    assert panel is not None and [h["round"] for h in panel["hands"]] == [2, 1, 3, 4, 5]
+    tile = floor.tile("lab", "t1")
+    assert tile is not None and tile["rounds_last_hour"] == 5
+    # a new shoe once, whatever copies of its start come
+    assert floor.apply(event({"type": "shoe_start", "decks": 8}, 7))
+    assert not floor.apply(event({"type": "shoe_start", "decks": 8}, 7))
+    panel = floor.panel("lab", "t1")
+    assert panel is not None and panel["shoe"] == 1
+
+
+def test_rounds_in_the_last_hour_are_counted_by_the_minute() -> None:
+    floor = Floor(clock=lambda: 10_000.0)
+    floor.apply(birth("baccarat"))
+    for n, at in enumerate((5_000.0, 6_430.0, 6_500.0, 9_000.0, 9_990.0)):
+        floor.apply(baccarat_outcome(n + 1, n, at=at))
+    tile = floor.tile("lab", "t1")
+    # the last hour is 6,400-10,000: from the minute that starts at 6,420 on
+    assert tile is not None and tile["rounds_last_hour"] == 4
+    model = floor.table("lab", "t1")
+    assert model is not None and len(model.outcome_minutes) == 4

@@ -78,6 +78,32 @@ async def test_missing_numbers_and_high_water(store: Store) -> None:
     assert high[("lab", "t1", "event")] == 9 and high[("lab", "t1", "outcome")] == 3
 
 
+async def test_a_batch_is_recorded_in_order_with_what_each_message_was(store: Store) -> None:
+    """record_many: one transaction, each message's fate as record() gives it, and an
+    outcome's round delimited by the events before it in the same batch (recall)."""
+    assert (await store.record(event({"type": "card", "card": "2S"}, 0), PIT)).new
+    batch = [
+        event({"type": "card", "card": "2S"}, 0),  # a re-delivery of a recorded one
+        event({"type": "card", "card": "3H"}, 1),
+        event({"type": "card", "card": "9D"}, 2),
+        baccarat_outcome(1, 0),
+        event({"type": "card", "card": "KC"}, 2),  # another card under a number just recorded
+        event({"type": "card", "card": "4D"}, 3),
+        event({"type": "card", "card": "4D"}, 3),  # the same bytes twice in one batch
+        baccarat_outcome(2, 1),
+        fault("journal_failure", None, device_id=None),
+        fault("journal_failure", None, device_id=None),
+    ]
+    results = await store.record_many(batch, PIT)
+    assert [r.status for r in results] == ["duplicate", "new", "new", "new", "conflict", "new",
+                                           "duplicate", "new", "new", "duplicate"]
+    assert results[0].id is not None and results[4].id == results[2].id
+    recalled = await store.recall("lab", "t1", last=10)
+    assert [[e["card"] for e in r.events] for r in recalled] == [["2S", "3H", "9D"], ["4D"]]
+    assert await store.record_many([], PIT) == []
+    assert await store.missing("lab", "t1", "event", 0, 3) == []
+
+
 async def test_malformed_input_is_kept_with_its_reason(store: Store) -> None:
     await store.record_malformed("tabled/lab/t1/outcome", "payload is not JSON", b"\xff{oops",
                                  time.time(), PIT)

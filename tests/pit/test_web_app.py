@@ -390,3 +390,57 @@ async def test_the_live_stream_over_tls_and_a_clean_stop(tmp_path: Path) -> None
             service.request_stop()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(task, 10)
+
+
+async def test_the_live_stream_sends_only_what_the_page_does_not_show(tmp_path: Path) -> None:
+    """A change to a table's model that leaves its tile as it is (a new shoe: the tile does not
+    show it) and a summary that did not change are not sent again: the browser swaps only what
+    changed."""
+    secret = tmp_path / "session.secret"
+    secret.write_text(secrets.token_urlsafe(48))
+    os.chmod(secret, 0o600)
+    cfg = config(tmp_path, session_secret_file=str(secret))
+    service = PitService(cfg)
+    task = asyncio.create_task(service.run())
+    base = f"http://127.0.0.1:{cfg.web.port}"
+    try:
+        async with asyncio.timeout(15):
+            await asyncio.sleep(0)
+            assert service.web is not None
+            await service.web.serving.wait()
+        floor = await a_floor(service)
+        async with httpx.AsyncClient(base_url=base, timeout=5) as client:
+            await sign_in(client, "vic")
+            async with client.stream("GET", "/events?view=floor") as events:
+                lines = events.aiter_lines()
+                await read_events(lines, "floor", 5)
+                await floor["bac"].send("event", {"v": 1, "type": "shoe_start", "decks": 8})
+                assert service.floor.panel("lab", "bac-1")["shoe"] == 2  # type: ignore[index]
+                await floor["qp"].outcome(3, result={
+                    "dealer": {"cards": ["AS", "KS", "QS"], "hand": "straight",
+                               "qualifies": True},
+                    "seats": {"3": {"cards": ["2H", "2D", "9C"], "hand": "pair",
+                                    "status": "active"}}}, bets={})
+                sent: list[tuple[str, str]] = []
+                async with asyncio.timeout(5):
+                    name = ""
+                    async for line in lines:
+                        if line.startswith("event: "):
+                            name = line.removeprefix("event: ").strip()
+                        elif line.startswith("data: ") and name:
+                            sent.append((name, line))
+                            name = ""
+                        if sent and sent[-1][0] == "tile:lab/qp-1":
+                            break
+                # the new shoe's batch sent nothing (or, taken together with the outcome, only
+                # the tile that changed); the summary is as it was
+                assert [n for n, _ in sent] == ["tile:lab/qp-1"]
+                assert 'data-last-round="3"' in sent[0][1]
+        service.request_stop()
+        async with asyncio.timeout(10):
+            assert await task == 0
+    finally:
+        if not task.done():
+            service.request_stop()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(task, 10)

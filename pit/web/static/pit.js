@@ -16,7 +16,9 @@
     var now = Date.now() / 1000;
     document.querySelectorAll("[data-ago]").forEach(function (el) {
       var ts = parseFloat(el.getAttribute("data-ago"));
-      if (!isNaN(ts)) el.textContent = ago(now - ts);
+      if (isNaN(ts)) return;
+      var text = ago(now - ts);
+      if (el.textContent !== text) el.textContent = text;  // no layout for a label unchanged
     });
   }
 
