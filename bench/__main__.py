@@ -1,9 +1,10 @@
 """``python -m bench [--quick]``: run every benchmark of issues 6 and 14 and write
 docs/performance.md.
 
-The full run takes about half an hour on the 2-core reference machine; ``--quick`` runs every
-benchmark in its smallest form in well under a minute (what CI's smoke test runs: it checks that
-the harness works, never how fast anything is). ``--only`` picks benchmarks; ``--out`` writes the
+The full run takes about an hour and a half on the 2-core reference machine (the two simulated
+pit days, one per store, about 25 minutes each); ``--quick`` runs every benchmark in its smallest
+form in a few minutes (what CI's smoke test runs: it checks that the harness works, never how fast
+anything is). ``--only`` picks benchmarks; ``--out`` writes the
 report elsewhere; the raw figures go to ``bench/results.json`` (or next to ``--out``).
 """
 
