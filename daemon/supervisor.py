@@ -62,6 +62,9 @@ StatusSink = Callable[[str, dict[str, Any]], None]
 
 #: The same device state (the same reason) is logged again at most this often, seconds.
 T_REPEAT = 60.0
+#: The end of the close reason of a link the driver dropped because the journal could not make
+#: its frames durable (drivers/link_runner.py, drivers/dice/driver.py).
+NOT_DURABLE = "not_durable"
 #: How often a decision of the daemon's that the journal refused (degraded) is tried again.
 CONSEQUENCE_RETRY_S = 1.0
 #: The states in which a device is missing: logged at warning.
@@ -272,11 +275,22 @@ class DeviceSupervisor:
         self.losses += 1
         reason = driver.close_reason or "unknown"
         self._status("lost", reason=reason)
+        if self._host_caused(reason):
+            # The journal could not make the device's frames durable, so the driver dropped
+            # the link (the device keeps them and sends them again): the device did not fail.
+            # The journal's failure is the fault (journal_failure); the rules have no
+            # consequence for it (qpoker.art11.5 and baccarat.art10 are about the device), and
+            # the round goes on when the journal and the link are back.
+            return
         fault = driver.lost_fault()
         self._accept(replace(fault, extra={**fault.extra, "kind": self.family.kind}),
                      "the device is lost")
         if self.loss is not Loss.NOTHING and self.runtime.table.round_open:
             self._arm_lost_timer(reason)
+
+    def _host_caused(self, reason: str) -> bool:
+        """The loss is the host's doing: its journal refused the device's frames."""
+        return reason.endswith(NOT_DURABLE) or self.runtime.degraded is not None
 
     def _arm_lost_timer(self, reason: str) -> None:
         self._disarm_lost_timer()
