@@ -30,9 +30,10 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 from tabled.contract.events import Event, Meta
 from tabled.contract.timeutil import rfc3339_now

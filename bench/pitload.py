@@ -47,12 +47,13 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 import paho.mqtt.client as paho
+from msgspec.structs import replace
 from paho.mqtt.enums import CallbackAPIVersion
 
 from tabled.contract.events import Decision, Event, Meta, Reveal
