@@ -65,6 +65,14 @@ async def lose_the_shoe_mid_hand(tmp_path: Path) -> tuple[TableRuntime, DeviceSu
     return runtime, supervisor, task
 
 
+async def stop_everything(runtime: TableRuntime, supervisor: DeviceSupervisor,
+                          task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await supervisor.stop()
+    runtime.events.owner.close()
+
+
 def outcomes(runtime: TableRuntime) -> list[dict[str, Any]]:
     return [json.loads(o.payload) for o in runtime.events.outputs_after(0, 1000)
             if o.topic == "outcome"]
@@ -88,10 +96,7 @@ async def test_the_lost_shoe_s_timer_does_not_void_a_hand_begun_since(tmp_path: 
         assert [(o["round"], o["status"]) for o in outcomes(runtime)] == [
             (1, "void"), (2, "complete")]
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await supervisor.stop()
-        runtime.events.owner.close()
+        await stop_everything(runtime, supervisor, task)
 
 
 async def test_the_lost_shoe_s_timer_still_voids_the_hand_it_was_lost_in(
@@ -106,10 +111,7 @@ async def test_the_lost_shoe_s_timer_still_voids_the_hand_it_was_lost_in(
                   if o.topic == "event"]
         assert events[-1]["type"] == "void" and events[-1]["round"] == 1  # the round it is for
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await supervisor.stop()
-        runtime.events.owner.close()
+        await stop_everything(runtime, supervisor, task)
 
 
 def fill_the_disk(runtime: TableRuntime) -> None:
@@ -147,10 +149,7 @@ async def test_a_void_the_full_journal_refused_is_recorded_once_the_journal_is_b
         assert (void["round"], void["status"], void["article"]) == (1, "void", "baccarat.art10")
         assert not runtime.table.round_open
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await supervisor.stop()
-        runtime.events.owner.close()
+        await stop_everything(runtime, supervisor, task)
 
 
 async def test_a_refused_void_is_not_recorded_once_the_shoe_is_back(
@@ -169,10 +168,7 @@ async def test_a_refused_void_is_not_recorded_once_the_shoe_is_back(
         assert outcomes(runtime) == [] and runtime.table.round_open
         assert not supervisor._retries
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await supervisor.stop()
-        runtime.events.owner.close()
+        await stop_everything(runtime, supervisor, task)
 
 
 async def test_a_link_dropped_because_the_journal_is_full_is_no_loss_of_the_shoe(
@@ -203,8 +199,5 @@ async def test_a_link_dropped_because_the_journal_is_full_is_no_loss_of_the_shoe
         assert (outcome["result"]["player_cards"], outcome["result"]["banker_cards"]) == (
             ["2S", "4D"], ["3H", "5C"])
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await supervisor.stop()
         await device.stop()
-        runtime.events.owner.close()
+        await stop_everything(runtime, supervisor, task)
