@@ -55,6 +55,7 @@ from tabled.daemon.runtime import Degraded, TableRuntime
 from tabled.drivers.errors import DeviceError
 from tabled.drivers.link import Resume
 from tabled.drivers.registry import Device, family
+from tabled.drivers.sink import NOT_DURABLE
 
 log = structlog.get_logger("tabled.supervisor")
 
@@ -62,9 +63,6 @@ StatusSink = Callable[[str, dict[str, Any]], None]
 
 #: The same device state (the same reason) is logged again at most this often, seconds.
 T_REPEAT = 60.0
-#: The end of the close reason of a link the driver dropped because the journal could not make
-#: its frames durable (drivers/link_runner.py, drivers/dice/driver.py).
-NOT_DURABLE = "not_durable"
 #: How often a decision of the daemon's that the journal refused (degraded) is tried again.
 CONSEQUENCE_RETRY_S = 1.0
 #: The states in which a device is missing: logged at warning.

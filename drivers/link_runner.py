@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 from tabled.drivers.link import Link, LinkDown, LinkEvent, MessageReceived, PeerRefused
+from tabled.drivers.sink import NOT_DURABLE
 
 
 class LinkRunner:
@@ -73,7 +74,7 @@ class LinkRunner:
             # them again on the next link.
             self.link.data_to_send()
             self.stop()
-            self._on_event(LinkDown("not_durable"))
+            self._on_event(LinkDown(NOT_DURABLE))
             return
         self.flush()
         if refused:

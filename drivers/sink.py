@@ -15,6 +15,10 @@ from typing import Protocol, runtime_checkable
 
 from tabled.contract.events import Event
 
+#: Why a link went down when the sink's commit failed: the driver drops the link unacknowledged
+#: (the device keeps its frames). Its close reason is ``link_down: not_durable``; the daemon
+#: reads it as the host's failure, not the device's.
+NOT_DURABLE = "not_durable"
 
 @runtime_checkable
 class EventSink(Protocol):

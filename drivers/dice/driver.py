@@ -70,7 +70,7 @@ from tabled.drivers.dice.protocol import (
 from tabled.drivers.dice.usb_transport import InterfaceShape, UsbTransport, parse_usb_url
 from tabled.drivers.errors import DeviceError, ProtocolError
 from tabled.drivers.link import Resume
-from tabled.drivers.sink import EventSink, as_sink
+from tabled.drivers.sink import NOT_DURABLE, EventSink, as_sink
 
 #: The interrupt read's timeout: how often the reader wakes to fire timers and notice a
 #: close, so shutdown never waits longer than this on a quiet device.
@@ -384,7 +384,7 @@ class DiceDriver:
         """Run the sink's durability barrier, if it has one; close the link if it failed."""
         if self._sink.commit():
             return True
-        self.close("link_down: not_durable")
+        self.close(f"link_down: {NOT_DURABLE}")
         return False
 
     def _control(self, op: _ControlOp) -> None:
