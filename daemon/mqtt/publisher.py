@@ -20,6 +20,7 @@ import aiomqtt
 import structlog
 
 from tabled.daemon.journal import DeliveryLog, JournalError, StoredOutput
+from tabled.daemon.mqtt.client import TableClient
 from tabled.daemon.mqtt.topics import Topics
 
 log = structlog.get_logger("tabled.mqtt")
@@ -39,7 +40,16 @@ class _Pump:
     cursor: int
     #: rows up to this id were journaled before the connection: they may be re-deliveries
     first_pass_end: int
-    inflight: deque[tuple[int, asyncio.Future[None]]] = field(default_factory=deque)
+    #: the client's publish written on the spot, where it has one (TableClient); else aiomqtt's
+    direct: TableClient | None = None
+    #: every journal row up to this id has been started (or is not to be published)
+    scanned: int = 0
+    #: started and not yet past the acknowledged position, in journal order: (id, when,
+    #: paho's message id or the aiomqtt publish's future)
+    inflight: deque[tuple[int, float, int | asyncio.Future[None]]] = field(
+        default_factory=deque)
+    #: direct publishes not yet acknowledged: paho's message id -> when it was started
+    by_mid: dict[int, float] = field(default_factory=dict)
     #: publishes started and not finished
     outstanding: int = 0
 
@@ -74,8 +84,10 @@ class DurablePublisher:
             return
         try:
             self._fill(pump)
-        except JournalError:
-            self.wake.set()  # serve() reports it (and tries again)
+        except (JournalError, aiomqtt.MqttError):
+            # never into the commit that called: serve() meets it again, and reports it (a
+            # journal it cannot read) or ends the connection (a publish paho refused)
+            self.wake.set()
 
     @property
     def backlog(self) -> int:
@@ -111,9 +123,15 @@ class DurablePublisher:
         The rows are started by :meth:`_fill`, which runs here and also straight from
         :meth:`notify`, inside the commit that made them durable: a new event is on its way to
         the broker without waiting for this task to be scheduled (measured: about 0.1 ms of
-        the device-to-subscriber latency). Both run on the loop's one thread and ``_fill``
+        the device-to-subscriber latency), and, through the client's
+        :meth:`~tabled.daemon.mqtt.client.TableClient.publish_now`, on the broker's socket
+        before the commit's callback returns. Both run on the loop's one thread and ``_fill``
         never awaits, so rows start once each and in journal order."""
-        pump = _Pump(client, cursor=self.acked_id, first_pass_end=self.delivery.last_id)
+        pump = _Pump(client, cursor=self.acked_id, first_pass_end=self.delivery.last_id,
+                     scanned=self.acked_id)
+        if isinstance(client, TableClient):
+            pump.direct = client
+            client.on_acked = lambda mid: self._puback(pump, mid)
         self._pump = pump
         last_persist = time.monotonic()
         try:
@@ -127,7 +145,8 @@ class DurablePublisher:
                     log.warning("journal_unreadable", error=str(exc))
                     await asyncio.sleep(T_ACK_PERSIST)
                     continue
-                self._advance(pump.inflight)
+                self._advance(pump)
+                self._check_overdue(pump)
                 # At most once per T_ACK_PERSIST: a write is a durable commit of its own (an
                 # fsync on the event loop), and a position a little behind only means a few
                 # QoS 1 re-deliveries after a crash, under their original numbers.
@@ -140,9 +159,10 @@ class DurablePublisher:
                         await self.wake.wait()
         finally:
             self._pump = None
-            for _, future in pump.inflight:
+            futures = [f for _, _, f in pump.inflight if isinstance(f, asyncio.Future)]
+            for future in futures:
                 future.cancel()
-            await asyncio.gather(*(f for _, f in pump.inflight), return_exceptions=True)
+            await asyncio.gather(*futures, return_exceptions=True)
 
     def persist_ack(self) -> None:
         """A position no journal write has carried yet gets a commit of its own (the journal
@@ -156,38 +176,83 @@ class DurablePublisher:
 
     def _fill(self, pump: _Pump) -> None:
         """Start publishing the rows after ``pump.cursor`` while there is room. Never awaits;
-        raises JournalError if the journal cannot be read."""
+        raises JournalError if the journal cannot be read, MqttError if paho refuses a
+        publish (the connection is gone: the session ends and connects again)."""
         room = self.max_inflight - pump.outstanding
         while room > 0:
             wanted = min(BATCH, room)
+            last_id = self.delivery.last_id
             rows = self.delivery.outputs_after(pump.cursor, wanted)
             for row in rows:
                 if row.id <= pump.first_pass_end:
                     self.counters["republished"] += 1
-                future = asyncio.ensure_future(self._publish_row(pump.client, row))
-                pump.outstanding += 1
-                future.add_done_callback(pump.done)
-                future.add_done_callback(lambda _: self.wake.set())
-                pump.inflight.append((row.id, future))
-                pump.cursor = row.id
+                self._start(pump, row)
             if len(rows) < wanted:
-                return  # that was all of them
+                pump.scanned = last_id  # that was all of them
+                return
             room -= len(rows)
 
-    async def _publish_row(self, client: aiomqtt.Client, row: StoredOutput) -> None:
+    def _start(self, pump: _Pump, row: StoredOutput) -> None:
         started = time.monotonic()
-        await client.publish(self.topics.durable(row.topic), row.payload, qos=1,
-                             timeout=self.puback_timeout)
+        topic = self.topics.durable(row.topic)
+        handle: int | asyncio.Future[None]
+        if pump.direct is not None:
+            handle = pump.direct.publish_now(topic, row.payload)
+            pump.by_mid[handle] = started
+        else:
+            handle = asyncio.ensure_future(self._publish_row(pump.client, topic, row.payload,
+                                                             started))
+            handle.add_done_callback(pump.done)
+            handle.add_done_callback(lambda _: self.wake.set())
+        pump.outstanding += 1
+        pump.inflight.append((row.id, started, handle))
+        pump.cursor = row.id
+
+    async def _publish_row(self, client: aiomqtt.Client, topic: str, payload: str,
+                           started: float) -> None:
+        await client.publish(topic, payload, qos=1, timeout=self.puback_timeout)
+        self._published(started)
+
+    def _published(self, started: float) -> None:
         self.counters["published"] += 1
         if len(self.publish_latency) < 4096:
             self.publish_latency.append(time.monotonic() - started)
 
-    def _advance(self, inflight: deque[tuple[int, asyncio.Future[None]]]) -> None:
+    def _puback(self, pump: _Pump, mid: int) -> None:
+        """paho read a PUBACK (on the event loop, inside its read callback): if it is one of
+        the durable stream's, move the acknowledged position, and wake the task if the room it
+        freed has rows waiting. Only memory here: paho's callback must not fail."""
+        started = pump.by_mid.pop(mid, None)
+        if started is None or pump is not self._pump:
+            return  # the status, a device status, metrics, a reply: aiomqtt's (or too late)
+        pump.outstanding -= 1
+        self._published(started)
+        self._advance(pump)
+        if pump.scanned < self.delivery.last_id:
+            self.wake.set()
+
+    def _advance(self, pump: _Pump) -> None:
         """Move the acknowledged position over the contiguous acknowledged prefix."""
-        while inflight and inflight[0][1].done():
-            row_id, future = inflight.popleft()
-            exc = future.exception()
-            if exc is not None:
-                raise exc  # the connection is gone: the session ends, the loop reconnects
+        inflight = pump.inflight
+        while inflight:
+            row_id, _, handle = inflight[0]
+            if isinstance(handle, asyncio.Future):
+                if not handle.done():
+                    return
+                exc = handle.exception()
+                if exc is not None:
+                    raise exc  # the connection is gone: the session ends, the loop reconnects
+            elif handle in pump.by_mid:
+                return  # (paho calls on_publish before it marks its own record published)
+            inflight.popleft()
             self.acked_id = row_id
             self.delivery.note_acked(row_id)  # rides on the next journal commit
+
+    def _check_overdue(self, pump: _Pump) -> None:
+        """A direct publish without its PUBACK after ``puback_timeout`` ends the connection,
+        as aiomqtt's publish timeout does (the futures' path times out by itself)."""
+        if pump.inflight and pump.direct is not None:
+            _, started, handle = pump.inflight[0]
+            if (isinstance(handle, int) and handle in pump.by_mid
+                    and time.monotonic() - started > self.puback_timeout):
+                raise aiomqtt.MqttError(f"no PUBACK within {self.puback_timeout:g} s")

@@ -37,6 +37,7 @@ from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.backoff import Backoff
 from tabled.daemon.config import MQTTSettings
 from tabled.daemon.logs import Repeats
+from tabled.daemon.mqtt.client import TableClient
 from tabled.daemon.mqtt.numbers import StatusNumbers
 from tabled.daemon.mqtt.topics import BrokerAddress, Topics, dumps
 from tabled.daemon.secrets import read_secret
@@ -244,7 +245,7 @@ class BrokerSession:
             dumps({"state": "offline", "reason": "connection_lost", "table_seq": will_seq}),
             qos=1, retain=True,
         )
-        client = aiomqtt.Client(
+        client = TableClient(
             self.address.host, self.address.port, identifier=self.client_id,
             username=self.settings.username, password=self._password, will=will,
             keepalive=self.settings.keepalive, tls_context=self._tls_context(),

@@ -1,0 +1,110 @@
+"""The durable stream written on the spot (daemon/mqtt/client.py), against a real Mosquitto:
+every row, in journal order, each on the socket before the call that started it returns; the
+acknowledged position moved by the PUBACKs; aiomqtt's own publishes on the same connection
+interleaved without losing a byte; no writer callback left registered (a loop that would spin);
+no write from inside paho's callback lock (a write there waits for itself for ever); and the
+private names of aiomqtt and paho the client relies on, checked against the installed ones."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import aiomqtt
+import paho.mqtt.client as mqtt
+
+from tabled.contract.timeutil import rfc3339_now
+from tabled.daemon.broker import Mosquitto
+from tabled.daemon.journal import InputEntry, Journal, OutputEntry
+from tabled.daemon.mqtt.client import TableClient
+from tabled.daemon.mqtt.publisher import DurablePublisher
+from tabled.daemon.mqtt.topics import Topics
+from tests.integration.harness import Subscriber, assert_contiguous
+
+TOPICS = Topics("tabled", "lab", "t1")
+
+
+def write(journal: Journal, first: int, count: int) -> None:
+    for n in range(first, first + count):
+        journal.events.write([InputEntry("device:shoe-1", {"type": "card", "n": n}),
+                              OutputEntry("event", {"type": "card", "n": n})], rfc3339_now())
+
+
+def no_writer_left(loop: asyncio.AbstractEventLoop, paho: mqtt.Client) -> bool:
+    """Nothing queued for the socket and no writer callback registered for it."""
+    sock = paho.socket()
+    assert sock is not None
+    return not paho.want_write() and loop.remove_writer(sock.fileno()) is False
+
+
+def test_the_private_names_the_client_relies_on_are_there() -> None:
+    # aiomqtt keeps paho, the loop and the connection's end under these names, and these are
+    # the callbacks TableClient extends; paho's callback lock is a plain lock
+    for name in ("_on_socket_register_write", "_on_socket_unregister_write", "_on_publish"):
+        assert callable(getattr(aiomqtt.Client, name))
+    async def made() -> TableClient:
+        return TableClient("127.0.0.1", 1)
+    client = asyncio.run(made())
+    assert isinstance(client.paho, mqtt.Client)
+    assert isinstance(client._loop, asyncio.AbstractEventLoop)
+    assert isinstance(client._disconnected, asyncio.Future)
+    assert client.paho.on_publish == client._on_publish  # paho calls the extended one
+    assert client.paho.on_socket_register_write == client._on_socket_register_write
+    assert isinstance(client.paho._in_callback_mutex, type(threading.Lock()))
+
+
+async def test_the_durable_stream_goes_out_in_order_each_row_written_at_once(
+        tmp_path: Path, broker: Mosquitto) -> None:
+    journal = Journal(tmp_path / "j.sqlite")
+    write(journal, 0, 50)  # a backlog from before the connection
+    publisher = DurablePublisher(journal.delivery, TOPICS, max_inflight=8, puback_timeout=5)
+    loop = asyncio.get_running_loop()
+    async with (Subscriber("127.0.0.1", broker.port, "tabled/lab/t1/#") as sub,
+                TableClient("127.0.0.1", broker.port, max_inflight_messages=8) as client):
+        serving = asyncio.create_task(publisher.serve(client))
+        async with asyncio.timeout(20):
+            await publisher.drain()
+            for n in range(50, 250, 10):
+                write(journal, n, 10)
+                before = publisher.counters["published"]
+                publisher.notify()  # from the commit, as the runtime does
+                # on the socket already: nothing waits for the loop to write it
+                assert not client.paho.want_write()
+                assert publisher.counters["published"] == before  # (the PUBACKs come later)
+                # aiomqtt's own publishes on the same connection, between ours
+                await client.publish("tabled/lab/t1/metrics", f'{{"n":{n}}}', qos=1)
+            await publisher.drain()
+            events = await sub.wait_for("/event", 250)
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+        publisher.on_disconnect()
+        assert no_writer_left(loop, client.paho)
+    assert_contiguous(events)
+    assert [e["n"] for e in events][:250] == list(range(250))
+    assert publisher.backlog == 0 and publisher.acked_id == journal.last_id
+    assert publisher.counters["published"] == 250
+    journal.close()
+    assert DurablePublisher(Journal(tmp_path / "j.sqlite").delivery, TOPICS, max_inflight=8,
+                            puback_timeout=5).backlog == 0
+
+
+async def test_a_publish_inside_paho_s_callback_lock_is_left_to_the_writer(
+        tmp_path: Path, broker: Mosquitto) -> None:
+    loop = asyncio.get_running_loop()
+    async with (Subscriber("127.0.0.1", broker.port, "tabled/lab/t1/#") as sub,
+                TableClient("127.0.0.1", broker.port) as client):
+        acked: list[int] = []
+        client.on_acked = acked.append
+        # aiomqtt's QoS 0 publish queued, then ours inside the lock paho's write of a QoS 0
+        # message takes: written there, it would wait for itself for ever
+        await client.publish("tabled/lab/t1/metrics", '{"n":0}', qos=0)
+        with client.paho._in_callback_mutex:
+            mid = client.publish_now("tabled/lab/t1/event", '{"n":1}')
+            assert client.paho.want_write()  # not written here: the writer callback will
+        async with asyncio.timeout(10):
+            got = await sub.wait_for("/event", 1)
+            while mid not in acked:
+                await asyncio.sleep(0.01)
+        assert got == [{"n": 1}]
+        assert no_writer_left(loop, client.paho)
