@@ -8,6 +8,7 @@ private names of aiomqtt and paho the client relies on, checked against the inst
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
 from pathlib import Path
 
@@ -36,6 +37,24 @@ def no_writer_left(loop: asyncio.AbstractEventLoop, paho: mqtt.Client) -> bool:
     sock = paho.socket()
     assert sock is not None
     return not paho.want_write() and loop.remove_writer(sock.fileno()) is False
+
+
+class Acks:
+    """The message ids the client reported acknowledged (its ``on_acked``)."""
+
+    def __init__(self, client: TableClient) -> None:
+        self.mids: set[int] = set()
+        self._changed = asyncio.Event()
+        client.on_acked = self._acked
+
+    def _acked(self, mid: int) -> None:
+        self.mids.add(mid)
+        self._changed.set()
+
+    async def wait(self, mids: set[int]) -> None:
+        while not mids <= self.mids:
+            await self._changed.wait()
+            self._changed.clear()
 
 
 def test_the_private_names_the_client_relies_on_are_there() -> None:
@@ -94,8 +113,7 @@ async def test_a_publish_inside_paho_s_callback_lock_is_left_to_the_writer(
     loop = asyncio.get_running_loop()
     async with (Subscriber("127.0.0.1", broker.port, "tabled/lab/t1/#") as sub,
                 TableClient("127.0.0.1", broker.port) as client):
-        acked: list[int] = []
-        client.on_acked = acked.append
+        acks = Acks(client)
         # aiomqtt's QoS 0 publish queued, then ours inside the lock paho's write of a QoS 0
         # message takes: written there, it would wait for itself for ever
         await client.publish("tabled/lab/t1/metrics", '{"n":0}', qos=0)
@@ -104,7 +122,33 @@ async def test_a_publish_inside_paho_s_callback_lock_is_left_to_the_writer(
             assert client.paho.want_write()  # not written here: the writer callback will
         async with asyncio.timeout(10):
             got = await sub.wait_for("/event", 1)
-            while mid not in acked:
-                await asyncio.sleep(0.01)
+            await acks.wait({mid})
         assert got == [{"n": 1}]
+        assert no_writer_left(loop, client.paho)
+
+
+async def test_what_the_socket_does_not_take_at_once_goes_through_the_writer(
+        tmp_path: Path, broker: Mosquitto) -> None:
+    loop = asyncio.get_running_loop()
+    big = "x" * (4 * 1024 * 1024)  # more than a loopback socket's send buffer
+    assert broker.process is not None
+    async with (Subscriber("127.0.0.1", broker.port, "tabled/lab/t1/#") as sub,
+                TableClient("127.0.0.1", broker.port) as client):
+        acks = Acks(client)
+        sock = client.paho.socket()
+        assert sock is not None
+        broker.process.send_signal(signal.SIGSTOP)  # the broker reads nothing for a while
+        try:
+            mids = [client.publish_now("tabled/lab/t1/event", f'{{"n":{n},"pad":"{big}"}}')
+                    for n in range(2)]
+            assert client.paho.want_write()  # some of it is left: a writer must be there
+            writer = loop._selector.get_key(sock.fileno()).data[1]  # type: ignore[attr-defined]
+            assert writer is not None
+            mids.append(client.publish_now("tabled/lab/t1/event", '{"n":2}'))  # behind them
+        finally:
+            broker.process.send_signal(signal.SIGCONT)
+        async with asyncio.timeout(30):
+            got = await sub.wait_for("/event", 3)
+            await acks.wait(set(mids))
+        assert [m["n"] for m in got] == [0, 1, 2]
         assert no_writer_left(loop, client.paho)
