@@ -11,6 +11,8 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -353,3 +355,44 @@ def test_a_full_filesystem_then_freed_loses_nothing(tmp_path: Path) -> None:
         journal.close()
     finally:
         _umount(mount)
+
+
+def _db_size(path: Path) -> int:
+    return path.stat().st_size
+
+
+def _wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def test_the_wal_is_copied_after_so_many_commits_not_every_second(tmp_path: Path) -> None:
+    # After a checkpoint that copied everything, the next commit restarts the WAL and syncs
+    # its header too: two fsyncs. So the WAL is copied into the database (the database file
+    # grows) only once enough commits are in it.
+    path = tmp_path / "j.sqlite"
+    journal = Journal(path)
+    journal.start_checkpointer(0.02, commits=5, longest=60)
+    big = {"type": "card", "pad": "x" * 20_000}
+    for n in range(4):
+        journal.events.write([InputEntry("device:shoe-1", {**big, "n": n})], TS)
+    before = _db_size(path)
+    time.sleep(0.3)  # fifteen looks: four commits are not enough
+    assert _db_size(path) == before
+    journal.events.write([InputEntry("device:shoe-1", {**big, "n": 4})], TS)
+    assert _wait_for(lambda: _db_size(path) > before + 4 * 20_000)
+    journal.close()
+
+
+def test_a_quiet_journal_is_copied_after_the_longest_wait(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    journal = Journal(path)
+    journal.start_checkpointer(0.02, commits=1000, longest=0.3)
+    before = _db_size(path)
+    journal.events.write([InputEntry("device:shoe-1", {"pad": "x" * 20_000})], TS)
+    assert _wait_for(lambda: _db_size(path) > before + 20_000)
+    journal.close()
