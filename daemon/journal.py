@@ -618,7 +618,8 @@ class Journal:
         before that commit's frames: two fsyncs instead of one. Checkpointing every second
         put that second fsync on 1 % of the commits at a hundred events a second, the
         latency's p99 (bench/latency.py); every 1,000 commits puts it on 0.1 %, as in a plain
-        SQLite database's own rhythm (baseline (b)). The WAL then holds up to about 10 MB."""
+        SQLite database's own rhythm (baseline (b)). The WAL then holds about 11 MB of a shoe's
+        events at most."""
         if self._checkpointer is not None:
             return
         self._db.execute("PRAGMA wal_autocheckpoint=0")
