@@ -61,7 +61,7 @@ SCHEMA_VERSION: Final = 2
 T_CHECKPOINT: Final = 1.0
 #: The WAL is copied into the database once this many commits are in it (or after
 #: :data:`T_CHECKPOINT_MAX` with any): see :meth:`Journal.start_checkpointer`.
-CHECKPOINT_COMMITS: Final = 1000
+CHECKPOINT_COMMITS: Final = 250
 T_CHECKPOINT_MAX: Final = 60.0
 GENESIS: Final = b"\x00" * 32
 #: How much a probe of a failing disk writes: more than a busy commit (an event with an outcome
@@ -613,13 +613,16 @@ class Journal:
         checkpoints inside a commit every 1,000 pages, and that commit then waits for the copy
         and a second fsync (tens of milliseconds on a busy disk).
 
-        Not more often: after a checkpoint has copied everything the next commit starts the WAL
-        again from its beginning, and with ``synchronous=FULL`` SQLite syncs the new WAL header
-        before that commit's frames: two fsyncs instead of one. Checkpointing every second
-        put that second fsync on 1 % of the commits at a hundred events a second, the
-        latency's p99 (bench/latency.py); every 1,000 commits puts it on 0.1 %, as in a plain
-        SQLite database's own rhythm (baseline (b)). The WAL then holds about 11 MB of a shoe's
-        events at most."""
+        Not every second, as before: after a checkpoint that copied everything the next commit
+        starts the WAL again from its beginning, and with ``synchronous=FULL`` SQLite syncs the
+        new WAL header before that commit's frames: two fsyncs instead of one. Every second at
+        a hundred events a second that was 1 % of the commits, the latency's p99
+        (bench/latency.py); every 250 commits it is 0.4 %. Not rarer either: the WAL file keeps
+        the size it reached, about 11 kB a shoe event's commit, so 250 commits bound it near
+        3 MB at any pace (copied every second, a second at the full rate was about 10 MB). 1,000
+        commits held the latency's p99 as well but took 11 MB: on the fault campaign's 8 MB
+        journal disk the WAL filled what a full disk had freed, and the daemon stayed
+        degraded."""
         if self._checkpointer is not None:
             return
         self._db.execute("PRAGMA wal_autocheckpoint=0")
