@@ -311,8 +311,10 @@ class Journal:
         self.delivery = DeliveryLog(self)
         self.audit = AuditLog(self)
         self._acked_to_record: int | None = None
-        #: commits since the checkpointer last copied the WAL (it reads and resets this)
+        #: commits since the checkpointer last copied the WAL, and whether a failed write or a
+        #: probe asks for a copy at its next look (it reads and resets both)
         self._commits_since_checkpoint = 0
+        self._checkpoint_soon = False
         self._checkpointer: tuple[threading.Thread, threading.Event] | None = None
         self._last_hash, self._last_id = GENESIS, 0
         self._next_seq: dict[str, int] = {}
@@ -398,6 +400,7 @@ class Journal:
                                "positions read again from the file") from None
         except (sqlite3.Error, JournalError) as exc:
             self._stale = True  # whatever the file now holds, read it before the next write
+            self._checkpoint_soon = True  # a full disk: let the WAL start again (below)
             self._last_write = None
             self._rollback()
             if isinstance(exc, JournalError):
@@ -416,7 +419,9 @@ class Journal:
             self._end_transaction()
             self._db.execute(_SET_META, (key, value))
         except sqlite3.Error as exc:
+            self._checkpoint_soon = True
             raise JournalError(f"{self.path}: meta write failed: {exc}") from exc
+        self._commits_since_checkpoint += 1
 
     def _get_meta(self, key: str, default: str | None = None) -> str | None:
         rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
@@ -440,6 +445,8 @@ class Journal:
         except sqlite3.Error as exc:
             self._rollback()
             raise JournalError(f"{self.path}: probe failed: {exc}") from exc
+        finally:
+            self._checkpoint_soon = True  # its pages (or a full disk's WAL): copied at once
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -622,7 +629,12 @@ class Journal:
         3 MB at any pace (copied every second, a second at the full rate was about 10 MB). 1,000
         commits held the latency's p99 as well but took 11 MB: on the fault campaign's 8 MB
         journal disk the WAL filled what a full disk had freed, and the daemon stayed
-        degraded."""
+        degraded.
+
+        And at once, at its next look, after a write that failed or a probe of the disk: a WAL
+        that reached a full disk's last block is copied, so that the next write starts it again
+        from its beginning instead of needing more space (the probe's 256 KiB go through the
+        WAL too, and a disk that is full again is probed every second)."""
         if self._checkpointer is not None:
             return
         self._db.execute("PRAGMA wal_autocheckpoint=0")
@@ -634,8 +646,10 @@ class Journal:
             try:
                 while not stop.wait(interval):
                     due = self._commits_since_checkpoint
-                    if due >= commits or (due and time.monotonic() - last >= longest):
+                    if (self._checkpoint_soon or due >= commits
+                            or (due and time.monotonic() - last >= longest)):
                         self._commits_since_checkpoint = 0
+                        self._checkpoint_soon = False
                         last = time.monotonic()
                         with contextlib.suppress(sqlite3.Error):  # a failing disk: commits say so
                             db.execute("PRAGMA wal_checkpoint(PASSIVE)")

@@ -396,3 +396,18 @@ def test_a_quiet_journal_is_copied_after_the_longest_wait(tmp_path: Path) -> Non
     journal.events.write([InputEntry("device:shoe-1", {"pad": "x" * 20_000})], TS)
     assert _wait_for(lambda: _db_size(path) > before + 20_000)
     journal.close()
+
+
+def test_a_probe_of_the_disk_has_the_wal_copied_at_the_next_look(tmp_path: Path) -> None:
+    # a disk that was full is probed every second (256 KiB through the WAL each time): without
+    # a copy at once, a WAL at the disk's last block would need more space at every write
+    path = tmp_path / "j.sqlite"
+    journal = Journal(path)
+    journal.start_checkpointer(0.02, commits=1000, longest=60)
+    journal.events.write([InputEntry("device:shoe-1", {"pad": "x" * 20_000})], TS)
+    before = _db_size(path)
+    time.sleep(0.3)
+    assert _db_size(path) == before  # one commit: not yet
+    journal.events.probe()
+    assert _wait_for(lambda: _db_size(path) > before + 20_000)
+    journal.close()
