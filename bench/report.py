@@ -507,7 +507,9 @@ PROFILES = [
     "when the loop finds it readable (pyserial's words kept for its failures; "
     "tests/drivers/test_port_transport.py).",
     "- **Where the p50 still differs from (b)'s** (2026-12-01, after the above: tabled / (b) "
-    "1.31-1.35× at p50, 1.32-1.44× at p99, from 1.54-1.67× and 1.64-1.69×): the journal "
+    "1.28-1.29× at p50 and 1.41-1.45× at p99 in the run above, 1.31-1.35× at p50 in the run "
+    "before it on nearly the same code, from 1.54-1.67× and 1.64-1.69×: at the goal, not "
+    "below it by more than a run's variation): the journal "
     "writes each event twice, as the input and as its published copy (two rows, two JSON "
     "bodies, two hash-chain links; `bench.journal_cost`: one row of the input alone commits "
     "about 0.1 ms faster than the rows as staged), and paho's `publish` is about 120 µs of "
