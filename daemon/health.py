@@ -36,7 +36,8 @@ log = structlog.get_logger("tabled.health")
 
 #: While the journal fails, how often to try it again, seconds.
 T_PROBE = 2.0
-#: How often a healthy journal's disk is checked with a small durable write, seconds.
+#: After how long without a write a healthy journal's disk is checked with a one-row durable
+#: write, seconds (a journal that commits is checked by its commits).
 T_HEALTH = 10.0
 
 
@@ -134,15 +135,12 @@ class TableHealth:
 
     async def housekeeping(self) -> None:
         """STATUS lines, the journal probe while degraded, and a health check of the journal's
-        disk every ``T_HEALTH`` seconds while idle (a dying disk is a fault even with no event
-        to write)."""
+        disk after ``T_HEALTH`` seconds without a write (a dying disk is a fault even with no
+        event to write)."""
         last_status = ""
-        last_health = time.monotonic()
         while True:
             await asyncio.sleep(T_PROBE)
-            if self.runtime.degraded is None and time.monotonic() - last_health > T_HEALTH:
-                last_health = time.monotonic()
-                self.runtime.check_journal()
+            self.runtime.check_journal(quiet_for=T_HEALTH)
             if self.runtime.degraded is not None:
                 await self._report_degraded()
                 if self.runtime.probe():

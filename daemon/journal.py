@@ -427,26 +427,38 @@ class Journal:
         rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
         return default if not rows else str(rows[0][0])
 
-    def _probe(self) -> None:
-        """A durable write as large as a busy commit, to learn whether the disk takes writes
-        again, after reading the positions from the file if a write failed (so that the next
-        write can go on). A one-row write is not enough: a full disk can take it and still
+    def _probe(self, nbytes: int = PROBE_BYTES) -> None:
+        """A durable write of ``nbytes`` (and the probe's position in ``meta``), to learn
+        whether the disk takes writes, after reading the positions from the file if a write
+        failed (so that the next write can go on).
+
+        After a failure, a one-row write is not enough: a full disk can take it and still
         refuse the next commit (the fault campaign saw the daemon go online and degrade again
-        50 ms later); so the probe writes :data:`PROBE_BYTES` in one transaction, and then
-        removes them, leaving the pages free for the commits that follow."""
+        50 ms later); so the probe of a failing disk writes :data:`PROBE_BYTES` in one
+        transaction, and then removes them, leaving the pages free for the commits that
+        follow, and has the WAL copied at the checkpointer's next look. The health check of a
+        quiet, healthy journal writes ``nbytes=0``: its one row tells a dead disk, without
+        writing a busy commit's worth to the disk every few seconds."""
+        failed = True
         try:
             self._settle()
             self._db.execute("BEGIN IMMEDIATE")
-            self._db.execute("CREATE TABLE IF NOT EXISTS probe (data BLOB)")
-            self._db.execute("INSERT INTO probe VALUES (zeroblob(?))", (PROBE_BYTES,))
+            if nbytes:
+                self._db.execute("CREATE TABLE IF NOT EXISTS probe (data BLOB)")
+                self._db.execute("INSERT INTO probe VALUES (zeroblob(?))", (nbytes,))
             self._db.execute(_SET_META, (_PROBE_KEY, str(self._last_id)))
             self._db.execute("COMMIT")
-            self._db.execute("DELETE FROM probe")
+            self._commits_since_checkpoint += 1
+            if nbytes:
+                self._db.execute("DELETE FROM probe")
+                self._commits_since_checkpoint += 1
+            failed = False
         except sqlite3.Error as exc:
             self._rollback()
             raise JournalError(f"{self.path}: probe failed: {exc}") from exc
         finally:
-            self._checkpoint_soon = True  # its pages (or a full disk's WAL): copied at once
+            if nbytes or failed:  # its pages (or a full disk's WAL): copied at once
+                self._checkpoint_soon = True
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -780,8 +792,12 @@ class EventLog:
         return self._journal.last_id
 
     def probe(self) -> None:
-        """A small durable write: does the disk take writes (again)?"""
+        """A durable write as large as a busy commit: does a failing disk take writes again?"""
         self._journal._probe()
+
+    def check(self) -> None:
+        """A one-row durable write: does a healthy, quiet journal's disk still take writes?"""
+        self._journal._probe(0)
 
 
 class DeliveryLog:

@@ -125,6 +125,8 @@ class TableRuntime:
         self._recovering = False  # staging the fault that stands for an event not applied
         self._staged: list[InputEntry | OutputEntry] = []
         self._staged_at: float | None = None
+        #: when the journal last took a write of ours (a commit or a health check)
+        self._last_write: float | None = None
         #: What the staged events caused, to log once it is durable and on its way (the log
         #: is no part of the path: written before the commit, it delayed every outcome).
         self._to_log: list[tuple[Event, list[Output]]] = []
@@ -280,8 +282,9 @@ class TableRuntime:
         except JournalError as exc:
             self._degrade(str(exc))  # what it caused never happened: nothing to log
             return False
+        self._last_write = self._clock()
         if started is not None:
-            self.commit_latency.add(self._clock() - started)
+            self.commit_latency.add(self._last_write - started)
         self.counters["commits"] += 1
         self.on_committed()  # the publisher: on the broker's socket before anything else
         for event, outputs in to_log:
@@ -322,13 +325,21 @@ class TableRuntime:
         self._stale = False
         return True
 
-    def check_journal(self) -> bool:
-        """A small durable write to a healthy journal; a failure degrades the runtime."""
+    def check_journal(self, quiet_for: float) -> bool:
+        """The health check of a healthy journal that has written nothing for ``quiet_for``
+        seconds: a one-row durable write (a dying disk is a fault even with no event to
+        write). A journal that wrote in that time was checked by its commits, and is left
+        alone. A failure degrades the runtime; False while degraded."""
+        if self.degraded is not None:
+            return False
+        if self._last_write is not None and self._clock() - self._last_write < quiet_for:
+            return True
         try:
-            self.events.probe()
+            self.events.check()
         except JournalError as exc:
             self._degrade(str(exc))
             return False
+        self._last_write = self._clock()
         return True
 
     def probe(self) -> bool:

@@ -98,3 +98,51 @@ def test_a_full_disk_degrades_and_forgets_only_what_it_could_not_write(tmp_path:
     deal_baccarat(runtime, ["KD", "3C"])  # the device sends them again: the hand completes
     (outcome,) = published(runtime, "outcome")
     assert outcome["result"]["player_cards"] == ["9S", "KD"]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_quiet_journal_is_checked_with_one_row_and_a_busy_one_not_at_all(
+        tmp_path: Path) -> None:
+    """The health check writes only to a journal that has written nothing for a while (its
+    commits are the check), one row, not a busy commit's worth; a disk that refuses it
+    degrades the runtime."""
+    path = tmp_path / "j.sqlite"
+    config = parse_config({"table": {"site": "s", "id": "t", "game": "baccarat"},
+                           "journal": {"path": str(path)}})
+    clock = Clock()
+    runtime = TableRuntime(config, Journal(path).events, clock=clock)
+    db = runtime.events.owner._db
+    deal_baccarat(runtime, ["9S", "2H"])
+    db.execute("PRAGMA query_only = ON")  # from here, any write the runtime tries fails
+    clock.now += 9.0
+    assert runtime.check_journal(quiet_for=10.0) and runtime.degraded is None  # no write
+    db.execute("PRAGMA query_only = OFF")
+    deal_baccarat(runtime, ["KD"])  # a commit: the quiet time starts again
+    clock.now += 9.0
+    db.execute("PRAGMA query_only = ON")
+    assert runtime.check_journal(quiet_for=10.0) and runtime.degraded is None
+    db.execute("PRAGMA query_only = OFF")
+
+    clock.now += 1.5  # quiet for 10.5 s: checked, with one row
+    wal = Path(f"{path}-wal")
+    before = wal.stat().st_size
+    assert runtime.check_journal(quiet_for=10.0) and runtime.degraded is None
+    assert wal.stat().st_size - before < 64 * 1024  # a page or two, not the failing disk's probe
+    assert db.execute("SELECT value FROM meta WHERE key = 'probe'").fetchone() == (
+        str(runtime.events.last_id),)
+    assert db.execute("SELECT name FROM sqlite_master WHERE name = 'probe'").fetchone() is None
+
+    clock.now += 10.5
+    db.execute("PRAGMA query_only = ON")  # the disk dies while the table is quiet
+    assert runtime.check_journal(quiet_for=10.0) is False
+    assert runtime.degraded and "probe failed" in runtime.degraded
+    db.execute("PRAGMA query_only = OFF")
+    assert runtime.probe() and runtime.degraded is None  # the failing disk's probe: back
+    assert db.execute("SELECT name FROM sqlite_master WHERE name = 'probe'").fetchone()
