@@ -295,6 +295,35 @@ def test_a_journal_written_behind_its_back_reads_itself_again(tmp_path: Path) ->
     journal.close()
 
 
+def test_the_last_row_is_read_only_when_another_connection_committed(tmp_path: Path) -> None:
+    """Each write checks the file's last row against its own last write; it reads that row
+    only once SQLite's data_version says another connection committed: a checkpoint that
+    restarted the WAL (which changes it too) is found to be no move, and a move after it is
+    still caught, each time from the file."""
+    path = tmp_path / "j.sqlite"
+    journal = Journal(path)
+    journal.events.write([card("AS"), outcome(1)], TS)
+    reads: list[str] = []
+    journal._db.set_trace_callback(reads.append)
+    journal.events.write([card("KH")], TS)
+    assert not [sql for sql in reads if "ORDER BY id DESC" in sql]  # nobody else wrote
+    other = sqlite3.connect(path)
+    other.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    reads.clear()
+    journal.events.write([card("QD"), outcome(2)], TS)  # no refusal: the tail is its own
+    assert [sql for sql in reads if "ORDER BY id DESC" in sql]  # read once, to be sure
+    reads.clear()
+    journal.events.write([card("JC")], TS)
+    assert not [sql for sql in reads if "ORDER BY id DESC" in sql]
+    other.close()
+    _append_behind_its_back(path, {"game": "baccarat", "by": "someone else"})
+    with pytest.raises(JournalError, match="written behind"):
+        journal.events.write([card("TS")], TS)
+    journal._db.set_trace_callback(None)
+    assert journal.verify().ok and journal.verify().rows == journal.last_id == 7  # 6 + theirs
+    journal.close()
+
+
 def test_a_failed_write_is_followed_by_positions_read_from_the_file(tmp_path: Path) -> None:
     """Whatever a failure left behind (here: a commit reported failed that reached the file
     all the same, as an I/O error after the WAL write can make it), the next write starts from
