@@ -184,9 +184,9 @@ class TableRuntime:
         if self._staged_at is None:
             self._staged_at = self._clock()
         self.counters["events"] += 1
-        self.counters["outcomes"] += sum(isinstance(o, Outcome) for o in outputs)
-        self.counters["notices"] += sum(isinstance(o, Notice) for o in outputs)
-        if outputs:
+        if outputs:  # (most events cause nothing: no counting on their way)
+            self.counters["outcomes"] += sum(isinstance(o, Outcome) for o in outputs)
+            self.counters["notices"] += sum(isinstance(o, Notice) for o in outputs)
             self._to_log.append((event, outputs))
         return outputs
 
