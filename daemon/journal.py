@@ -753,11 +753,10 @@ class Journal:
         the cost of the indexed read of the last row, on every commit). Otherwise (a writer
         behind the lock's back, or only a checkpoint that restarted the WAL, which also
         changes it) the last row is read and compared."""
-        version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        version = self._data_version_now()
         if version == self._data_version:
             return None
-        row = self._db.execute("SELECT id, hash FROM journal ORDER BY id DESC LIMIT 1").fetchone()
-        last_id, last_hash = (0, GENESIS) if row is None else (int(row[0]), bytes(row[1]))
+        last_hash, last_id = self._tail()
         if (last_id, last_hash) == (self._last_id, self._last_hash):
             self._data_version = version
             return None

@@ -126,7 +126,7 @@ class TableRuntime:
         self._staged: list[InputEntry | OutputEntry] = []
         self._staged_at: float | None = None
         #: when the journal last took a write of ours (a commit or a health check)
-        self._last_write: float | None = None
+        self._wrote_at: float | None = None
         #: What the staged events caused, to log once it is durable and on its way (the log
         #: is no part of the path: written before the commit, it delayed every outcome).
         self._to_log: list[tuple[Event, list[Output]]] = []
@@ -282,9 +282,9 @@ class TableRuntime:
         except JournalError as exc:
             self._degrade(str(exc))  # what it caused never happened: nothing to log
             return False
-        self._last_write = self._clock()
+        self._wrote_at = self._clock()
         if started is not None:
-            self.commit_latency.add(self._last_write - started)
+            self.commit_latency.add(self._wrote_at - started)
         self.counters["commits"] += 1
         self.on_committed()  # the publisher: on the broker's socket before anything else
         for event, outputs in to_log:
@@ -332,14 +332,14 @@ class TableRuntime:
         alone. A failure degrades the runtime; False while degraded."""
         if self.degraded is not None:
             return False
-        if self._last_write is not None and self._clock() - self._last_write < quiet_for:
+        if self._wrote_at is not None and self._clock() - self._wrote_at < quiet_for:
             return True
         try:
             self.events.check()
         except JournalError as exc:
             self._degrade(str(exc))
             return False
-        self._last_write = self._clock()
+        self._wrote_at = self._clock()
         return True
 
     def probe(self) -> bool:

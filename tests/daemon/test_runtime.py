@@ -4,6 +4,8 @@ state rebuilt after a restart, and a full disk that loses nothing that was promi
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,12 +22,14 @@ from tabled.contract.events import (
 from tabled.daemon.config import parse_config
 from tabled.daemon.journal import Journal
 from tabled.daemon.runtime import Degraded, TableRuntime
+from tests.clock import Clock
 
 
-def runtime_for(game: str, path: Path, **rules: object) -> TableRuntime:
+def runtime_for(game: str, path: Path, *, clock: Callable[[], float] = time.monotonic,
+                **rules: object) -> TableRuntime:
     config = parse_config({"table": {"site": "s", "id": "t", "game": game}, "rules": rules,
                            "journal": {"path": str(path)}})
-    return TableRuntime(config, Journal(path).events)
+    return TableRuntime(config, Journal(path).events, clock=clock)
 
 
 def published(runtime: TableRuntime, topic: str) -> list[dict]:
@@ -100,24 +104,14 @@ def test_a_full_disk_degrades_and_forgets_only_what_it_could_not_write(tmp_path:
     assert outcome["result"]["player_cards"] == ["9S", "KD"]
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_quiet_journal_is_checked_with_one_row_and_a_busy_one_not_at_all(
         tmp_path: Path) -> None:
     """The health check writes only to a journal that has written nothing for a while (its
     commits are the check), one row, not a busy commit's worth; a disk that refuses it
     degrades the runtime."""
     path = tmp_path / "j.sqlite"
-    config = parse_config({"table": {"site": "s", "id": "t", "game": "baccarat"},
-                           "journal": {"path": str(path)}})
     clock = Clock()
-    runtime = TableRuntime(config, Journal(path).events, clock=clock)
+    runtime = runtime_for("baccarat", path, clock=clock)
     db = runtime.events.owner._db
     deal_baccarat(runtime, ["9S", "2H"])
     db.execute("PRAGMA query_only = ON")  # from here, any write the runtime tries fails

@@ -15,6 +15,7 @@ from tabled.pit.messages import Message
 from tabled.pit.model import Floor
 from tabled.pit.store import Alert, AlertActionError, AlertChange, Store
 from tabled.pit.store_sqlite import SqliteStore
+from tests.clock import Clock
 from tests.pit.conftest import (
     baccarat_outcome,
     birth,
@@ -28,14 +29,6 @@ from tests.pit.conftest import (
 
 SUPERVISOR = User("sam", "supervisor")
 VIEWER = User("vic", "viewer")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Pit:

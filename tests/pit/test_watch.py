@@ -25,15 +25,8 @@ from tabled.pit.store import Alert, Store
 from tabled.pit.store_sqlite import SqliteStore
 from tabled.pit.watch import IntegrityWatch, settings_of
 from tabled.simulators.shoe import Preset
+from tests.clock import Clock
 from tests.pit.conftest import birth, msg
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @dataclass
