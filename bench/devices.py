@@ -121,14 +121,42 @@ class WireClock(FaultPlan):
 
 
 class _Timed(PtyDevice):
-    """A family simulator whose sends are tagged with the script index being played."""
+    """A family simulator whose sends are tagged with the script index being played, and which
+    can hold what its host writes until its next send (:meth:`hold_host_bytes`)."""
 
     clock: WireClock
     index: int | None = None
+    _held = False
 
     def send(self, kind: int, payload: bytes = b"") -> None:
+        if self._held:
+            self._readable()  # the host's acknowledgements since the last send
         self.clock.sent.append(self.index)
         super().send(kind, payload)
+
+    def hold_host_bytes(self, held: bool) -> None:
+        """``held``: the host's bytes (its ACKs) wait in the pty and are taken just before the
+        device's next send, instead of as they arrive; released: what waited is taken now, and
+        the rest as it arrives.
+
+        A device's link runs in its own hardware; this one runs in Python, on the two cores
+        the daemon, the broker and the collector share, in the collector's process. Taken at
+        once, the host's ACK of frame k (written right after frame k's publish) is handled by
+        this process exactly while the collector waits to stamp frame k's arrival: a cost of
+        the simulation, on tabled's side of the comparison only (the baselines acknowledge
+        nothing). Taken at the next send, before that frame's wire stamp, it lies in no
+        measured window. The device's timers run as before."""
+        if held == self._held:
+            return
+        self._held = held
+        if self._master is None:  # unplugged: plugging in reads as it arrives
+            return
+        loop = asyncio.get_running_loop()
+        if held:
+            loop.remove_reader(self._master)
+        else:
+            self._readable()
+            loop.add_reader(self._master, self._readable)
 
 
 class TimedShoe(_Timed, ShoeDevice):
@@ -182,11 +210,15 @@ class _Schedule:
 class PtyFamilyDevice:
     """A timed shoe or shuffler-dealer on a pty, with the production link."""
 
-    def __init__(self, family: str) -> None:
+    def __init__(self, family: str, *, host_bytes_at_sends: bool = False) -> None:
         self.simulator: _Timed = (TimedShoe() if family == "shoe"
                                   else TimedShuffler(shuffler_protocol.Mode.BACCARAT))
         self.simulator.clock = self.simulator.plan = WireClock()
         self.url = ""
+        #: While playing, take the host's bytes at each send (:meth:`_Timed.hold_host_bytes`:
+        #: the latency benchmark). Not for a script played all at once, which has no next send
+        #: to wait for.
+        self.host_bytes_at_sends = host_bytes_at_sends
 
     @property
     def written(self) -> dict[int, float]:
@@ -199,13 +231,23 @@ class PtyFamilyDevice:
     async def play(self, messages: Sequence[Message], interval: float, *, first: int = 0,
                    max_backlog: int = 512) -> None:
         simulator, schedule = self.simulator, _Schedule(interval)
-        for k, message in enumerate(messages):
-            await schedule.wait(k)
-            if simulator.backlog >= max_backlog:
-                await simulator.drain()  # the link's window is full: the device waits
-            simulator.index = first + k
-            simulator.send(message.kind, message.payload)
-            simulator.index = None
+        held = self.host_bytes_at_sends and interval > 0
+        simulator.hold_host_bytes(held)
+        try:
+            for k, message in enumerate(messages):
+                await schedule.wait(k)
+                if simulator.backlog >= max_backlog:
+                    # the link's window is full: the device waits, reading its host
+                    simulator.hold_host_bytes(False)
+                    await simulator.drain()
+                    simulator.hold_host_bytes(held)
+                simulator.index = first + k
+                simulator.send(message.kind, message.payload)
+                simulator.index = None
+            if held:  # the last frame's ACK, too, outside its measured window
+                await schedule.wait(len(messages))
+        finally:
+            simulator.hold_host_bytes(False)
 
     async def drained(self) -> None:
         await self.simulator.drain()
