@@ -16,10 +16,7 @@ A latency is the collector's arrival stamp minus the device's wire stamp (bench.
 CLOCK_MONOTONIC. The first ``warmup`` messages of every pipeline are sent and not counted.
 
 tabled's serial device takes the daemon's ACKs just before its next send, not as they arrive
-(``PtyFamilyDevice(host_bytes_at_sends=True)``): a real device's link runs in its own hardware,
-while the simulated one runs in the collector's process on the cores the pipelines share, and
-handling frame k's ACK there delayed the stamp of frame k's arrival (the baselines acknowledge
-nothing, so only tabled paid it).
+(:data:`HOST_BYTES_AT_SENDS`; why: ``bench.devices._Timed.hold_host_bytes``).
 """
 
 from __future__ import annotations
@@ -48,6 +45,8 @@ from tabled.daemon.broker import Mosquitto
 PIPELINES = ("tabled", "baseline_a", "baseline_b")
 #: Messages per block: a pipeline is driven for one block, then the next pipeline.
 BLOCK = 500
+#: tabled's simulated serial device takes its host's bytes at its sends (recorded in the plan).
+HOST_BYTES_AT_SENDS = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +64,7 @@ async def _device(family: str, workdir: Path, *, raw: bool) -> Any:
     elif raw:
         device = dev.RawPty()
     else:
-        device = dev.PtyFamilyDevice(family, host_bytes_at_sends=True)
+        device = dev.PtyFamilyDevice(family, host_bytes_at_sends=HOST_BYTES_AT_SENDS)
     await device.start()
     return device
 
@@ -250,7 +249,7 @@ async def run_family(family: str, broker: Mosquitto, workdir: Path, plan: Plan,
 async def run(broker: Mosquitto, workdir: Path, plan: Plan, say: Any = print) -> dict[str, Any]:
     out: dict[str, Any] = {"plan": {"count": plan.count, "warmup": plan.warmup,
                                     "rate": 1 / plan.interval, "block": BLOCK,
-                                    "host_bytes_at_sends": True}}
+                                    "host_bytes_at_sends": HOST_BYTES_AT_SENDS}}
     for family in dev.FAMILIES:
         family_dir = workdir / f"latency-{family}"
         family_dir.mkdir(parents=True, exist_ok=True)

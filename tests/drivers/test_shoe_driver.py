@@ -41,6 +41,7 @@ from tabled.simulators.shoe import (
     ShoeReader,
     shuffled_shoe,
 )
+from tests.waiting import until
 
 DEVICE_ID = "shoe-1"
 
@@ -76,12 +77,6 @@ def script(seed: int, **options: Any) -> tuple[ShoeReader, Dealer, list[dict[str
     expected = [content(e) for e in map(normalize, twin.reports()) if e is not None]
     reader = ShoeReader()
     return reader, Dealer(reader, rng=random.Random(seed), **options), expected
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    """Poll state that has no event of its own (callers bound it with ``asyncio.timeout``)."""
-    while not condition():  # noqa: ASYNC110
-        await asyncio.sleep(0.01)
 
 
 def resume_after(events: list[Event]) -> Resume | None:

@@ -38,6 +38,7 @@ from tabled.simulators.shuffler import (
     qpoker_script,
     reply,
 )
+from tests.waiting import until
 
 DEVICE_ID = "shuffler-1"
 SESSION_TIMEOUT = 15.0
@@ -68,12 +69,6 @@ def bare(events: list[Event]) -> list[dict]:
 
 def expected_events(script: list[p.Message]) -> list[dict]:
     return bare([e for m in script for e in normalize(m)])
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    """Poll state that has no event of its own (callers bound it with ``asyncio.timeout``)."""
-    while not condition():  # noqa: ASYNC110
-        await asyncio.sleep(0.01)
 
 
 async def reopen(device: ShufflerSimulator, events: list[Event],

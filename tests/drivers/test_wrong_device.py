@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
 
 import pytest
 
@@ -18,14 +17,9 @@ from tabled.drivers.shoe.driver import normalize as shoe_normalize
 from tabled.drivers.shuffler import protocol as p
 from tabled.simulators.shoe import Dealer, ShoeDevice, ShoeReader
 from tabled.simulators.shuffler import SERIAL_NUMBER, ShufflerSimulator, qpoker_script
+from tests.waiting import until
 
 DEVICE_ID = "dev-1"
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    """Poll state that has no event of its own (callers bound it with ``asyncio.timeout``)."""
-    while not condition():  # noqa: ASYNC110
-        await asyncio.sleep(0.01)
 
 
 async def dealt_shoe(tmp_path, hands: int = 3) -> tuple[ShoeDevice, list[str]]:
