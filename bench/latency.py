@@ -9,8 +9,11 @@ to one subscriber on the same broker:
 - ``baseline_b``: the same with one fsync'd SQLite WAL insert per frame.
 
 The three run side by side for the whole measurement but only one is driven at a time: the
-script is played in blocks, tabled's block, then (a)'s, then (b)'s, and round again, so a drift
-in the machine (the VM's disk is the noisiest part) falls on all three alike.
+script is played in rounds, each pipeline's block in turn, so a drift in the machine (the VM's
+disk is the noisiest part) falls on all three alike. The order changes from round to round
+(:data:`ORDERS`): what ran just before a block, and how long its pipeline had been idle, move
+its latency, so each pipeline comes after each of the others, and after each idle time,
+equally often.
 
 A latency is the collector's arrival stamp minus the device's wire stamp (bench.devices), both
 CLOCK_MONOTONIC. The first ``warmup`` messages of every pipeline are sent and not counted.
@@ -22,11 +25,13 @@ tabled's serial device takes the daemon's ACKs just before its next send, not as
 from __future__ import annotations
 
 import asyncio
+import math
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from bench import devices as dev
 from bench.measure import Latency, usage
@@ -43,8 +48,43 @@ from bench.rig import (
 from tabled.daemon.broker import Mosquitto
 
 PIPELINES = ("tabled", "baseline_a", "baseline_b")
-#: Messages per block: a pipeline is driven for one block, then the next pipeline.
+#: Messages per block at most: a pipeline is driven for one block, then the next pipeline.
 BLOCK = 500
+#: The pipelines' order in each round, cycled (a balanced carry-over design): over one cycle
+#: every pipeline runs just after each of the other two, and after one, two and three blocks
+#: idle, equally often, and each of these six combinations once. The order was fixed (tabled,
+#: (a), (b)) before, so tabled always came after (b): measured (2026-12-02, 12,000 shoe events
+#: per pipeline in this design, p50 over each predecessor's three idle times), tabled after (b)
+#: 1.03 ms, after (a) 0.95; (a) after (b) 0.35, after tabled 0.43; (b) after tabled 0.77,
+#: after (a) 0.80. The fixed order gave tabled and (b) each its slower predecessor: about 1.28×
+#: at p50 where the balanced order gives 1.26×, a small bias but one the design removes.
+ORDERS: Final = (
+    ("tabled", "baseline_a", "baseline_b"),
+    ("tabled", "baseline_b", "baseline_a"),
+    ("baseline_b", "tabled", "baseline_a"),
+    ("tabled", "baseline_b", "baseline_a"),
+    ("tabled", "baseline_a", "baseline_b"),
+    ("baseline_a", "tabled", "baseline_b"),
+)
+
+
+def rounds(total: int, block: int = BLOCK) -> tuple[int, int]:
+    """How a script of ``total`` messages is cut: (rounds, messages per block), the rounds a
+    whole number of :data:`ORDERS` cycles and no block longer than ``block``."""
+    cycles = max(1, math.ceil(total / (len(ORDERS) * block)))
+    count = cycles * len(ORDERS)
+    return count, math.ceil(total / count)
+
+
+def schedule(total: int, block: int = BLOCK) -> Iterator[tuple[str, int, int]]:
+    """The blocks of a script of ``total`` messages in the order they are driven: (pipeline,
+    first index, end index), round after round in the orders of :data:`ORDERS`."""
+    count, size = rounds(total, block)
+    for number in range(count):
+        first, end = number * size, min((number + 1) * size, total)
+        if first < end:
+            for name in ORDERS[number % len(ORDERS)]:
+                yield name, first, end
 #: tabled's simulated serial device takes its host's bytes at its sends (recorded in the plan).
 HOST_BYTES_AT_SENDS = True
 
@@ -222,18 +262,18 @@ async def run_family(family: str, broker: Mosquitto, workdir: Path, plan: Plan,
         "baseline_b": BaselinePipeline(family, workdir, durable=True),
     }
     topics = [t for p in pipelines.values() for t in p.topics]
+    count, block = rounds(len(messages))
     say(f"[latency] {family}: {plan.count} events per pipeline at {1 / plan.interval:.0f}/s, "
-        f"in blocks of {BLOCK}")
-    block_timeout = BLOCK * plan.interval * 2 + 30.0
+        f"in {count} rounds of {block}")
+    block_timeout = block * plan.interval * 2 + 30.0
     try:
         with Collector(broker.port, topics) as collector:
             for pipeline in pipelines.values():
                 await pipeline.start(broker, collector)
             collector.take()  # statuses and births: nothing to time
-            for first in range(0, len(messages), BLOCK):
-                for pipeline in pipelines.values():
-                    await drive(pipeline, collector, messages[first:first + BLOCK], first,
-                                plan.interval, block_timeout)
+            for name, first, end in schedule(len(messages)):
+                await drive(pipelines[name], collector, messages[first:end], first,
+                            plan.interval, block_timeout)
     finally:
         for pipeline in pipelines.values():
             await pipeline.stop()
@@ -248,7 +288,9 @@ async def run_family(family: str, broker: Mosquitto, workdir: Path, plan: Plan,
 
 async def run(broker: Mosquitto, workdir: Path, plan: Plan, say: Any = print) -> dict[str, Any]:
     out: dict[str, Any] = {"plan": {"count": plan.count, "warmup": plan.warmup,
-                                    "rate": 1 / plan.interval, "block": BLOCK,
+                                    "rate": 1 / plan.interval,
+                                    "block": rounds(plan.warmup + plan.count)[1],
+                                    "orders": [list(order) for order in ORDERS],
                                     "host_bytes_at_sends": HOST_BYTES_AT_SENDS}}
     for family in dev.FAMILIES:
         family_dir = workdir / f"latency-{family}"

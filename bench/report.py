@@ -152,6 +152,11 @@ def _latency(r: dict[str, Any]) -> list[str]:
            f"pipelines of a family run side by side and are driven in turn, {plan['block']} "
            "events at a time, so a drift of the machine (its disk above all) falls on all "
            "three alike."]
+    if plan.get("orders"):
+        out[-1] += (" The order changes from round to round so that each pipeline runs after "
+                    "each of the other two, and after one, two and three blocks idle, equally "
+                    "often (bench/latency.py, `ORDERS`): what ran just before a block moves its "
+                    "latency, and a fixed order had tabled always after (b).")
     if plan.get("host_bytes_at_sends"):
         out[-1] += (" tabled's simulated shoe and shuffler take the daemon's ACKs just before "
                     "their next send, not as they arrive: a real device's link runs in its own "
