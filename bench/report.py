@@ -572,7 +572,32 @@ PROFILES = [
     "Measured the same order-balanced way and not kept: the ACK frames made once instead of "
     "per frame, with the link's timer kept while it is due no later than the link's next "
     "deadline (instead of a cancelled timer and a new one per frame): 1.471 against 1.474 ms, "
-    "nothing; the daemon pinned to one core: 1.456 against 1.477 ms, inside the noise.", "",
+    "nothing; the daemon pinned to one core: 1.456 against 1.477 ms, inside the noise.",
+    "- **The order of the blocks** (2026-12-02): it was fixed, tabled, (a), (b), round after "
+    "round, so tabled always ran just after (b), and (b) just after (a). Run in a balanced "
+    "order (each pipeline after each of the other two, after one, two and three blocks idle, "
+    "equally often), 12,000 shoe events per pipeline: tabled's p50 1.03 ms after (b) and 0.95 "
+    "after (a); (b)'s 0.80 after (a) and 0.77 after tabled. The fixed order gave each its "
+    "slower predecessor: about 1.28× where the balanced order gives 1.26×. For the dice, no "
+    "difference (tabled 1.44 ms after (b), 1.42 after (a); (b) 1.10 after either). A small "
+    "bias, but one a design removes: the rounds now cycle through six orders that balance "
+    "both (bench/latency.py, `ORDERS`), and a run is a whole number of cycles (24 rounds of "
+    "425). Full runs with it, p50/p99 for shoe, shuffler, dice: 1.23/1.39, 1.27/1.40, "
+    "1.25/1.34 (06:10; a quiet hour: one durable commit 0.17 ms, (b)'s shoe p50 1.01 ms); "
+    "1.33/1.40, 1.26/1.33, 1.15/1.38 (06:27; (b)'s shoe p50 0.85 ms). In both, tabled's p50 "
+    "was 0.22-0.28 ms above (b)'s in every family; the ratio moves with (b)'s own speed: at "
+    "0.28 ms above, the shoe meets 1.3× only while (b)'s p50 is 0.92 ms or more. Measured "
+    "and not kept: the dice's reader asking for the next report only once "
+    "the loop has made the last one durable, so that its pyusb Python does not hold the GIL "
+    "while the loop wakes for the report. The loop's wake-up after the hand-over went from "
+    "p50 98 and p99 337 µs to 73 and 154, but end to end five order-balanced runs of "
+    "3,000-4,000 dice events gave -0.10 to +0.09 ms, no difference (the next read's request "
+    "then reached the simulated bus, in the collector's process, just as the collector "
+    "stamped the arrival), and a reader that always waits cut the dice's saturation rate "
+    "from about 2,900 to 850 events/s. The journal's WAL checkpoint (every 250 commits, in "
+    "its own thread) overlapped 5 of 3,100 commits in a dice run: not what makes the p99; "
+    "without checkpoints the WAL only grows and the shoe's p50 was slower (1.09 against 0.97 ms).",
+    "",
 ]
 
 
