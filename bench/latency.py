@@ -11,9 +11,8 @@ to one subscriber on the same broker:
 The three run side by side for the whole measurement but only one is driven at a time: the
 script is played in rounds, each pipeline's block in turn, so a drift in the machine (the VM's
 disk is the noisiest part) falls on all three alike. The order changes from round to round
-(:data:`ORDERS`): what ran just before a block, and how long its pipeline had been idle, move
-its latency, so each pipeline comes after each of the others, and after each idle time,
-equally often.
+(:data:`ORDERS`): what ran just before a block moves its latency, so each pipeline comes after
+each of the others, and after each idle time, equally often.
 
 A latency is the collector's arrival stamp minus the device's wire stamp (bench.devices), both
 CLOCK_MONOTONIC. The first ``warmup`` messages of every pipeline are sent and not counted.
@@ -50,14 +49,14 @@ from tabled.daemon.broker import Mosquitto
 PIPELINES = ("tabled", "baseline_a", "baseline_b")
 #: Messages per block at most: a pipeline is driven for one block, then the next pipeline.
 BLOCK = 500
+#: tabled's simulated serial device takes its host's bytes at its sends (recorded in the plan).
+HOST_BYTES_AT_SENDS = True
+
 #: The pipelines' order in each round, cycled (a balanced carry-over design): over one cycle
 #: every pipeline runs just after each of the other two, and after one, two and three blocks
-#: idle, equally often, and each of these six combinations once. The order was fixed (tabled,
-#: (a), (b)) before, so tabled always came after (b): measured (2026-12-02, 12,000 shoe events
-#: per pipeline in this design, p50 over each predecessor's three idle times), tabled after (b)
-#: 1.03 ms, after (a) 0.95; (a) after (b) 0.35, after tabled 0.43; (b) after tabled 0.77,
-#: after (a) 0.80. The fixed order gave tabled and (b) each its slower predecessor: about 1.28×
-#: at p50 where the balanced order gives 1.26×, a small bias but one the design removes.
+#: idle, each of these six combinations once. The order was fixed (tabled, (a), (b)) before,
+#: so tabled always came after (b); what that did is measured in docs/performance.md
+#: (Profiles, "The order of the blocks").
 ORDERS: Final = (
     ("tabled", "baseline_a", "baseline_b"),
     ("tabled", "baseline_b", "baseline_a"),
@@ -85,8 +84,6 @@ def schedule(total: int, block: int = BLOCK) -> Iterator[tuple[str, int, int]]:
         if first < end:
             for name in ORDERS[number % len(ORDERS)]:
                 yield name, first, end
-#: tabled's simulated serial device takes its host's bytes at its sends (recorded in the plan).
-HOST_BYTES_AT_SENDS = True
 
 
 @dataclass(frozen=True, slots=True)
