@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -265,11 +266,23 @@ def _dumps(obj: dict[str, Any]) -> str:
 
 
 def _row_hash(prev: bytes, row: Sequence[Any]) -> bytes:
-    h = hashlib.sha256(prev)
-    for value in row:
-        h.update(b"\x1f")
-        h.update(b"\x00" if value is None else str(value).encode())
-    return h.digest()
+    """The chain's hash of ``row``: SHA-256 of the previous row's hash, then of each value, in
+    column order, after a 0x1f: its text in UTF-8, or a 0x00 byte for NULL."""
+    text = "\x1f" + "\x1f".join(["\x00" if value is None else str(value) for value in row])
+    return hashlib.sha256(prev + text.encode()).digest()
+
+
+#: The journal table's columns, and the most rows one INSERT writes (well under SQLite's
+#: limit of 32,766 parameters).
+_COLUMNS: Final = 10
+_INSERT_ROWS: Final = 100
+
+
+@functools.cache
+def _insert(rows: int) -> str:
+    """One INSERT of ``rows`` rows: a write's rows in one statement (a statement per row cost
+    a run of SQLite's program each on the commit path)."""
+    return "INSERT INTO journal VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
 
 
 class Journal:
@@ -366,17 +379,19 @@ class Journal:
         db = self._db
         stored: list[StoredOutput] = []
         try:
-            self._settle()
+            if self._stale or db.in_transaction:
+                self._settle()
             db.execute("BEGIN IMMEDIATE")
-            moved = self._tail_moved()
+            version = db.execute("PRAGMA data_version").fetchone()[0]
+            moved = None if version == self._data_version else self._tail_moved(version)
             if moved is not None:  # the file was written behind this journal's back
                 self._read_positions()
                 self.resyncs += 1
                 raise _Moved(moved)
             prev, last_id = self._last_hash, self._last_id
             next_seq = dict(self._next_seq)
-            last = len(entries) - 1
-            for index, entry in enumerate(entries):
+            values: list[object] = []  # every row's columns, in order
+            for entry in entries:
                 last_id += 1
                 row: tuple[object, ...]
                 if isinstance(entry, OutputEntry):
@@ -391,8 +406,12 @@ class Journal:
                 else:
                     row = (last_id, "start", None, None, "daemon", None, ts, _dumps(entry.body))
                 prev = _row_hash(prev, row)
-                db.execute("INSERT INTO journal VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           (*row, prev, acked if index == last else None))
+                values += row
+                values += (prev, None)
+            values[-1] = acked  # the last row carries the acknowledged position
+            for first in range(0, len(values), _INSERT_ROWS * _COLUMNS):
+                chunk = values[first:first + _INSERT_ROWS * _COLUMNS]
+                db.execute(_insert(len(chunk) // _COLUMNS), chunk)
             db.execute("COMMIT")
         except _Moved as moved:
             self._rollback()
@@ -743,19 +762,17 @@ class Journal:
         rows = self._read("PRAGMA data_version")
         return int(rows[0][0])
 
-    def _tail_moved(self) -> str | None:
-        """Inside a write's transaction: how the file's last row differs from this journal's
+    def _tail_moved(self, version: int) -> str | None:
+        """Inside a write's transaction, when SQLite's ``data_version`` is now ``version``, not
+        the value read with the positions: how the file's last row differs from this journal's
         last write, or None: the file is the truth, memory a cache of it.
 
-        SQLite's ``data_version`` changes when another connection has committed (never for
-        this connection's own commits): while it holds the value read with the positions, no
-        one else wrote and the last row is this journal's last write, without reading it (half
-        the cost of the indexed read of the last row, on every commit). Otherwise (a writer
-        behind the lock's back, or only a checkpoint that restarted the WAL, which also
-        changes it) the last row is read and compared."""
-        version = self._data_version_now()
-        if version == self._data_version:
-            return None
+        ``data_version`` changes when another connection has committed (never for this
+        connection's own commits): while it holds the value read with the positions, no one
+        else wrote and the last row is this journal's last write, without reading it (half the
+        cost of the indexed read of the last row, on every commit; the caller compares).
+        Otherwise (a writer behind the lock's back, or only a checkpoint that restarted the
+        WAL, which also changes it) the last row is read and compared."""
         last_hash, last_id = self._tail()
         if (last_id, last_hash) == (self._last_id, self._last_hash):
             self._data_version = version

@@ -301,7 +301,10 @@ class TableRuntime:
     def _saw(self, event: Event) -> None:
         device = event.meta.device
         if device is not None:
-            self.devices.setdefault(device, DeviceProgress()).saw(event)
+            progress = self.devices.get(device)
+            if progress is None:
+                progress = self.devices[device] = DeviceProgress()
+            progress.saw(event)
 
     # -- disk trouble --------------------------------------------------------------------------
 

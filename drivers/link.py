@@ -201,7 +201,9 @@ class Link:
         self.counters: Counter[str] = Counter()
         self.decoder = FrameDecoder()
         self.state = LinkState.RESETTING
-        self._out = bytearray()
+        #: Frames to write, encoded when they are taken (data_to_send): an ACK is queued
+        #: before the message it answers is handled, and is written only after that.
+        self._out: list[Frame] = []
         self._queue: deque[_Pending] = deque()  # waiting for room in the window
         self._unacked: deque[_Pending] = deque()  # sent, not yet acknowledged
         self._tx_seq = 0
@@ -219,8 +221,12 @@ class Link:
 
     def send(self, kind: int, payload: bytes, now: float) -> None:
         """Queue a family message for reliable delivery."""
-        if kind < FIRST_FAMILY_KIND:
-            raise LinkError(f"kind 0x{kind:02x} is reserved for the link")
+        if not FIRST_FAMILY_KIND <= kind <= 0xFF:
+            raise LinkError(f"kind 0x{kind:02x} is not a family message's "
+                            f"(0x{FIRST_FAMILY_KIND:02x}-0xff)")
+        if len(payload) > MAX_PAYLOAD:
+            raise LinkError(f"a payload of {len(payload)} bytes does not fit in a frame "
+                            f"(at most {MAX_PAYLOAD})")
         if self.state is LinkState.DOWN:
             raise LinkError("the link is down")
         self._queue.append(_Pending(kind, payload, self._next_number))
@@ -229,8 +235,11 @@ class Link:
 
     def data_to_send(self) -> bytes:
         """The bytes to write to the transport now (and forget)."""
-        data = bytes(self._out)
-        self._out.clear()
+        out = self._out
+        if not out:
+            return b""
+        data = b"".join(map(encode_frame, out))
+        out.clear()
         return data
 
     @property
@@ -492,5 +501,5 @@ class Link:
         return LinkDown(reason)
 
     def _write(self, frame: Frame, now: float) -> None:
-        self._out += encode_frame(frame)
+        self._out.append(frame)
         self._last_tx = now

@@ -9,6 +9,7 @@ core's business) and never reconnect by itself (that is the supervisor's).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Final
 
 from tabled.contract.events import Burn, CardDealt, CutCard, Demo, Event, Fault, ShoeStart, Void
@@ -38,6 +39,11 @@ FAULT_CODES: Final[dict[FaultCode, str]] = {
 }
 #: The reason a void from the shoe's VOID button carries.
 VOID_REASON: Final = "dealer_button"
+
+
+#: A frame's message, decoded once: validate() decodes it before its ACK and message_received()
+#: right after takes the same message (decoding is pure and the messages frozen).
+_decode = functools.lru_cache(maxsize=1)(decode)
 
 
 def normalize(report: Report) -> Event | None:
@@ -100,7 +106,7 @@ class ShoeDriver(SerialDevice):
         return {"firmware": message.firmware, "serial": message.serial}
 
     def validate(self, kind: int, payload: bytes) -> None:
-        message = decode(kind, payload)
+        message = _decode(kind, payload)
         if isinstance(message, REQUESTS):
             raise ProtocolError(f"the shoe sent a host request: {message!r}")
         if isinstance(message, DeviceInfo) and message.serial != self.info.get("serial"):
@@ -108,7 +114,7 @@ class ShoeDriver(SerialDevice):
                                 f"shoe that identified itself as {self.info.get('serial')!r}")
 
     def message_received(self, kind: int, payload: bytes) -> None:
-        message = decode(kind, payload)
+        message = _decode(kind, payload)
         if isinstance(message, DeviceInfo):
             self.info = {"firmware": message.firmware, "serial": message.serial}
         elif isinstance(message, ShoeStatus):

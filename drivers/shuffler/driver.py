@@ -12,6 +12,7 @@ card, and never name a card in a fault's text (a dealer's card must not leak bef
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -60,6 +61,11 @@ def fault_event(code: int, context: str = "", **fields: Any) -> Fault:
     detail = f"{code} {name}: {context}" if context else f"{code} {name}"
     return Fault(code=FAULT_CODES.get(code, faults.SHUFFLER_FAILURE), detail=detail,
                  extra={"device_code": code, **fields})
+
+
+#: A frame's message, decoded once: validate() decodes it before its ACK and message_received()
+#: right after takes the same message (decoding is pure and the messages frozen).
+_decode = functools.lru_cache(maxsize=1)(p.decode)
 
 
 def normalize(msg: p.Message) -> list[Event]:
@@ -131,7 +137,7 @@ class ShufflerDriver(SerialDevice):
         return {"firmware": msg.firmware, "serial": msg.serial}
 
     def validate(self, kind: int, payload: bytes) -> None:
-        msg = p.decode(kind, payload)
+        msg = _decode(kind, payload)
         if isinstance(msg, p.HOST_REQUESTS):
             raise ProtocolError(f"{type(msg).__name__} is the host's message, not the machine's")
         if isinstance(msg, p.Info) and msg.serial != self.info.get("serial"):
@@ -145,7 +151,7 @@ class ShufflerDriver(SerialDevice):
         self.send(*p.encode(p.StatusRequest()))
 
     def message_received(self, kind: int, payload: bytes) -> None:
-        msg = p.decode(kind, payload)
+        msg = _decode(kind, payload)
         if isinstance(msg, p.Info):
             self.info = {"firmware": msg.firmware, "serial": msg.serial}
         if isinstance(msg, p.Status):

@@ -194,6 +194,40 @@ def test_link_kinds_are_reserved() -> None:
         Link(initiator=True, now=0).send(0x01, b"", 0)
 
 
+@pytest.mark.parametrize(("kind", "payload", "why"), [
+    (0x100, b"", "not a family message's"),
+    (FIRST_FAMILY_KIND, bytes(256), "does not fit in a frame"),
+])
+def test_a_message_no_frame_can_carry_is_refused_and_leaves_the_link_as_it_was(
+        kind: int, payload: bytes, why: str) -> None:
+    # Frames are encoded when they are written, not when they are queued: a message that
+    # cannot be framed is refused by send() itself, before it takes a sequence number.
+    host, device = Link(initiator=True, now=0), Link(initiator=False, now=0)
+    _handshake(host, device)
+    with pytest.raises(LinkError, match=why):
+        device.send(kind, payload, 0)
+    assert device.backlog == 0
+    device.send(FIRST_FAMILY_KIND, bytes(255), 0)  # the largest that fits still goes
+    delivered = [ev.payload for ev in host.receive_data(device.data_to_send(), 0)
+                 if isinstance(ev, MessageReceived)]
+    assert delivered == [bytes(255)]
+
+
+def test_frames_are_written_in_the_order_the_link_made_them() -> None:
+    # An ACK queued while a message is handled and the link's own frames after it leave in one
+    # write, in order, each a whole frame.
+    host, device = Link(initiator=True, now=0), Link(initiator=False, now=0)
+    _handshake(host, device)
+    for n in range(3):
+        device.send(FIRST_FAMILY_KIND, bytes((n,)), 0)
+    host.receive_data(device.data_to_send(), 0)
+    written = host.data_to_send()
+    frames = FrameDecoder().feed(written)
+    assert frames == [Frame(0, ACK, bytes((seq,))) for seq in range(3)]
+    assert written == b"".join(encode_frame(f) for f in frames)
+    assert host.data_to_send() == b""  # taken once
+
+
 def _handshake(host: Link, device: Link, now: float = 0.0) -> list:
     device.receive_data(host.data_to_send(), now)
     return host.receive_data(device.data_to_send(), now)
