@@ -8,14 +8,21 @@ to one subscriber on the same broker:
 - ``baseline_a``: ``bench.baseline`` reading the device and publishing with paho;
 - ``baseline_b``: the same with one fsync'd SQLite WAL insert per frame.
 
-The three run side by side for the whole measurement but only one is driven at a time: the
-script is played in rounds, each pipeline's block in turn, so a drift in the machine (the VM's
-disk is the noisiest part) falls on all three alike. The order changes from round to round
-(:data:`ORDERS`): what ran just before a block moves its latency, so each pipeline comes after
-each of the others, and after each idle time, equally often.
+The three run side by side but only one is driven at a time: the script is played in rounds,
+each pipeline's block in turn, so a drift in the machine (the VM's disk is the noisiest part)
+falls on all three alike. The order changes from round to round (:data:`ORDERS`): what ran just
+before a block moves its latency, so each pipeline comes after each of the others, and after
+each idle time, equally often.
+
+Each cycle of :data:`ORDERS` has processes of its own: every pipeline is started afresh (a new
+process, journal file and device) for each cycle, and its figures pool the cycles. One process
+of the same code differs from the next by tens of microseconds at the p50, for as long as it
+runs (where its journal file lies on the disk, its memory's layout): one process per pipeline
+made a run's ratio a draw of that (measured: docs/performance.md, Profiles, "One process, one
+draw").
 
 A latency is the collector's arrival stamp minus the device's wire stamp (bench.devices), both
-CLOCK_MONOTONIC. The first ``warmup`` messages of every pipeline are sent and not counted.
+CLOCK_MONOTONIC. The first ``warmup`` messages of every process are sent and not counted.
 
 tabled's serial device takes the daemon's ACKs just before its next send, not as they arrive
 (:data:`HOST_BYTES_AT_SENDS`; why: ``bench.devices._Timed.hold_host_bytes``).
@@ -68,21 +75,31 @@ ORDERS: Final = (
 
 
 def rounds(total: int, block: int = BLOCK) -> tuple[int, int]:
-    """How a script of ``total`` messages is cut: (rounds, messages per block), the rounds a
+    """How ``total`` measured messages are cut: (rounds, messages per block), the rounds a
     whole number of :data:`ORDERS` cycles and no block longer than ``block``."""
     cycles = max(1, math.ceil(total / (len(ORDERS) * block)))
     count = cycles * len(ORDERS)
     return count, math.ceil(total / count)
 
 
-def schedule(total: int, block: int = BLOCK) -> Iterator[tuple[str, int, int]]:
-    """The blocks of a script of ``total`` messages in the order they are driven: (pipeline,
-    first index, end index), round after round in the orders of :data:`ORDERS`."""
+def cycles(total: int, block: int = BLOCK) -> list[int]:
+    """How many measured messages each cycle (each set of processes) plays: every cycle's
+    rounds full but the last's, ``total`` in all."""
     count, size = rounds(total, block)
-    for number in range(count):
+    per_cycle = size * len(ORDERS)
+    return [min(per_cycle, total - first) for first in range(0, count * size, per_cycle)
+            if first < total]
+
+
+def schedule(total: int, block: int = BLOCK) -> Iterator[tuple[str, int, int]]:
+    """One cycle's blocks of ``total`` measured messages, in the order they are driven:
+    (pipeline, first index, end index), round after round in the orders of :data:`ORDERS`
+    (the indices count the measured messages, after the warm-up)."""
+    size = math.ceil(total / len(ORDERS))
+    for number, order in enumerate(ORDERS):
         first, end = number * size, min((number + 1) * size, total)
         if first < end:
-            for name in ORDERS[number % len(ORDERS)]:
+            for name in order:
                 yield name, first, end
 
 
@@ -239,42 +256,72 @@ async def drive(pipeline: Pipeline, collector: Collector, messages: list[Any], f
         raise RuntimeError(f"{missing} of {len(wanted)} messages did not arrive in {within:g} s")
 
 
-def _summary(pipeline: Pipeline, plan: Plan) -> dict[str, Any]:
+def _samples(pipeline: Pipeline, warmup: int, count: int) -> tuple[list[float], int]:
+    """One process's latencies of its measured messages, and how many of them were lost."""
     written, arrived = pipeline.device.written, pipeline.arrived
-    measured = range(plan.warmup, plan.warmup + plan.count)
-    samples = [arrived[k] - written[k] for k in measured if k in arrived and k in written]
-    return {**Latency.of(samples).to_dict(), "lost": plan.count - len(samples),
-            "duplicates": pipeline.duplicates}
+    samples = [arrived[k] - written[k] for k in range(warmup, warmup + count)
+               if k in arrived and k in written]
+    return samples, count - len(samples)
+
+
+def _pipelines(family: str, workdir: Path, cycle: int) -> dict[str, Pipeline]:
+    here = workdir / f"cycle-{cycle}"
+    for sub in ("a", "b"):
+        (here / sub).mkdir(parents=True, exist_ok=True)
+    return {
+        "tabled": TabledPipeline(family, here, f"lat-{family}-{cycle}"),
+        "baseline_a": BaselinePipeline(family, here, durable=False),
+        "baseline_b": BaselinePipeline(family, here, durable=True),
+    }
 
 
 async def run_family(family: str, broker: Mosquitto, workdir: Path, plan: Plan,
                      say: Any = print) -> dict[str, Any]:
-    """The three pipelines of one family, driven in turn, block by block, with one script."""
-    messages = dev.script(family, plan.warmup + plan.count, plan.seed)
-    for sub in ("a", "b"):
-        (workdir / sub).mkdir(parents=True, exist_ok=True)
-    pipelines: dict[str, Pipeline] = {
-        "tabled": TabledPipeline(family, workdir, f"lat-{family}"),
-        "baseline_a": BaselinePipeline(family, workdir, durable=False),
-        "baseline_b": BaselinePipeline(family, workdir, durable=True),
-    }
-    topics = [t for p in pipelines.values() for t in p.topics]
-    count, block = rounds(len(messages))
+    """The three pipelines of one family, driven in turn, block by block; new processes for
+    each cycle of :data:`ORDERS`, their latencies pooled."""
+    plays = cycles(plan.count)
+    count, block = rounds(plan.count)
     say(f"[latency] {family}: {plan.count} events per pipeline at {1 / plan.interval:.0f}/s, "
-        f"in {count} rounds of {block}")
+        f"in {count} rounds of {block}: {len(plays)} cycle(s) of {len(ORDERS)} rounds, new "
+        "processes for each")
     block_timeout = block * plan.interval * 2 + 30.0
-    try:
-        with Collector(broker.port, topics) as collector:
+    samples: dict[str, list[float]] = {name: [] for name in PIPELINES}
+    each: dict[str, list[dict[str, float]]] = {name: [] for name in PIPELINES}
+    lost = dict.fromkeys(PIPELINES, 0)
+    duplicates = dict.fromkeys(PIPELINES, 0)
+    for cycle, measured in enumerate(plays):
+        messages = dev.script(family, plan.warmup + measured, plan.seed + cycle)
+        pipelines = _pipelines(family, workdir, cycle)
+        topics = [t for p in pipelines.values() for t in p.topics]
+        try:
+            with Collector(broker.port, topics) as collector:
+                for pipeline in pipelines.values():
+                    await pipeline.start(broker, collector)
+                collector.take()  # statuses and births: nothing to time
+                # warmed up in the cycle's last order: its first round follows what a round
+                # follows in the steady state
+                for name in ORDERS[-1]:
+                    await drive(pipelines[name], collector, messages[:plan.warmup], 0,
+                                plan.interval, block_timeout)
+                for name, first, end in schedule(measured):
+                    await drive(pipelines[name], collector,
+                                messages[plan.warmup + first:plan.warmup + end],
+                                plan.warmup + first, plan.interval, block_timeout)
+        finally:
             for pipeline in pipelines.values():
-                await pipeline.start(broker, collector)
-            collector.take()  # statuses and births: nothing to time
-            for name, first, end in schedule(len(messages)):
-                await drive(pipelines[name], collector, messages[first:end], first,
-                            plan.interval, block_timeout)
-    finally:
-        for pipeline in pipelines.values():
-            await pipeline.stop()
-    results = {name: _summary(p, plan) for name, p in pipelines.items()}
+                await pipeline.stop()
+        for name, pipeline in pipelines.items():
+            mine, missing = _samples(pipeline, plan.warmup, measured)
+            samples[name] += mine
+            if mine:
+                one = Latency.of(mine)
+                each[name].append({"p50": one.p50, "p99": one.p99})
+            lost[name] += missing
+            duplicates[name] += pipeline.duplicates
+    results: dict[str, Any] = {
+        name: {**Latency.of(samples[name]).to_dict(), "lost": lost[name],
+               "duplicates": duplicates[name], "cycles": each[name]}
+        for name in PIPELINES}
     tabled, a, b = (results[p] for p in PIPELINES)
     results["ratios"] = {
         "p50_vs_b": tabled["p50"] / b["p50"], "p99_vs_b": tabled["p99"] / b["p99"],
@@ -286,7 +333,8 @@ async def run_family(family: str, broker: Mosquitto, workdir: Path, plan: Plan,
 async def run(broker: Mosquitto, workdir: Path, plan: Plan, say: Any = print) -> dict[str, Any]:
     out: dict[str, Any] = {"plan": {"count": plan.count, "warmup": plan.warmup,
                                     "rate": 1 / plan.interval,
-                                    "block": rounds(plan.warmup + plan.count)[1],
+                                    "block": rounds(plan.count)[1],
+                                    "cycles": len(cycles(plan.count)),
                                     "orders": [list(order) for order in ORDERS],
                                     "host_bytes_at_sends": HOST_BYTES_AT_SENDS}}
     for family in dev.FAMILIES:
