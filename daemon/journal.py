@@ -282,7 +282,8 @@ _INSERT_ROWS: Final = 100
 def _insert(rows: int) -> str:
     """One INSERT of ``rows`` rows: a write's rows in one statement (a statement per row cost
     a run of SQLite's program each on the commit path)."""
-    return "INSERT INTO journal VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
+    row = "(" + ", ".join("?" * _COLUMNS) + ")"
+    return "INSERT INTO journal VALUES " + ", ".join([row] * rows)
 
 
 class Journal:
@@ -382,7 +383,7 @@ class Journal:
             if self._stale or db.in_transaction:
                 self._settle()
             db.execute("BEGIN IMMEDIATE")
-            version = db.execute("PRAGMA data_version").fetchone()[0]
+            version = self._data_version_now()
             moved = None if version == self._data_version else self._tail_moved(version)
             if moved is not None:  # the file was written behind this journal's back
                 self._read_positions()
