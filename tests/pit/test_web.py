@@ -407,7 +407,11 @@ def test_the_floor_shows_every_table(floor: Floor, supervisor: Any) -> None:
         page.wait_for_selector(f'article.tile[data-table="{table}"] .last .line',
                                timeout=30_000)
     craps = page.locator('article.tile[data-table="craps-1"]')
-    craps.scroll_into_view_if_needed()  # off-screen tiles are not rendered (content-visibility)
+    # Off-screen tiles are not rendered (content-visibility). Scrolled in one step of the page:
+    # a live update may swap the tile for a new one at any time, and Playwright's own scroll
+    # holds the element it found while it waits for it to be still (it failed on a swap).
+    page.evaluate("sel => document.querySelector(sel).scrollIntoView()",
+                  'article.tile[data-table="craps-1"]')
     text = craps.inner_text()
     assert "dice-1" in text and "connected" in text and "rounds / h" in text
     assert page.locator("article.tile").count() == 6
