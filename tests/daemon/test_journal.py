@@ -20,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tabled.daemon.journal import (
+    PAGE_SIZE,
     InputEntry,
     Journal,
     JournalError,
@@ -163,6 +164,45 @@ def test_a_journal_from_before_the_acked_column_opens_and_keeps_its_chain(
     reopened.events.write([card("KH"), outcome(2)], TS)
     assert reopened.verify().ok and reopened.verify().rows == 4
     assert [o.stream_seq for o in reopened.delivery.outputs_after(0, 10)] == [0, 1]
+
+
+def page_size(path: Path) -> int:
+    db = sqlite3.connect(path)
+    try:
+        return int(db.execute("PRAGMA page_size").fetchone()[0])
+    finally:
+        db.close()
+
+
+def test_a_new_journal_has_small_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
+    """New files get PAGE_SIZE (a commit writes whole pages); a file made with SQLite's default
+    keeps it, opens, takes writes and verifies; a row bigger than a page (overflow pages)
+    reads back whole."""
+    new = tmp_path / "new.sqlite"
+    journal = Journal(new)
+    big = OutputEntry("outcome", {"type": "outcome", "round": 1, "pad": "x" * (3 * PAGE_SIZE)},
+                      round=1)
+    journal.events.write([card("AS"), big], TS)
+    journal.close()
+    assert PAGE_SIZE == 1024 and page_size(new) == PAGE_SIZE
+    reopened = Journal(new)
+    [row] = reopened.delivery.outputs_after(1)
+    assert json.loads(row.payload)["pad"] == "x" * (3 * PAGE_SIZE)
+    assert reopened.verify().ok
+    reopened.close()
+    old = tmp_path / "old.sqlite"
+    db = sqlite3.connect(old)  # an existing journal's file: SQLite's default page size
+    db.execute("CREATE TABLE t (a)")
+    db.execute("DROP TABLE t")
+    db.close()
+    assert page_size(old) == 4096
+    journal = Journal(old)
+    journal.events.write([card("KH"), outcome(1)], TS)
+    journal.close()
+    assert page_size(old) == 4096
+    reopened = Journal(old)
+    assert reopened.verify().ok and reopened.verify().rows == 2
+    reopened.close()
 
 
 def test_opening_a_missing_journal_for_reading_fails(tmp_path: Path) -> None:
