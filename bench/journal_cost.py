@@ -8,13 +8,14 @@ difference is, in the daemon's own code and on the journal's disk:
 
 - **commit**: one durable transaction (WAL, ``synchronous=FULL``) of (b)'s one row, of the
   journal's rows for real shoe events (the input, its published copy, and at a hand's end the
-  outcome), and variants of the journal's schema (without its indexes);
+  outcome), and variants of the journal's file (without its indexes; pages of another size
+  than the journal's :data:`~tabled.daemon.journal.PAGE_SIZE`);
 - **WAL bytes**: how much each commit appends to the write-ahead log (pages of 4 KiB plus a
   24-byte header per page, plus the commit's fsync): what the disk is asked to write;
 - **CPU**: the same writes with ``synchronous=OFF`` on a RAM disk (no fsync, no disk), and the
   row's parts in isolation (JSON encoding, the hash-chain link, the INSERTs).
 
-Each variant is timed on the same events, interleaved round by round so a drift of the disk
+Each variant is timed on the same events, interleaved commit by commit so a drift of the disk
 falls on all of them alike. It prints a table and writes nothing else.
 """
 
@@ -95,9 +96,17 @@ class Bare:
 
 
 class Tabled:
-    """The journal as it is, optionally with some of its indexes dropped."""
+    """The journal as it is, optionally with some of its indexes dropped, or in a file made
+    beforehand with another page size (a journal keeps the size of its file)."""
 
-    def __init__(self, path: Path, synchronous: str, drop: tuple[str, ...] = ()) -> None:
+    def __init__(self, path: Path, synchronous: str, drop: tuple[str, ...] = (),
+                 page_size: int | None = None) -> None:
+        if page_size is not None:
+            db = sqlite3.connect(path)
+            db.execute(f"PRAGMA page_size={page_size}")
+            db.execute("CREATE TABLE made (a)")  # the first write fixes the page size
+            db.execute("DROP TABLE made")
+            db.close()
         self.journal = Journal(path)
         db = self.journal._db
         db.execute(f"PRAGMA synchronous={synchronous}")
@@ -118,21 +127,31 @@ def wal_size(path: Path) -> int:
 
 def measure(variants: dict[str, Callable[[Path], Any]], events: list[Entries], where: Path,
             rounds: int) -> dict[str, dict[str, float]]:
-    """Every variant on the same events, ``rounds`` times round-robin; per-commit times (ms)
-    and WAL bytes per commit."""
+    """Every variant on the same events, interleaved commit by commit (each event goes to
+    every variant in turn, the order rotated from one event to the next), ``rounds`` times
+    with new files: per-commit times (ms) and WAL bytes per commit. One variant's whole run
+    after another's measured the disk's drift between them as much as the variants (a
+    difference of 0.09 ms one run, reversed the next)."""
     times: dict[str, list[float]] = {name: [] for name in variants}
     wal: dict[str, list[float]] = {name: [] for name in variants}
+    names = list(variants)
     for r in range(rounds):
+        writers: dict[str, tuple[Path, Any]] = {}
         for name, make in variants.items():
             path = where / f"{name.replace(' ', '_')}-{r}.sqlite"
             writer = make(path)
             writer.write(events[0])  # the file's first pages, not counted
-            before = wal_size(path)
-            for entries in events:
+            writers[name] = (path, writer)
+        before = {name: wal_size(path) for name, (path, _) in writers.items()}
+        for i, entries in enumerate(events):
+            turn = i % len(names)
+            for name in names[turn:] + names[:turn]:
+                writer = writers[name][1]
                 started = time.perf_counter()
                 writer.write(entries)
                 times[name].append((time.perf_counter() - started) * 1000)
-            wal[name].append((wal_size(path) - before) / len(events))
+        for name, (path, _) in writers.items():
+            wal[name].append((wal_size(path) - before[name]) / len(events))
     return {name: {"p50": statistics.median(t), "mean": statistics.fmean(t),
                    "p99": sorted(t)[int(len(t) * 0.99)],
                    "wal_bytes": statistics.fmean(wal[name])} for name, t in times.items()}
@@ -187,6 +206,10 @@ def main(argv: list[str] | None = None) -> int:
                     "(b) one bare row": lambda p, s=sync: Bare(p, s),
                     "journal, the input row only": lambda p, s=sync: _Only(Tabled(p, s)),
                     "journal, as staged": lambda p, s=sync: Tabled(p, s),
+                    "journal, as staged, 4 KiB pages (SQLite's default)": lambda p, s=sync:
+                        Tabled(p, s, page_size=4096),
+                    "journal, as staged, 512 B pages": lambda p, s=sync: Tabled(
+                        p, s, page_size=512),
                     "journal, as staged, no journal_stream index": lambda p, s=sync: Tabled(
                         p, s, ("journal_stream",)),
                     "journal, as staged, no index": lambda p, s=sync: Tabled(
@@ -198,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                 res = measure(variants, events, Path(sub), args.rounds)
                 _ = inputs_only
                 for name, r in res.items():
-                    print(f"  {name:48s} p50 {r['p50']:.3f}  mean {r['mean']:.3f}  "
+                    print(f"  {name:52s} p50 {r['p50']:.3f}  mean {r['mean']:.3f}  "
                           f"p99 {r['p99']:.3f}  WAL {r['wal_bytes']:7.0f} B")
         print("\nparts, µs per event:")
         for name, value in parts(events).items():
