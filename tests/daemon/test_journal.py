@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from tabled.daemon.journal import (
     PAGE_SIZE,
+    SCHEMA_VERSION,
     InputEntry,
     Journal,
     JournalError,
@@ -203,6 +204,85 @@ def test_a_new_journal_has_small_pages_and_an_old_one_keeps_its_own(tmp_path: Pa
     reopened = Journal(old)
     assert reopened.verify().ok and reopened.verify().rows == 2
     reopened.close()
+
+
+def indexes(path: Path) -> set[str]:
+    db = sqlite3.connect(path)
+    try:
+        return {row[0] for row in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'journal'")}
+    finally:
+        db.close()
+
+
+def test_a_format_2_journal_becomes_format_3_with_its_numbers(tmp_path: Path) -> None:
+    """Format 2 indexed every stream's numbers; 3 leaves the event stream out. A format 2 file
+    is read as it is (without the lock, before any change), then migrated when a writer opens
+    it: the old index gone, the new one there, each stream going on from its last number."""
+    path = tmp_path / "j.sqlite"
+    journal = Journal(path)
+    journal.events.write([card("AS"), OutputEntry("event", {"type": "card"}), outcome(1),
+                          OutputEntry("fault", {"code": "x"}),
+                          OutputEntry("event", {"type": "card"})], TS)
+    journal.close()
+    db = sqlite3.connect(path)  # as format 2 made it
+    db.execute("DROP INDEX journal_numbers")
+    db.execute("CREATE UNIQUE INDEX journal_stream ON journal (topic, stream_seq) "
+               "WHERE kind = 'output'")
+    db.execute("PRAGMA user_version=2")
+    db.commit()
+    db.close()
+    reader = Journal(path, create=False)
+    assert reader.version == 2 and [reader.next_seq(t) for t in ("event", "outcome", "fault")] \
+        == [2, 1, 1]
+    reader.close()
+    assert "journal_stream" in indexes(path)
+    writer = Journal(path)
+    assert writer.version == SCHEMA_VERSION == 3
+    assert indexes(path) == {"journal_numbers", "journal_round"}
+    stored = writer.events.write([OutputEntry("event", {"type": "card"}), outcome(2),
+                                  OutputEntry("fault", {"code": "y"})], TS)
+    assert [(s.topic, s.stream_seq) for s in stored] == [("event", 2), ("outcome", 1),
+                                                          ("fault", 1)]
+    assert writer.verify().ok
+    writer.close()
+
+
+def test_the_event_streams_next_number_is_found_behind_other_rows(tmp_path: Path) -> None:
+    """The event stream has no index: its next number is its last row's plus one, however
+    many rows of other streams came after it."""
+    path = tmp_path / "j.sqlite"
+    journal = Journal(path)
+    journal.events.write([OutputEntry("event", {"type": "card"})] * 3, TS)
+    for n in range(300):
+        journal.events.write([card("AS"), OutputEntry("fault", {"code": str(n)})], TS)
+    journal.close()
+    journal = Journal(path)
+    assert (journal.next_seq("event"), journal.next_seq("fault")) == (3, 300)
+    journal.close()
+
+
+def test_verify_finds_a_number_given_twice_or_skipped(tmp_path: Path) -> None:
+    """A writer that numbered wrongly (a bug: the numbers come from the journal alone) leaves
+    an intact chain; verify still names the row. The event stream, without an index, takes
+    the row; the other streams' index refuses a number given twice."""
+    for slip, what in ((-1, "its event number is 1, 2 was due"),
+                       (+1, "its event number is 3, 2 was due")):
+        path = tmp_path / f"j{slip}.sqlite"
+        journal = Journal(path)
+        journal.events.write([OutputEntry("event", {"type": "card"})] * 2, TS)
+        journal._next_seq["event"] += slip
+        journal.events.write([card("AS"), OutputEntry("event", {"type": "card"})], TS)
+        result = journal.verify()
+        assert not result.ok and result.first_bad_id == 4 and what in result.reason
+        journal.close()
+    journal = Journal(tmp_path / "o.sqlite")
+    journal.events.write([outcome(1)], TS)
+    journal._next_seq["outcome"] -= 1
+    with pytest.raises(JournalError, match="UNIQUE"):
+        journal.events.write([outcome(2)], TS)
+    assert journal.verify().ok and journal.verify().rows == 1
+    journal.close()
 
 
 def test_opening_a_missing_journal_for_reading_fails(tmp_path: Path) -> None:
