@@ -164,7 +164,8 @@ def _cmd_journal(args: argparse.Namespace) -> int:
         if args.journal_command == "verify":
             result = journal.verify(expect)
             if result.ok:
-                print(f"ok: {result.rows} records, hash chain intact, head {result.head}@"
+                print(f"ok: {result.rows} records, hash chain intact, every stream numbered in "
+                      f"order, head {result.head}@"
                       f"{result.rows}" + (", the witness's head is in it" if expect else ""))
                 return 0
             print(f"BROKEN at record {result.first_bad_id}: {result.reason} "
@@ -282,7 +283,7 @@ def register(sub: Any) -> None:
     jp = sub.add_parser("journal", help="game recall and integrity of the journal")
     jsub = jp.add_subparsers(dest="journal_command", required=True, metavar="ACTION")
     for name, text in (("recall", "show the last N rounds with their events and outcomes"),
-                       ("verify", "check the journal's hash chain")):
+                       ("verify", "check the journal's hash chain and each stream's numbers")):
         action = jsub.add_parser(name, help=text)
         where = action.add_mutually_exclusive_group(required=True)
         where.add_argument("--config", "-c", metavar="FILE")
