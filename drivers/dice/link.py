@@ -129,6 +129,10 @@ class ReportSequencer:
 
         ``durable_from`` is the first report of this boot the host has *not* made durable, if
         it knows (from its journal); reports before it are acknowledged, not delivered again.
+        Reports from it up to the device's ``unacked_from`` were never made durable and the
+        device no longer holds them (it forgets the oldest past ``RETAINED_REPORTS`` while no
+        host acknowledges: a host away that long): they are lost, and said to be
+        (:class:`ReportsLost`), as a RESEND reply that starts later than asked says it.
         """
         self.state = SequencerState.RUNNING
         self.expected = status.unacked_from
@@ -139,6 +143,10 @@ class ReportSequencer:
             self.counters["resent_already_durable"] += count
             self.expected = durable_from
             outputs.append(AlreadyDurable(durable_from, count))
+        elif durable_from is not None and number_is_ahead(durable_from, self.expected):
+            lost = number_distance(durable_from, self.expected)
+            self.counters["reports_lost"] += lost
+            outputs.append(ReportsLost(durable_from, lost))
         return outputs + self._status(status, now)
 
     def packet_received(self, data: bytes, now: float) -> list[Output]:

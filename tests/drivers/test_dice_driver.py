@@ -29,6 +29,7 @@ from tabled.drivers.dice.driver import READ_TIMEOUT
 from tabled.drivers.dice.protocol import (
     PRODUCT_ID,
     REQUEST_TYPE_IN,
+    RETAINED_REPORTS,
     VENDOR_ID,
     DeviceInfo,
     Request,
@@ -294,6 +295,37 @@ async def test_resume_acknowledges_what_the_journal_already_holds_without_emitti
             await second.wait_closed()
     assert rolls_of(journal.durable) == [(3, 4), (6, 6)]
     assert second.link_counters()["resent_already_durable"] == 1
+
+
+async def test_reports_forgotten_while_no_host_was_there_are_named_lost_at_resume() -> None:
+    """Delivery 1: the host's journal ends at report k of this boot; away longer than the
+    sensor's memory lasts (RETAINED_REPORTS), it finds the sensor holding only the last 64:
+    the reports between are named lost (fault ``link_errors``), never skipped in silence
+    (the crash campaign, a daemon killed again and again just after each start, found them
+    skipped)."""
+    journal = Journal()
+    count = RETAINED_REPORTS + 40
+    with simulator("--count", str(count), "--seed", "3", "--pace", "0.01") as sim:
+        async with asyncio.timeout(20):
+            first = None
+            while first is None:
+                with contextlib.suppress(DeviceError):
+                    first = await open_device(sim.url, device_id="dice-1", sink=journal)
+            await until(lambda: journal.durable)
+            first.close()
+            await first.wait_closed()
+            await asyncio.sleep(count * 0.01 + 0.5)  # the script played out, no host there
+            last = journal.durable[-1].meta
+            kept_from = count - RETAINED_REPORTS
+            assert last.msg is not None and last.msg + 1 < kept_from
+            drivers = await supervise(sim, journal, resume=Resume(last.boot, last.msg))
+    lost = [e for e in journal.durable if isinstance(e, Fault) and e.code == "link_errors"]
+    assert len(lost) == 1
+    assert lost[0].detail == f"dice reports {last.msg + 1}-{kept_from - 1} lost"
+    assert lost[0].extra["lost_reports"] == kept_from - 1 - last.msg
+    numbers = [e.meta.msg for e in journal.durable if isinstance(e, (Roll, NoRoll))]
+    assert numbers == [*range(last.msg + 1), *range(kept_from, count)]
+    assert drivers[0].link_counters()["reports_lost"] == kept_from - 1 - last.msg
 
 
 async def test_a_boot_id_that_does_not_match_resumes_from_the_device() -> None:

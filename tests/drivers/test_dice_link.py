@@ -28,6 +28,7 @@ from tabled.drivers.dice.link import (
 from tabled.drivers.dice.protocol import (
     MAX_RESENDS,
     REPORT_SIZE,
+    RETAINED_REPORTS,
     T_RESEND,
     T_SILENCE,
     T_STATUS,
@@ -280,13 +281,32 @@ def test_reports_already_durable_are_acknowledged_not_delivered_again() -> None:
     assert host.packet_received(encode_report(roll(5)), 0.1) == [Deliver(roll(5))]
 
 
-@pytest.mark.parametrize("durable_from", [3, 1, 9])
+@pytest.mark.parametrize("durable_from", [3, 9])
 def test_a_resume_point_outside_what_the_device_holds_changes_nothing(durable_from: int) -> None:
-    """At or before ``unacked_from`` there is nothing to skip; beyond the device's next
-    number it cannot be this device's boot: resume at ``unacked_from``."""
+    """At ``unacked_from`` there is nothing to skip; beyond the device's next number it
+    cannot be this device's boot: resume at ``unacked_from``."""
     host = ReportSequencer(now=0.0)
     assert host.synchronise(StatusReport(6, 3), 0.0, durable_from) == [RequestResend(3)]
     assert host.expected == 3
+
+
+def test_reports_the_device_forgot_before_the_host_made_them_durable_are_named_lost() -> None:
+    """The host's journal ends before report 40 of this boot; the device, left without a host
+    for longer than its memory lasts, holds reports from 100 on: 40-99 are lost for good,
+    and said to be (the campaign's kill -9 storm found them skipped without a word)."""
+    memory = ReportMemory(capacity=RETAINED_REPORTS)
+    for _ in range(40):
+        memory.keep(roll())
+    memory.acknowledge(40)  # what the last host made durable and acknowledged
+    for _ in range(60 + RETAINED_REPORTS):
+        memory.keep(roll())
+    assert memory.unacked_from == 100  # it forgot 40-99 while no host was there
+    host = ReportSequencer(now=0.0)
+    outputs = host.synchronise(StatusReport(memory.next_number, memory.unacked_from), 0.0,
+                               durable_from=40)
+    assert outputs == [ReportsLost(40, 60), RequestResend(100)]
+    assert host.counters["reports_lost"] == 60 and host.expected == 100
+    assert host.packet_received(encode_report(roll(100)), 0.1) == [Deliver(roll(100))]
 
 
 def test_report_memory_keeps_numbers_across_resends_and_forgets_on_ack() -> None:
