@@ -677,7 +677,14 @@ PROFILES = [
     "(shuffler) and 1.18-1.27 (dice) at the p50. The goal is met in every pooled figure of "
     "the three runs, the shoe's p50 by 0.02 in the last, and tabled's p50 is still 0.28-0.34 "
     "ms above (b)'s on this slower machine ((b)'s dice p50 1.57 ms against 1.00 in the "
-    "morning): not yet with a margin.",
+    "morning): not yet with a margin. Throughput, measured again after both the same hour, "
+    "events/s in runs of this code against the code before them, alternated: shoe "
+    "2,089-2,591 (five runs) against 2,016-2,639 (four), shuffler 2,143-2,400 against "
+    "2,104-2,548, dice 1,619-2,133 against 1,914-2,323. The serial families the same; the "
+    "dice, whose daemon is CPU-bound at saturation (101 %), perhaps a tenth lower (more and "
+    "smaller pages in the large commits of a backlog), inside the spread of two runs: "
+    "noted, not resolved. The morning's 2,994 and 3,196 for shoe and shuffler (2026-11-29) "
+    "were a faster machine's: the code before measured 2,016-2,639 this afternoon.",
     "",
 ]
 
