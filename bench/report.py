@@ -683,7 +683,7 @@ PROFILES = [
     "2,104-2,548, dice 1,619-2,133 against 1,914-2,323. The serial families the same; the "
     "dice, whose daemon is CPU-bound at saturation (101 %), perhaps a tenth lower (more and "
     "smaller pages in the large commits of a backlog), inside the spread of two runs: "
-    "noted, not resolved. The morning's 2,994 and 3,196 for shoe and shuffler (2026-11-29) "
+    "noted, not resolved. The earlier 2,994 and 3,196 for shoe and shuffler (2026-11-29) "
     "were a faster machine's: the code before measured 2,016-2,639 this afternoon.",
     "",
 ]
