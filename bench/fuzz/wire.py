@@ -576,7 +576,11 @@ class _Tracker:
 
 def _run_sequencer(case: SequencerCase, rng: random.Random) -> list[str]:
     sequencer = ReportSequencer(now=0.0)
-    tracker = _Tracker(case.unacked_from)
+    # The host owes every report from what its journal made durable: from there when the
+    # device holds less (it forgot some, which must be named lost), else from what it holds.
+    durable = case.durable_from
+    behind = durable is not None and dice.number_is_ahead(durable, case.unacked_from)
+    tracker = _Tracker(durable if behind and durable is not None else case.unacked_from)
     status = dice.StatusReport(case.next_number, case.unacked_from)
     labels = set(tracker.take(sequencer.synchronise(status, 0.0, case.durable_from)))
     now = 0.0
