@@ -196,7 +196,10 @@ class Journal:
     """The kit's event sink, with the daemon's durability barrier: an event emitted is
     ``pending``; :meth:`commit` makes what is pending ``durable``. With ``refuse_commit``,
     that commit makes its events durable and then returns False, as a host whose journal
-    failed to confirm them (the driver must then acknowledge nothing of them)."""
+    failed to confirm them (the driver must then acknowledge nothing of them). Only commits
+    with events count: a batch of frames that meant none (a status) has nothing to make
+    durable, and refusing it would test nothing (a driver that ignored its resume then passed
+    whenever the refused batch was a status: once in a fresh-clone CI run)."""
 
     def __init__(self, refuse_commit: int | None = None) -> None:
         self.durable: list[Event] = []
@@ -208,6 +211,8 @@ class Journal:
         self.pending.append(event)
 
     def commit(self) -> bool:
+        if not self.pending:
+            return True  # nothing to make durable, as the daemon's runtime answers it
         self.commits += 1
         self.durable += self.pending
         self.pending.clear()
