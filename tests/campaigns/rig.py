@@ -161,7 +161,11 @@ class Table:
     async def _console(self) -> None:
         """The dealer console of Q Poker: decisions and reveal once a deal is complete (again
         every 2 s while no outcome follows: a command sent while the daemon was down is lost),
-        and "deal" on the machine after each outcome."""
+        and "deal" on the machine after each outcome. One console for the whole run: what it
+        follows of the round (its seats, the dealer's cards seen) survives a broker outage
+        that falls in the middle of a deal; a console made afresh on each connection missed
+        the deal's start and never decided (the bounded broker campaign stalled so, once)."""
+        console: Console | None = None
         while True:
             try:
                 # a persistent session: what the table publishes while the console is away (a
@@ -173,7 +177,10 @@ class Table:
                     await client.subscribe(f"{TOPIC_BASE}/outcome", qos=1)
                     # its commands name their round: one that lands late, in the next round
                     # (a round its exposed dealer's card voided at once, a retry), is declined
-                    console = Console(client, TOPIC_BASE, self.key, self.seed)
+                    if console is None:
+                        console = Console(client, TOPIC_BASE, self.key, self.seed)
+                    else:
+                        console.client = client
                     async with asyncio.TaskGroup() as group:
                         group.create_task(self._console_retry(console))
                         async for message in client.messages:
