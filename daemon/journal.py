@@ -605,11 +605,11 @@ class Journal:
             if prev != stored_hash:
                 return VerifyResult(False, rows, row[0], "hash does not match the row")
             if row[1] == "output":  # every stream numbered 0, 1, 2 ... in journal order
-                topic, number = row[2], row[3]
-                if number != due.get(topic, 0):
+                topic, number, wanted = row[2], row[3], due.get(row[2], 0)
+                if number != wanted:
                     return VerifyResult(False, rows, row[0],
-                                        f"its {topic} number is {number}, {due.get(topic, 0)} "
-                                        "was due (a number given twice or skipped)")
+                                        f"its {topic} number is {number}, {wanted} was due "
+                                        "(a number given twice or skipped)")
                 due[topic] = number + 1
             if expect is not None and expected_id == expect.rows:
                 witnessed = prev

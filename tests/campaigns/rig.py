@@ -227,9 +227,7 @@ class Table:
         after each start) have none, and the audit checks that each was named."""
         deadline = time.monotonic() + timeout
         while self.sub.distinct("/outcome") < count:
-            ledger = self.ledger()
-            if (len(ledger) >= self.script_length() and self.sub.distinct("/outcome")
-                    >= expected_outcomes(self.game, ledger, self.sub.on("/event"))):
+            if self._owes_nothing():
                 return
             if time.monotonic() > deadline:
                 raise AssertionError(f"{self.sub.distinct('/outcome')}/{count} messages on "
@@ -256,12 +254,17 @@ class Table:
         what is missing, against what was dealt."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            ledger = self.ledger()
-            if (len(ledger) >= self.script_length() and self.sub.distinct("/outcome")
-                    >= expected_outcomes(self.game, ledger, self.sub.on("/event"))):
+            if self._owes_nothing():
                 break
             await asyncio.sleep(0.2)
         await self.settle()
+
+    def _owes_nothing(self) -> bool:
+        """The device has played its whole script and the consumer has an outcome for every
+        round of it (a throw the sensor said it lost owes none)."""
+        ledger = self.ledger()
+        return (len(ledger) >= self.script_length() and self.sub.distinct("/outcome")
+                >= expected_outcomes(self.game, ledger, self.sub.on("/event")))
 
     async def restart(self, timeout: float = 30.0) -> None:
         """Start the daemon again and wait for its birth record (it is up: journal rebuilt,
