@@ -148,21 +148,46 @@ async def test_a_shoe_gone_too_long_voids_the_hand(tmp_path: Path, broker: Mosqu
 
 async def test_kill_9_mid_round_recovers_state_and_loses_nothing(tmp_path: Path,
                                                                  broker: Mosquitto) -> None:
-    hands = 40
-    sim, url = shoe(tmp_path, "--seed", "8", "--hands", str(hands), "--pace", "0.01")
+    # the shoe deals on while the daemon is down (~50 cards in the second a restart takes),
+    # and the daemon catches up when it is back: 60 hands leave room for three kills
+    hands = 60
+    sim, url = shoe(tmp_path, "--seed", "8", "--hands", str(hands), "--pace", "0.02")
     config = config_for(tmp_path, broker, url)
     daemon = Daemon(config, tmp_path / "daemon.log")
     try:
         async with Subscriber("127.0.0.1", broker.port, "tabled/lab/t1/#") as sub:
-            daemon.start()
-            for kill_after in (5, 17, 29):
-                await sub.wait_for("/outcome", kill_after, alive=daemon)
-                await asyncio.sleep(0.013)  # somewhere in the next hand
+
+            async def start() -> None:
+                # up means connected and announced online; a SIGTERM before then would find
+                # Python still starting, with no handler yet to shut down by
+                daemon.start()
+                await sub.wait_for("/t1/status", sub.distinct("/t1/status") + 1, alive=daemon)
+                assert sub.on("/t1/status")[-1]["state"] == "online"
+
+            async def mid_hand() -> None:
+                # a card of the next hand is out (published, so journaled) and its outcome is
+                # not: a kill now finds the hand open. While the daemon catches up on what the
+                # shoe dealt in its absence hands go by in milliseconds, so look on each message
+                async with asyncio.timeout(30):
+                    while True:
+                        last = max(i for i, (t, _, _) in enumerate(sub.messages)
+                                   if t.endswith("/outcome"))
+                        if any(t.endswith("/event") and p["type"] == "card"
+                               for t, p, _ in sub.messages[last + 1:]):
+                            return
+                        sub.changed.clear()
+                        await sub.changed.wait()
+
+            await start()
+            for _ in range(3):
+                # two hands through this run of the daemon, then into the next one
+                await sub.wait_for("/outcome", sub.distinct("/outcome") + 2, alive=daemon)
+                await mid_hand()
                 daemon.kill9()
                 # the broker publishes the last will: the table is offline
                 await sub.wait_for("/t1/status", sub.distinct("/t1/status") + 1)
                 assert sub.on("/t1/status")[-1]["state"] == "offline"
-                daemon.start()
+                await start()
             outcomes = await sub.wait_for("/outcome", hands, alive=daemon, timeout=90)
             events = sub.on("/event")
     finally:
