@@ -7,9 +7,10 @@ with everything it caused. Before the journal's format is changed, this measures
 difference is, in the daemon's own code and on the journal's disk:
 
 - **commit**: one durable transaction (WAL, ``synchronous=FULL``) of (b)'s one row, of the
-  journal's rows for real shoe events (the input, its published copy, and at a hand's end the
-  outcome), and variants of the journal's file (without its indexes; pages of another size
-  than the journal's :data:`~tabled.daemon.journal.PAGE_SIZE`);
+  journal's rows for real shoe events (the input, which is also its published message, and
+  at a hand's end the outcome), and variants of the journal's file (the formats before, with
+  the published copy a row of its own; without its indexes; pages of another size than the
+  journal's :data:`~tabled.daemon.journal.PAGE_SIZE`);
 - **WAL bytes**: how much each commit appends to the write-ahead log (pages of 4 KiB plus a
   24-byte header per page, plus the commit's fsync): what the disk is asked to write;
 - **CPU**: the same writes with ``synchronous=OFF`` on a RAM disk (no fsync, no disk), and the
@@ -203,12 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="journal-cost-", dir=args.dir) as tmp:
         work = Path(tmp)
         events = staged(shoe_events(args.events), work)
-        kinds = [tuple(type(e).__name__ if isinstance(e, InputEntry) else e.topic
-                       for e in entries) for entries in events]
+        outcomes = sum(any(isinstance(e, OutputEntry) and e.topic == "outcome" for e in entries)
+                       for entries in events)
         print(f"{len(events)} shoe events; entries per event: "
-              f"{statistics.fmean(len(k) for k in kinds):.2f} "
-              f"({sum(len(k) == 3 for k in kinds)} with an outcome)")
-        inputs_only: list[Entries] = [[entries[0]] for entries in events]
+              f"{statistics.fmean(len(entries) for entries in events):.2f} "
+              f"({outcomes} with an outcome)")
         for sync, where in (("FULL", work), ("OFF", Path("/dev/shm"))):
             with tempfile.TemporaryDirectory(prefix="journal-cost-", dir=where) as sub:
                 variants: dict[str, Callable[[Path], Any]] = {
@@ -219,20 +219,22 @@ def main(argv: list[str] | None = None) -> int:
                         Tabled(p, s, page_size=4096),
                     "journal, as staged, 512 B pages": lambda p, s=sync: Tabled(
                         p, s, page_size=512),
-                    "journal, as staged, every stream's numbers indexed (format 2)":
-                        lambda p, s=sync: Tabled(p, s, ("journal_numbers",),
-                                                 create=(EVERY_STREAM_INDEXED,)),
-                    "journal, as staged, format 2 at 4 KiB pages (journals until now)":
-                        lambda p, s=sync: Tabled(p, s, ("journal_numbers",), page_size=4096,
-                                                 create=(EVERY_STREAM_INDEXED,)),
+                    "journal, format 3 (the published copy a row of its own)":
+                        lambda p, s=sync: _Format3(Tabled(p, s)),
+                    "journal, format 2 (every stream's numbers indexed too)":
+                        lambda p, s=sync: _Format3(Tabled(p, s, ("journal_numbers",),
+                                                          create=(EVERY_STREAM_INDEXED,))),
+                    "journal, format 2 at 4 KiB pages (journals until 2026-12-02)":
+                        lambda p, s=sync: _Format3(Tabled(p, s, ("journal_numbers",),
+                                                          page_size=4096,
+                                                          create=(EVERY_STREAM_INDEXED,))),
                     "journal, as staged, no index": lambda p, s=sync: Tabled(
-                        p, s, ("journal_numbers", "journal_round")),
+                        p, s, ("journal_numbers", "journal_output_round")),
                 }
                 what = "durable (fsync'd), on the disk" if sync == "FULL" else \
                     "CPU only (synchronous=OFF, RAM disk)"
                 print(f"\n{what}: ms per commit, WAL bytes per commit")
                 res = measure(variants, events, Path(sub), args.rounds)
-                _ = inputs_only
                 for name, r in res.items():
                     print(f"  {name:66s} p50 {r['p50']:.3f}  mean {r['mean']:.3f}  "
                           f"p99 {r['p99']:.3f}  WAL {r['wal_bytes']:7.0f} B")
@@ -243,13 +245,34 @@ def main(argv: list[str] | None = None) -> int:
 
 
 class _Only:
-    """A writer that journals only each event's input row."""
+    """A writer that journals only each event's input, as an input alone (not published)."""
 
     def __init__(self, inner: Tabled) -> None:
         self.inner = inner
 
     def write(self, entries: Entries) -> None:
-        self.inner.write(entries[:1])
+        first = entries[0]
+        assert isinstance(first, InputEntry)
+        self.inner.write([InputEntry(first.source, first.body)])
+
+
+class _Format3:
+    """A writer that journals an input published as itself as the formats before 4 did: the
+    input, then its published copy, a row of its own."""
+
+    def __init__(self, inner: Tabled) -> None:
+        self.inner = inner
+
+    def write(self, entries: Entries) -> None:
+        rows: Entries = []
+        for entry in entries:
+            if isinstance(entry, InputEntry) and entry.published:
+                rows.append(InputEntry(entry.source, entry.body))
+                rows.append(OutputEntry("event", entry.body if entry.round is None
+                                        else {**entry.body, "round": entry.round}))
+            else:
+                rows.append(entry)
+        self.inner.write(rows)
 
 
 if __name__ == "__main__":

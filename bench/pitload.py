@@ -137,44 +137,37 @@ class Out:
 
 
 class MemoryLog:
-    """The journal's part the runtime and the MQTT numbering use, in memory: each output
-    numbered per topic and encoded exactly as :meth:`tabled.daemon.journal.Journal._write`
-    does (``{**body, "table_seq": n}`` through the journal's own encoder), rows hash-chained
-    as the journal chains them (the birth record's ``journal`` head). The disk write is what
-    is left out: at a daemon's pace it costs the pit nothing, and here it would cost the load
-    generator most of its time."""
+    """The journal's part the runtime and the MQTT numbering use, in memory: each message
+    numbered per topic and encoded by the journal's own :func:`~tabled.daemon.journal.
+    encode_entry`, rows hash-chained as the journal chains them (the birth record's
+    ``journal`` head). The disk write is what is left out: at a daemon's pace it costs the pit
+    nothing, and here it would cost the load generator most of its time."""
 
     def __init__(self) -> None:
-        from tabled.daemon.journal import GENESIS
+        from tabled.daemon.journal import DURABLE_TOPICS, GENESIS
 
         self.rows = 0
         self.hash = GENESIS
-        self.next_seq: dict[str, int] = {}
+        self.next_seq: dict[str, int] = dict.fromkeys(DURABLE_TOPICS, 0)
         self.numbers: dict[str, int] = {}
-        #: the outputs of the last write, each with its body before encoding
+        #: the messages of the last write, each with its round (an outcome's or an event's
+        #: own, in its body before encoding; an input published as itself, its entry's)
         self.last: list[tuple[Any, dict[str, Any]]] = []
 
     # EventLog
     def write(self, entries: Any, ts: str) -> list[Any]:
-        from tabled.daemon.journal import InputEntry, OutputEntry, StoredOutput, _dumps, _row_hash
+        from tabled.daemon.journal import InputEntry, OutputEntry, _row_hash, encode_entry
 
         out = []
         for entry in entries:
-            self.rows += 1
-            if isinstance(entry, OutputEntry):
-                seq = self.next_seq.get(entry.topic, 0)
-                self.next_seq[entry.topic] = seq + 1
-                body = _dumps({**entry.body, "table_seq": seq})
-                row: tuple[object, ...] = (self.rows, "output", entry.topic, seq, None,
-                                           entry.round, ts, body)
-                stored = StoredOutput(self.rows, entry.topic, seq, body)
-                out.append(stored)
-                self.last.append((stored, entry.body))
-            elif isinstance(entry, InputEntry):
-                row = (self.rows, "input", None, None, entry.source, None, ts,
-                       _dumps(entry.body))
-            else:
+            if not isinstance(entry, InputEntry | OutputEntry):
                 continue
+            self.rows += 1
+            row, stored = encode_entry(entry, self.rows, self.next_seq, ts)
+            if stored is not None:
+                out.append(stored)
+                self.last.append((stored, entry.body if isinstance(entry, OutputEntry)
+                                  else {"round": entry.round}))
             self.hash = _row_hash(self.hash, row)
         return out
 

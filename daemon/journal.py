@@ -58,7 +58,9 @@ from tabled.daemon.errors import DaemonError
 #: The file format this code writes. 1: release 0.1.0 (which did not record it: a journal
 #: without a version is 1); 2: the version recorded, delivery numbers under typed meta keys;
 #: 3: the ``event`` stream's numbers are not indexed (:data:`UNINDEXED_TOPIC`).
-SCHEMA_VERSION: Final = 3
+#: 4: an input published as itself is one row, the input and its message (:class:`InputEntry`,
+#: ``published``); the index of rounds covers outputs only.
+SCHEMA_VERSION: Final = 4
 #: How often the checkpoint thread copies the WAL into the database, seconds.
 T_CHECKPOINT: Final = 1.0
 #: The WAL is copied into the database once this many commits are in it (or after
@@ -84,6 +86,8 @@ DURABLE_TOPICS: Final = ("event", "outcome", "fault")
 #: row (numbers rise with the rows: :meth:`Journal.verify` checks every stream's run), found by
 #: reading back from the journal's end; the other streams' numbers stay unique by index.
 UNINDEXED_TOPIC: Final = "event"
+#: The topic an input published as itself is a message of.
+_EVENT: Final = "event"
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS journal (
@@ -100,7 +104,8 @@ CREATE TABLE IF NOT EXISTS journal (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS journal_numbers ON journal (topic, stream_seq)
     WHERE kind = 'output' AND topic <> '{UNINDEXED_TOPIC}';
-CREATE INDEX IF NOT EXISTS journal_round ON journal (round) WHERE round IS NOT NULL;
+CREATE INDEX IF NOT EXISTS journal_output_round ON journal (round)
+    WHERE kind = 'output' AND round IS NOT NULL;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
@@ -112,10 +117,14 @@ _SET_META = ("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
 #: 1 -> 2 changes no table: release 0.1.0's rows and meta keys are read as they are; it only
 #: starts recording the version, so that a later change of format knows where it starts.
 #: 2 -> 3 drops the index of every stream's numbers (the schema, run first, made its
-#: successor, which leaves the ``event`` stream out).
+#: successor, which leaves the ``event`` stream out). 3 -> 4 drops the index of every row's
+#: round for its successor, of outputs' only (an input published as itself has the round it
+#: is published with, and an entry for it would be an index page in every commit); the rows
+#: are read as they are.
 MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     1: (),
     2: ("DROP INDEX IF EXISTS journal_stream",),
+    3: ("DROP INDEX IF EXISTS journal_round",),
 }
 
 # The meta keys, all here: the publisher's and the numbering's positions (their values are
@@ -186,10 +195,19 @@ def _holder(fd: int, wait: float = 0.5) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class InputEntry:
-    """An accepted input: a device event, a console command or a daemon decision."""
+    """An accepted input: a device event, a console command or a daemon decision.
+
+    ``published``: the input is also published on ``…/event`` as itself, with ``round`` (if
+    not None) and its ``table_seq`` added after its own fields. It is then one row, not an
+    input row and a copy (format 4): the row's ``topic``, ``stream_seq`` and ``round`` say
+    what is added, inside the hash chain, and the message is made from them when it is read
+    (:func:`_message`). A second row was a third of an event's commit (bench.journal_cost).
+    ``body`` must not have a ``round`` of its own when ``round`` is given."""
 
     source: str
     body: dict[str, Any]
+    published: bool = False
+    round: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +298,36 @@ _ENCODE = msgspec.json.Encoder().encode
 
 def _dumps(obj: dict[str, Any]) -> str:
     return _ENCODE(obj).decode()
+
+
+def _message(body: str, round_no: int | None, seq: int) -> str:
+    """The message an input row published as itself stands for: its body with ``round`` (if
+    any) and ``table_seq`` added, as ``_dumps({**body, "round": round_no, "table_seq": seq})``
+    writes them (tests/daemon/test_journal.py)."""
+    added = f'"table_seq":{seq}}}' if round_no is None else \
+        f'"round":{round_no},"table_seq":{seq}}}'
+    return body[:-1] + ("," if body != "{}" else "") + added
+
+
+def encode_entry(entry: Entry, row_id: int, next_seq: dict[str, int], ts: str
+                 ) -> tuple[tuple[object, ...], StoredOutput | None]:
+    """``entry`` as the journal's row ``row_id`` (its columns up to ``hash``) and, if it is
+    a message, that message as stored; ``next_seq`` (each topic's next number) moves on."""
+    if isinstance(entry, OutputEntry):
+        seq = next_seq[entry.topic]
+        next_seq[entry.topic] = seq + 1
+        body = _dumps({**entry.body, "table_seq": seq})
+        return ((row_id, "output", entry.topic, seq, None, entry.round, ts, body),
+                StoredOutput(row_id, entry.topic, seq, body))
+    if isinstance(entry, InputEntry):
+        body = _dumps(entry.body)
+        if not entry.published:
+            return (row_id, "input", None, None, entry.source, None, ts, body), None
+        seq = next_seq[_EVENT]
+        next_seq[_EVENT] = seq + 1
+        return ((row_id, "input", _EVENT, seq, entry.source, entry.round, ts, body),
+                StoredOutput(row_id, _EVENT, seq, _message(body, entry.round, seq)))
+    return (row_id, "start", None, None, "daemon", None, ts, _dumps(entry.body)), None
 
 
 def _row_hash(prev: bytes, row: Sequence[Any]) -> bytes:
@@ -414,18 +462,9 @@ class Journal:
             values: list[object] = []  # every row's columns, in order
             for entry in entries:
                 last_id += 1
-                row: tuple[object, ...]
-                if isinstance(entry, OutputEntry):
-                    seq = next_seq[entry.topic]
-                    next_seq[entry.topic] = seq + 1
-                    body = _dumps({**entry.body, "table_seq": seq})
-                    row = (last_id, "output", entry.topic, seq, None, entry.round, ts, body)
-                    stored.append(StoredOutput(last_id, entry.topic, seq, body))
-                elif isinstance(entry, InputEntry):
-                    row = (last_id, "input", None, None, entry.source, None, ts,
-                           _dumps(entry.body))
-                else:
-                    row = (last_id, "start", None, None, "daemon", None, ts, _dumps(entry.body))
+                row, message = encode_entry(entry, last_id, next_seq, ts)
+                if message is not None:
+                    stored.append(message)
                 prev = _row_hash(prev, row)
                 values += row
                 values += (prev, None)
@@ -550,14 +589,16 @@ class Journal:
         if last_write is not None and after_id >= last_write[0]:
             return [row for row in last_write[1] if row.id > after_id][:limit]
         rows = self._read(
-            "SELECT id, topic, stream_seq, body FROM journal WHERE kind = 'output' AND id > ? "
-            "ORDER BY id LIMIT ?", (after_id, limit))
-        return [StoredOutput(*row) for row in rows]
+            "SELECT id, kind, topic, stream_seq, round, body FROM journal WHERE "
+            "topic IS NOT NULL AND id > ? ORDER BY id LIMIT ?", (after_id, limit))
+        return [StoredOutput(row_id, topic, seq,
+                             body if kind == "output" else _message(body, round_no, seq))
+                for row_id, kind, topic, seq, round_no, body in rows]
 
     def _count_outputs_after(self, after_id: int) -> int:
         """How many outputs have an id above ``after_id`` (not yet acknowledged, if it is the
         acknowledged position)."""
-        rows = self._read("SELECT COUNT(*) FROM journal WHERE kind = 'output' AND id > ?",
+        rows = self._read("SELECT COUNT(*) FROM journal WHERE topic IS NOT NULL AND id > ?",
                           (after_id,))
         return int(rows[0][0])
 
@@ -604,7 +645,7 @@ class Journal:
             prev = _row_hash(prev, row)
             if prev != stored_hash:
                 return VerifyResult(False, rows, row[0], "hash does not match the row")
-            if row[1] == "output":  # every stream numbered 0, 1, 2 ... in journal order
+            if row[2] is not None:  # every stream numbered 0, 1, 2 ... in journal order
                 topic, number, wanted = row[2], row[3], due.get(row[2], 0)
                 if number != wanted:
                     return VerifyResult(False, rows, row[0],
@@ -818,9 +859,9 @@ class Journal:
         its last row's, read back from the journal's end; the others' come from their index
         (the query names the index's condition, so that SQLite may use it: a journal of the
         formats before 3 has an index of every stream, which the condition also fits)."""
-        if topic == UNINDEXED_TOPIC:
-            rows = self._read("SELECT stream_seq FROM journal WHERE kind = 'output' AND "
-                              "topic = ? ORDER BY id DESC LIMIT 1", (topic,))
+        if topic == UNINDEXED_TOPIC:  # an output, or an input published as itself
+            rows = self._read("SELECT stream_seq FROM journal WHERE topic = ? "
+                              "ORDER BY id DESC LIMIT 1", (topic,))
         else:
             rows = self._read("SELECT MAX(stream_seq) FROM journal WHERE kind = 'output' AND "
                               f"topic = ? AND topic <> '{UNINDEXED_TOPIC}'", (topic,))

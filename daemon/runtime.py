@@ -56,7 +56,7 @@ from tabled.daemon.config import Config
 from tabled.daemon.errors import DaemonError
 from tabled.daemon.journal import EventLog, InputEntry, JournalError, OutputEntry
 from tabled.daemon.logs import event_fields
-from tabled.daemon.rules import Publication, Table, make_table, published_body
+from tabled.daemon.rules import Publication, Table, added_round, make_table, published_body
 
 log = structlog.get_logger("tabled.runtime")
 
@@ -197,9 +197,17 @@ class TableRuntime:
         (with the round it belongs to: ``published_body``), a device fault, the outcomes and
         the notices."""
         body = event_to_dict(event)  # once: the input and, most often, what is published of it
-        entries: list[InputEntry | OutputEntry] = [InputEntry(source, body)]
-        entries.extend(OutputEntry("event", published_body(item, event, *rounds, body))
-                       for item in published)
+        entries: list[InputEntry | OutputEntry]
+        number = added_round(event, event, *rounds)
+        if len(published) == 1 and published[0] is event and (number is None
+                                                              or "round" not in body):
+            # published as itself: one row is the input and the message (the journal's
+            # format 4), with the round its message carries
+            entries = [InputEntry(source, body, published=True, round=number)]
+        else:
+            entries = [InputEntry(source, body)]
+            entries.extend(OutputEntry("event", published_body(item, event, *rounds, body))
+                           for item in published)
         if isinstance(event, Fault):
             entries.append(OutputEntry("fault", {**body, "source": source}))
         for output in outputs:

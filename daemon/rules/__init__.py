@@ -100,13 +100,19 @@ def published_body(item: Event, event: Event, own: int | None, opened: int,
     ``event``'s own JSON object if the caller has it, saves encoding it again."""
     body = (dict(event_body) if item is event and event_body is not None
             else event_to_dict(item))
-    number = own if item is event or isinstance(item, Withheld) else opened
-    if number is not None and item.TYPE not in FOR_A_ROUND:
+    number = added_round(item, event, own, opened)
+    if number is not None:
         body["round"] = number
     return body
 
 
+def added_round(item: Event, event: Event, own: int | None, opened: int) -> int | None:
+    """The ``round`` :func:`published_body` adds to ``item``'s JSON object (None: none)."""
+    number = own if item is event or isinstance(item, Withheld) else opened
+    return number if number is not None and item.TYPE not in FOR_A_ROUND else None
+
+
 __all__ = [
     "GAMES", "Game", "GamePolicy", "Loss", "Notice", "Outcome", "Output", "Publication",
-    "PublishAll", "Table", "game_policy", "make_table", "published_body",
+    "PublishAll", "Table", "added_round", "game_policy", "make_table", "published_body",
 ]

@@ -25,6 +25,7 @@ from typing import Any
 import aiomqtt
 
 from tabled.daemon.broker import Mosquitto
+from tabled.daemon.journal import Journal
 from tabled.simulators.ledger import read_ledger
 from tabled.tools.demo import Console
 from tests.integration.harness import (
@@ -281,12 +282,18 @@ class Table:
     # -- the audit ------------------------------------------------------------------------------
 
     def journal_rows(self) -> dict[str, dict[int, str]]:
-        db = sqlite3.connect(self.journal_path)
+        """Every durable message the journal holds, by topic and number, as it is published
+        (read as the publisher reads them: an input published as itself is its message)."""
         rows: dict[str, dict[int, str]] = {t: {} for t in DURABLE}
-        for topic, seq, body in db.execute(
-                "SELECT topic, stream_seq, body FROM journal WHERE kind = 'output'"):
-            rows[topic][seq] = body
-        db.close()
+        journal = Journal(self.journal_path, create=False)
+        try:
+            after = 0
+            while batch := journal.delivery.outputs_after(after, 10_000):
+                for message in batch:
+                    rows[message.topic][message.stream_seq] = message.payload
+                after = batch[-1].id
+        finally:
+            journal.close()
         return rows
 
     async def settle(self, timeout: float = 60.0) -> None:

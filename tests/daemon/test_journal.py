@@ -215,7 +215,7 @@ def indexes(path: Path) -> set[str]:
         db.close()
 
 
-def test_a_format_2_journal_becomes_format_3_with_its_numbers(tmp_path: Path) -> None:
+def test_a_format_2_journal_is_migrated_with_its_numbers(tmp_path: Path) -> None:
     """Format 2 indexed every stream's numbers; 3 leaves the event stream out. A format 2 file
     is read as it is (without the lock, before any change), then migrated when a writer opens
     it: the old index gone, the new one there, each stream going on from its last number."""
@@ -238,14 +238,61 @@ def test_a_format_2_journal_becomes_format_3_with_its_numbers(tmp_path: Path) ->
     reader.close()
     assert "journal_stream" in indexes(path)
     writer = Journal(path)
-    assert writer.version == SCHEMA_VERSION == 3
-    assert indexes(path) == {"journal_numbers", "journal_round"}
+    assert writer.version == SCHEMA_VERSION == 4
+    assert indexes(path) == {"journal_numbers", "journal_output_round"}
     stored = writer.events.write([OutputEntry("event", {"type": "card"}), outcome(2),
                                   OutputEntry("fault", {"code": "y"})], TS)
     assert [(s.topic, s.stream_seq) for s in stored] == [("event", 2), ("outcome", 1),
                                                           ("fault", 1)]
     assert writer.verify().ok
     writer.close()
+
+
+def test_a_format_3_journal_goes_on_with_inputs_published_as_themselves(
+        tmp_path: Path) -> None:
+    """Format 3 wrote an event's message as a second row; 4 writes an input published as
+    itself once, and indexes the rounds of outputs only. A format 3 file is migrated when a
+    writer opens it (its rows read as they are), and the event stream goes on across the two
+    kinds of row: numbered in order, published with the text the copies had, recalled with
+    the input as it came."""
+    path = tmp_path / "j.sqlite"
+    journal = Journal(path)
+    journal.events.write([card("AS"), OutputEntry("event", {**card("AS").body, "round": 1}),
+                          outcome(1)], TS)
+    journal.close()
+    db = sqlite3.connect(path)  # as format 3 made it
+    db.execute("DROP INDEX journal_output_round")
+    db.execute("CREATE INDEX journal_round ON journal (round) WHERE round IS NOT NULL")
+    db.execute("PRAGMA user_version=3")
+    db.commit()
+    db.close()
+    writer = Journal(path)
+    assert writer.version == 4 and indexes(path) == {"journal_numbers", "journal_output_round"}
+    body = card("KH").body
+    [message] = writer.events.write([InputEntry("device:shoe-1", body, published=True,
+                                                round=2)], TS)
+    assert (message.id, message.topic, message.stream_seq) == (4, "event", 1)
+    assert json.loads(message.payload) == {**body, "round": 2, "table_seq": 1}
+    writer.events.write([card("QD"), OutputEntry("event", {"type": "withheld"}), outcome(2)],
+                        TS)
+    assert writer.verify().ok and writer.verify().rows == 7
+    writer.close()
+    for reader in (Journal(path), Journal(path, create=False)):
+        # from the file, not the last write: the publisher after a restart, an audit
+        assert [(o.id, o.topic, o.stream_seq) for o in reader.delivery.outputs_after(0)] == [
+            (2, "event", 0), (3, "outcome", 0), (4, "event", 1), (6, "event", 2),
+            (7, "outcome", 1)]
+        assert reader.delivery.outputs_after(3)[0] == message
+        assert reader.delivery.count_outputs_after(3) == 3
+        assert [i.body for i in reader.inputs()] == [card("AS").body, body, card("QD").body]
+        assert [r.inputs[0].body for r in reader.recall()] == [card("AS").body, body]
+        assert reader.next_seq("event") == 3
+        reader.close()
+    with sqlite3.connect(path) as db:
+        # the round of an input published as itself is in no index: no page more per commit
+        plan = " ".join(str(r) for r in db.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM journal WHERE round = 2"))
+    assert "journal_output_round" not in plan
 
 
 def test_the_event_streams_next_number_is_found_behind_other_rows(tmp_path: Path) -> None:
@@ -265,16 +312,21 @@ def test_the_event_streams_next_number_is_found_behind_other_rows(tmp_path: Path
 def test_verify_finds_a_number_given_twice_or_skipped(tmp_path: Path) -> None:
     """A writer that numbered wrongly (a bug: the numbers come from the journal alone) leaves
     an intact chain; verify still names the row. The event stream, without an index, takes
-    the row; the other streams' index refuses a number given twice."""
-    for slip, what in ((-1, "its event number is 1, 2 was due"),
-                       (+1, "its event number is 3, 2 was due")):
-        path = tmp_path / f"j{slip}.sqlite"
-        journal = Journal(path)
+    the row, a copy or an input published as itself; the other streams' index refuses a
+    number given twice."""
+    published = InputEntry("device:shoe-1", card("AS").body, published=True, round=1)
+    copy = [card("AS"), OutputEntry("event", {"type": "card"})]
+    for n, (slip, what, entries, bad) in enumerate((
+            (-1, "its event number is 1, 2 was due", copy, 4),
+            (+1, "its event number is 3, 2 was due", copy, 4),
+            (-1, "its event number is 1, 2 was due", [published], 3),
+            (+1, "its event number is 3, 2 was due", [published], 3))):
+        journal = Journal(tmp_path / f"j{n}.sqlite")
         journal.events.write([OutputEntry("event", {"type": "card"})] * 2, TS)
         journal._next_seq["event"] += slip
-        journal.events.write([card("AS"), OutputEntry("event", {"type": "card"})], TS)
+        journal.events.write(entries, TS)
         result = journal.verify()
-        assert not result.ok and result.first_bad_id == 4 and what in result.reason
+        assert not result.ok and result.first_bad_id == bad and what in result.reason
         journal.close()
     journal = Journal(tmp_path / "o.sqlite")
     journal.events.write([outcome(1)], TS)

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tabled.daemon.journal import _dumps
+from tabled.daemon.journal import _dumps, _message
 
 scalars = st.none() | st.booleans() | st.integers(min_value=-(2**63), max_value=2**64 - 1) | \
     st.text()
@@ -28,3 +28,15 @@ def test_the_characters_json_escapes_and_those_it_leaves() -> None:
     body = {"text": '"\\\n\r\t\b\f\x00\x1f\x7f\u2028é中🂡', "n": -1, "ok": True, "none": None}
     assert _dumps(body) == json.dumps(body, separators=(",", ":"), ensure_ascii=False)
     assert json.loads(_dumps(body)) == body
+
+
+@given(st.dictionaries(st.text().filter(lambda k: k not in ("round", "table_seq")), values,
+                       max_size=8),
+       st.none() | st.integers(min_value=0, max_value=2**63 - 1),
+       st.integers(min_value=0, max_value=2**63 - 1))
+def test_an_input_published_as_itself_is_the_message_the_copy_was(
+        body: dict[str, Any], round_no: int | None, seq: int) -> None:
+    """Format 4 keeps an input published as itself in one row and makes its message from the
+    row's columns: the text a second row held in the formats before, to the byte."""
+    added = {"table_seq": seq} if round_no is None else {"round": round_no, "table_seq": seq}
+    assert _message(_dumps(body), round_no, seq) == _dumps({**body, **added})

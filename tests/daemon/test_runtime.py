@@ -4,6 +4,7 @@ state rebuilt after a restart, and a full disk that loses nothing that was promi
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -83,6 +84,50 @@ def test_qpoker_face_down_cards_are_withheld_until_the_rules_open_them(tmp_path:
     assert events[-2]["cards"] == ["2H", "7D", "9C"] and events[-2]["withheld"] is True
     (outcome,) = published(runtime, "outcome")
     assert outcome["bets"]["1"]["play"]["result"] == "win"  # dealer 9-high does not qualify
+
+
+def journal_rows(path: Path) -> list[tuple[str, str | None, int | None, dict]]:
+    with sqlite3.connect(path) as db:
+        return [(kind, topic, round_no, json.loads(body)) for kind, topic, round_no, body in
+                db.execute("SELECT kind, topic, round, body FROM journal ORDER BY id")]
+
+
+def test_an_event_published_as_itself_is_one_row_and_a_redacted_one_two(tmp_path: Path) -> None:
+    """Journal format 4: an event the table publishes as it came is one row, the input and
+    the message (with the round it is published with); one published otherwise (withheld,
+    or opening cards with it) is the input and its published copies, as before. Either way
+    the messages are what the rules said to publish, and the inputs what came."""
+    path = tmp_path / "b.sqlite"
+    runtime = runtime_for("baccarat", path)
+    deal_baccarat(runtime, ["9S", "2H", "KD", "3C"])
+    rows = journal_rows(path)
+    assert [(kind, topic, round_no) for kind, topic, round_no, _ in rows] == [
+        ("input", "event", 1)] * 4 + [("output", "outcome", 1)]
+    assert [body for _, _, _, body in rows[:4]] == [
+        {"v": 1, "type": "card", "card": card, "device": "shoe-1", "seq": seq}
+        for seq, card in enumerate(["9S", "2H", "KD", "3C"])]
+    assert published(runtime, "event") == [
+        {"v": 1, "type": "card", "card": card, "device": "shoe-1", "seq": seq, "round": 1,
+         "table_seq": seq} for seq, card in enumerate(["9S", "2H", "KD", "3C"])]
+    assert [i.body for i in runtime.events.inputs()] == [body for _, _, _, body in rows[:4]]
+
+    path = tmp_path / "q.sqlite"
+    runtime = runtime_for("qpoker", path)
+    runtime.accept(RoundStart(seats=(1,)), "device:shuffler-1")
+    runtime.accept(HandDealt(seat=1, cards=("AS", "KS", "QS")), "device:shuffler-1")
+    runtime.accept(HandDealt(seat="dealer", cards=("2H", "7D", "9C")), "device:shuffler-1")
+    rows = journal_rows(path)
+    # the round's start as itself; each hand withheld, the player's opened once the deal is
+    # complete (Art. 9.1): copies of their own, the inputs as they came
+    assert [(kind, topic, round_no, body.get("type")) for kind, topic, round_no, body in rows
+            ] == [("input", "event", 1, "round_start"), ("input", None, None, "hand"),
+                  ("output", "event", None, "withheld"), ("input", None, None, "hand"),
+                  ("output", "event", None, "withheld"), ("output", "event", None, "hand")]
+    assert rows[3][3]["cards"] == ["2H", "7D", "9C"]
+    assert [json.loads(o.payload)["table_seq"] for o in runtime.events.outputs_after(0, 100)
+            ] == [0, 1, 2, 3]
+    text = " ".join(o.payload for o in runtime.events.outputs_after(0, 1000))
+    assert "2H" not in text and "AS" in text
 
 
 def test_a_full_disk_degrades_and_forgets_only_what_it_could_not_write(tmp_path: Path) -> None:
