@@ -79,19 +79,25 @@ async def run_table(tmp_path: Path, broker: Mosquitto, shoe_args: list[str], *, 
     each ``(outcomes, delay)`` of ``kills``; return once every hand the shoe dealt has its
     outcome."""
     ledger_path = tmp_path / "ledger.jsonl"
-    sim = Simulator(["shoe", "--link", str(tmp_path / "shoe"), "--forever", "--hands",
+    link = str(tmp_path / "shoe")
+    sim = Simulator(["shoe", "--link", link, "--forever", "--hands",
                      str(hands), "--ledger", str(ledger_path), *shoe_args], tmp_path / "sim.log")
-    url = sim.start()
     journal = tmp_path / "journal.sqlite"
     config = write_config(tmp_path / "tabled.toml", game="baccarat", journal=journal,
                           broker_url=broker.url,
-                          devices=[{"id": "shoe-1", "family": "shoe", "url": url,
+                          devices=[{"id": "shoe-1", "family": "shoe", "url": link,
                                     "lost_void_after": lost_void_after,
                                     "reconnect_min": 0.1, "reconnect_max": 0.3}])
     daemon = Daemon(config, tmp_path / "daemon.log")
     try:
         async with Subscriber("127.0.0.1", broker.port, "tabled/lab/t1/#") as sub:
+            # the daemon up first, the shoe plugged in after: the shoe deals at its pace
+            # whether or not a host reads it, and a fault at its N-th frame is meant to find
+            # the daemon where a table's would be, reading as the cards come (on a loaded
+            # machine a daemon started after the shoe was still starting at frame 30)
             daemon.start()
+            await sub.wait_for("/t1/status", 1, alive=daemon)
+            assert sim.start() == link
             for after, delay in kills:
                 await sub.wait_for("/outcome", after, alive=daemon, timeout=timeout)
                 await asyncio.sleep(delay)

@@ -139,6 +139,19 @@ async def test_the_pit_sees_the_floor_and_a_killed_table_goes_offline_within_2_s
         panel = floor.panel("lab", "craps-1")
         assert panel is not None and panel["session"]["rolls"] >= 3
 
+        async with Subscriber("127.0.0.1", broker.port, "tabled/lab/bac-1/outcome") as live:
+            # the shoe dealt before its daemon was up, and the daemon's catching up came to the
+            # pit as a burst it took up to 2 s to record (nothing lost): the alert waits its
+            # turn behind it. What is measured is a table lost from a pit that has caught up
+            async def pit_caught_up() -> bool:
+                seen = live.on("/outcome")
+                if not seen:
+                    return False
+                tile = (await floor_from(store_path)).tile("lab", "bac-1")
+                return (tile["last_outcome"] or {}).get("round", 0) >= seen[-1]["round"]
+
+            await wait_until(pit_caught_up, 30, "the pit's record up with the table's outcomes")
+
         async with Subscriber("127.0.0.1", broker.port, "tabled/lab/pit/alert") as alerts:
             killed = time.monotonic()
             bac.kill9()
