@@ -685,6 +685,32 @@ PROFILES = [
     "smaller pages in the large commits of a backlog), inside the spread of two runs: "
     "noted, not resolved. The earlier 2,994 and 3,196 for shoe and shuffler (2026-11-29) "
     "were a faster machine's: the code before measured 2,016-2,639 this afternoon.",
+    "- **One row for an event published as itself** (2026-12-02, journal format 4): the "
+    "event's published copy, the second row of nearly every commit, is gone. An input the "
+    "table publishes as it came is one row, both the input and its message: the row's "
+    "stream number and the round its message adds are columns inside the hash chain, and "
+    "the message is made from them when it is read (daemon/journal.py, "
+    "`InputEntry.published`, `_message`: the same text byte for byte, checked by property "
+    "in tests/daemon/test_journal_json.py). Q Poker's withheld hands and the cards a reveal "
+    "opens keep the input and their copies. The index of rounds now covers outputs only "
+    "(migration 3 to 4), so the round costs no index page; `tabled journal verify` numbers "
+    "both kinds of row in the event stream. `python -m bench.journal_cost` (1,500 shoe "
+    "events, interleaved, 17:47, a slow hour: (b) 0.475 ms): format 4 0.516 ms and 2.6 KiB "
+    "of WAL per commit, format 3 0.594 ms and 3.6 KiB, this morning's journal (format 2 at "
+    "4 KiB pages) 0.686 ms and 11.6 KiB; in CPU alone (synchronous off, on a RAM disk) "
+    "0.109 against 0.148 ms. What the journal's commit adds over (b)'s is now 41 µs, "
+    "against 211 µs this morning. The full latency run after it (17:26-17:43, the tables "
+    "above): p50/p99 1.14/0.89, 1.18/1.15 and 1.19/1.24 for shoe, shuffler and dice, and "
+    "each cycle's processes alone 1.12-1.15 (shoe), 1.16-1.19 (shuffler) and 1.16-1.23 "
+    "(dice) at the p50, where the runs before it gave single cycles up to 1.39. It ran in "
+    "the slowest hour of the day ((b)'s shoe p50 1.87 ms; (a)'s 0.91 against 0.66 in the "
+    "afternoon, so the CPU was slower, not only the disk), with tabled's p50 0.26, 0.36 and "
+    "0.53 ms above (b)'s. Throughput the same hour, this code against the code before it, "
+    "alternated, four runs each, events/s: shoe 1,120-1,286 against 782-1,471, shuffler "
+    "1,161-1,339 against 829-1,335, dice 811-963 against 830-963. No difference shows, and "
+    "both are far under the 2,000-2,600 they made this afternoon: at this hour the machine "
+    "sets the throughput table above, not the code. The twelve fault campaigns ran green "
+    "on this code (`python -m tests.campaigns`, 18:18).",
     "",
 ]
 
