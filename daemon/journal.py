@@ -303,7 +303,7 @@ def _dumps(obj: dict[str, Any]) -> str:
 def _message(body: str, round_no: int | None, seq: int) -> str:
     """The message an input row published as itself stands for: its body with ``round`` (if
     any) and ``table_seq`` added, as ``_dumps({**body, "round": round_no, "table_seq": seq})``
-    writes them (tests/daemon/test_journal.py)."""
+    writes them (tests/daemon/test_journal_json.py)."""
     added = f'"table_seq":{seq}}}' if round_no is None else \
         f'"round":{round_no},"table_seq":{seq}}}'
     return body[:-1] + ("," if body != "{}" else "") + added
