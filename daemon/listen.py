@@ -8,7 +8,6 @@ no broker: just what the device says, exactly as the daemon would receive it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import signal
 import sys
@@ -51,8 +50,7 @@ async def listen(family: str, url: str, *, device_id: str = "listen", count: int
         lost = closed.done()
         device.close("listen finished")
         waiter.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await waiter
+        await asyncio.wait([waiter])  # its end; a cancellation of this task goes on
         await device.wait_closed()
     counters = {k: v for k, v in device.link_counters().items() if v}
     print(json.dumps({"listen": "done", "events": seen, "device_lost": lost,

@@ -20,7 +20,7 @@ import structlog
 
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon import __version__
-from tabled.daemon.backoff import restarting
+from tabled.daemon.backoff import cancel_all, start_part
 from tabled.daemon.broker import Mosquitto
 from tabled.daemon.commands import CommandGate
 from tabled.daemon.config import Config
@@ -117,15 +117,15 @@ class Service:
         try:
             async with asyncio.TaskGroup() as group:
                 tasks = [
-                    group.create_task(restarting(log, "mqtt", session.run)),
+                    start_part(group, log, "mqtt", session.run),
                     group.create_task(self.notifier.watchdog(), name="watchdog"),
-                    group.create_task(restarting(log, "housekeeping", health.housekeeping)),
-                    *(group.create_task(restarting(log, f"device-{sup.settings.id}", sup.run))
+                    start_part(group, log, "housekeeping", health.housekeeping),
+                    *(start_part(group, log, f"device-{sup.settings.id}", sup.run)
                       for sup in supervisors),
                 ]
                 if any(sup.records is not None for sup in supervisors):
-                    tasks.append(group.create_task(
-                        restarting(log, "discovery", lambda: feed_discovery(supervisors))))
+                    tasks.append(start_part(group, log, "discovery",
+                                            lambda: feed_discovery(supervisors)))
                 await self._announce_ready(session, supervisors, health)
                 await self._stop.wait()
                 self.notifier.stopping()
@@ -141,8 +141,7 @@ class Service:
                     log.warning("shutdown_with_backlog", backlog=publisher.backlog)
                 await session.stop()
                 publisher.persist_ack()
-                for task in tasks:
-                    task.cancel()
+                await cancel_all(log, tasks)
         finally:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)

@@ -35,7 +35,6 @@ table is lost (an open round resumes when the daemon is back, or the restart's t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -197,8 +196,8 @@ class DeviceSupervisor:
                 await driver.wait_closed()
             finally:
                 watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
+                # its end, not its CancelledError: a cancellation of this task must go on
+                await asyncio.wait([watcher])
                 self.connected.clear()
                 self.next_seq = driver.next_seq
                 self._keep_counters(driver)

@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable
 import aiomqtt
 import structlog
 
+from tabled.daemon.asyncmqtt import Client
 from tabled.daemon.backoff import Backoff
 from tabled.daemon.secrets import read_secret
 from tabled.pit.config import MQTTSettings
@@ -111,7 +112,7 @@ class Ingest:
 
     async def _session(self, backoff: Backoff) -> None:
         s = self.settings
-        client = aiomqtt.Client(
+        client = Client(  # a cancellation stops it (tabled.daemon.asyncmqtt)
             s.host, s.port, identifier=self.client_id, username=s.username,
             password=self._password, keepalive=s.keepalive, tls_context=self._tls_context(),
             timeout=T_CONNECT, clean_session=not s.persistent_session,

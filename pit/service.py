@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import structlog
 
 from tabled.contract import CONTRACT_VERSION
-from tabled.daemon.backoff import Backoff, restarting
+from tabled.daemon.backoff import Backoff, cancel_all, start_part
 from tabled.daemon.systemd import Notifier
 from tabled.pit.alerts import AlertEngine
 from tabled.pit.config import PitConfig
@@ -162,18 +162,18 @@ class PitService:
         try:
             async with asyncio.TaskGroup() as group:
                 tasks = [
-                    group.create_task(restarting(log, "ingest", self.ingest.run)),
-                    group.create_task(restarting(log, "timers", self._timers)),
-                    group.create_task(restarting(log, "outbox", self._outbox)),
-                    group.create_task(restarting(log, "retention", self._retention)),
-                    group.create_task(restarting(log, "status", self._status_loop)),
+                    start_part(group, log, "ingest", self.ingest.run),
+                    start_part(group, log, "timers", self._timers),
+                    start_part(group, log, "outbox", self._outbox),
+                    start_part(group, log, "retention", self._retention),
+                    start_part(group, log, "status", self._status_loop),
                     group.create_task(self.notifier.watchdog(), name="watchdog"),
                 ]
                 if cfg.mqtt.share_group:
-                    tasks.append(group.create_task(restarting(log, "share", self._follow_records)))
+                    tasks.append(start_part(group, log, "share", self._follow_records))
                 web = None
                 if self.web is not None:
-                    web = group.create_task(restarting(log, "web", self.web.run))
+                    web = start_part(group, log, "web", self.web.run)
                 await wait_connected(self.ingest, T_READY)
                 self.notifier.ready(self.status_line())
                 log.info("ready", status=self.status_line())
@@ -186,8 +186,7 @@ class PitService:
                         async with asyncio.timeout(5):
                             await asyncio.shield(web)
                     web.cancel()
-                for task in tasks:
-                    task.cancel()
+                await cancel_all(log, tasks)
         finally:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)

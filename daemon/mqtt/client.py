@@ -37,13 +37,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import aiomqtt
 import paho.mqtt.client as mqtt
 from aiomqtt.exceptions import MqttCodeError
 
+from tabled.daemon.asyncmqtt import Client
 
-class TableClient(aiomqtt.Client):
-    """An :class:`aiomqtt.Client` whose writes happen on the spot (module docstring)."""
+
+class TableClient(Client):
+    """An :class:`aiomqtt.Client` whose writes happen on the spot (module docstring), and that
+    a cancellation always stops (:class:`tabled.daemon.asyncmqtt.Client`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
