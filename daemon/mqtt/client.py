@@ -42,6 +42,13 @@ from aiomqtt.exceptions import MqttCodeError
 
 from tabled.daemon.asyncmqtt import Client
 
+#: paho's window of QoS 1 messages in flight is the durable stream's and this many more: the
+#: status, device statuses, metrics and replies go through aiomqtt on the same connection, and
+#: in a window of the durable stream's size alone one of them could take a slot, so that paho
+#: queues a durable row instead of writing it (it goes out a turn later, from the PUBACK that
+#: frees a slot). Mosquitto sets no limit on what a client has in flight towards it (MQTT 3.1.1).
+OWN_PUBLISHES = 16
+
 
 class TableClient(Client):
     """An :class:`aiomqtt.Client` whose writes happen on the spot (module docstring), and that

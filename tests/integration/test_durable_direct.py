@@ -18,10 +18,11 @@ import paho.mqtt.client as mqtt
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.broker import Mosquitto
 from tabled.daemon.journal import InputEntry, Journal, OutputEntry
-from tabled.daemon.mqtt.client import TableClient
+from tabled.daemon.mqtt.client import OWN_PUBLISHES, TableClient
 from tabled.daemon.mqtt.publisher import DurablePublisher
 from tabled.daemon.mqtt.topics import Topics
 from tests.integration.harness import Subscriber, assert_contiguous
+from tests.waiting import until
 
 TOPICS = Topics("tabled", "lab", "t1")
 
@@ -79,8 +80,10 @@ async def test_the_durable_stream_goes_out_in_order_each_row_written_at_once(
     write(journal, 0, 50)  # a backlog from before the connection
     publisher = DurablePublisher(journal.delivery, TOPICS, max_inflight=8, puback_timeout=5)
     loop = asyncio.get_running_loop()
+    # paho's window as the session sets it: the durable stream's and room for aiomqtt's own
     async with (Subscriber("127.0.0.1", broker.port, "tabled/lab/t1/#") as sub,
-                TableClient("127.0.0.1", broker.port, max_inflight_messages=8) as client):
+                TableClient("127.0.0.1", broker.port,
+                            max_inflight_messages=8 + OWN_PUBLISHES) as client):
         serving = asyncio.create_task(publisher.serve(client))
         async with asyncio.timeout(20):
             await publisher.drain()
@@ -152,3 +155,44 @@ async def test_what_the_socket_does_not_take_at_once_goes_through_the_writer(
             await acks.wait(set(mids))
         assert [m["n"] for m in got] == [0, 1, 2]
         assert no_writer_left(loop, client.paho)
+
+
+async def test_aiomqtt_s_own_publishes_take_no_slot_of_the_durable_stream(
+        tmp_path: Path, broker: Mosquitto) -> None:
+    # the CI failure this came from: with paho's window the durable stream's size, a metrics
+    # publish awaiting its PUBACK held a slot, paho queued a durable row instead of writing it,
+    # and the row waited for a PUBACK to free the slot
+    journal = Journal(tmp_path / "j.sqlite")
+    publisher = DurablePublisher(journal.delivery, TOPICS, max_inflight=8, puback_timeout=5)
+    assert broker.process is not None
+    async with (Subscriber("127.0.0.1", broker.port, "tabled/lab/t1/#") as sub,
+                TableClient("127.0.0.1", broker.port,
+                            max_inflight_messages=8 + OWN_PUBLISHES) as client):
+        serving = asyncio.create_task(publisher.serve(client))
+        async with asyncio.timeout(20):
+            await until(lambda: publisher._pump is not None)
+            broker.process.send_signal(signal.SIGSTOP)  # no PUBACK comes back for a while
+            try:
+                own = [asyncio.create_task(client.publish("tabled/lab/t1/metrics",
+                                                          f'{{"n":{n}}}', qos=1))
+                       for n in range(OWN_PUBLISHES)]
+                # all of them waiting for their PUBACK
+                await until(lambda: client.paho._inflight_messages == OWN_PUBLISHES)
+                write(journal, 0, 8)
+                publisher.notify()
+                # every durable row written, none left queued inside paho for a free slot
+                durable = [m for m in client.paho._out_messages.values()
+                           if m.topic == "tabled/lab/t1/event"]
+                assert len(durable) == 8
+                assert all(m.state == mqtt.mqtt_ms_wait_for_puback for m in durable)
+                assert not client.paho.want_write()
+            finally:
+                broker.process.send_signal(signal.SIGCONT)
+            await asyncio.gather(*own)
+            await publisher.drain()
+            events = await sub.wait_for("/event", 8)
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+    assert [e["n"] for e in events] == list(range(8))
+    assert publisher.acked_id == journal.last_id
+    journal.close()
