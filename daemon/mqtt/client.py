@@ -54,8 +54,14 @@ class TableClient(Client):
     """An :class:`aiomqtt.Client` whose writes happen on the spot (module docstring), and that
     a cancellation always stops (:class:`tabled.daemon.asyncmqtt.Client`)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, durable_inflight: int | None = None, **kwargs: Any) -> None:
+        """aiomqtt's arguments; ``durable_inflight``, the durable stream's window, sets paho's
+        (that and :data:`OWN_PUBLISHES` more) and the pending calls aiomqtt warns about."""
+        if durable_inflight is not None:
+            kwargs["max_inflight_messages"] = durable_inflight + OWN_PUBLISHES
         super().__init__(*args, **kwargs)
+        if durable_inflight is not None:  # they wait for their PUBACK by design: no warning
+            self.pending_calls_threshold = durable_inflight + OWN_PUBLISHES
         self._loop_thread = threading.get_ident()  # aiomqtt took the running loop: this one
         #: publish_now is queueing a message: a writer paho asks for now is publish_now's
         self._queueing = False

@@ -37,7 +37,7 @@ from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.backoff import Backoff
 from tabled.daemon.config import MQTTSettings
 from tabled.daemon.logs import Repeats
-from tabled.daemon.mqtt.client import OWN_PUBLISHES, TableClient
+from tabled.daemon.mqtt.client import TableClient
 from tabled.daemon.mqtt.numbers import StatusNumbers
 from tabled.daemon.mqtt.topics import BrokerAddress, Topics, dumps
 from tabled.daemon.secrets import read_secret
@@ -249,15 +249,13 @@ class BrokerSession:
             self.address.host, self.address.port, identifier=self.client_id,
             username=self.settings.username, password=self._password, will=will,
             keepalive=self.settings.keepalive, tls_context=self._tls_context(),
-            max_inflight_messages=self.settings.max_inflight + OWN_PUBLISHES, timeout=T_CONNECT,
+            durable_inflight=self.settings.max_inflight, timeout=T_CONNECT,
             clean_session=True,
             # Small QoS 1 packets written back to back: with Nagle's algorithm the second waits
             # for the broker's delayed ACK of the first (measured: publish-to-PUBACK p50 of
             # 12 ms in some intervals, 0.6 ms in others). paho does not set it.
             socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
         )
-        # up to max_inflight publishes wait for their PUBACK by design: not worth a warning
-        client.pending_calls_threshold = self.settings.max_inflight + OWN_PUBLISHES
         restatus = accepted = False
         try:
             async with contextlib.AsyncExitStack() as stack:

@@ -80,10 +80,8 @@ async def test_the_durable_stream_goes_out_in_order_each_row_written_at_once(
     write(journal, 0, 50)  # a backlog from before the connection
     publisher = DurablePublisher(journal.delivery, TOPICS, max_inflight=8, puback_timeout=5)
     loop = asyncio.get_running_loop()
-    # paho's window as the session sets it: the durable stream's and room for aiomqtt's own
     async with (Subscriber("127.0.0.1", broker.port, "tabled/lab/t1/#") as sub,
-                TableClient("127.0.0.1", broker.port,
-                            max_inflight_messages=8 + OWN_PUBLISHES) as client):
+                TableClient("127.0.0.1", broker.port, durable_inflight=8) as client):
         serving = asyncio.create_task(publisher.serve(client))
         async with asyncio.timeout(20):
             await publisher.drain()
@@ -166,8 +164,7 @@ async def test_aiomqtt_s_own_publishes_take_no_slot_of_the_durable_stream(
     publisher = DurablePublisher(journal.delivery, TOPICS, max_inflight=8, puback_timeout=5)
     assert broker.process is not None
     async with (Subscriber("127.0.0.1", broker.port, "tabled/lab/t1/#") as sub,
-                TableClient("127.0.0.1", broker.port,
-                            max_inflight_messages=8 + OWN_PUBLISHES) as client):
+                TableClient("127.0.0.1", broker.port, durable_inflight=8) as client):
         serving = asyncio.create_task(publisher.serve(client))
         async with asyncio.timeout(20):
             await until(lambda: publisher._pump is not None)
