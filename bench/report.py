@@ -713,7 +713,7 @@ PROFILES = [
     "on this code (`python -m tests.campaigns`, 18:18).",
     "- **Measured again, in quiet hours** (2026-12-03; no change to the event path since the "
     "bullet above, only the two below). Throughput at 00:57: shoe 2,209, shuffler 2,247, "
-    "dice 1,164 events/s; the dice's figure, against 1,619-2,133 two afternoons before, was "
+    "dice 1,164 events/s; the dice's figure, against 1,619-2,133 the afternoon before, was "
     "checked against that afternoon's code (de96f3b), alternated, three runs each of 20,000 "
     "events (05:15): 1,539-1,609 against 1,534-1,581 for this code, no difference; the "
     "machine's. Latency at 00:58-01:15: p50/p99 1.11/1.16, 1.15/1.11 and 1.31/1.37 for shoe, "
