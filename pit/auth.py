@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -67,6 +68,14 @@ class Users:
     def get(self, name: str) -> User | None:
         settings = self._users.get(name)
         return None if settings is None else User(settings.name, settings.role)
+
+    def password_mark(self, name: str) -> str | None:
+        """A fingerprint of the user's password hash in the config (None: no such user). A
+        session keeps the mark of its sign-in: another mark means the password was changed."""
+        settings = self._users.get(name)
+        if settings is None:
+            return None
+        return hashlib.sha256(settings.password_hash.encode()).hexdigest()[:32]
 
     def authenticate(self, name: str, password: str) -> User | None:
         """The user if ``password`` is theirs; None for an unknown name or a wrong password

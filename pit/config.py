@@ -183,20 +183,28 @@ class WebSettings(_Strict):
     #: Signs session cookies and CSRF tokens; 32 random bytes or more, mode 0600. Without it
     #: a random secret is made at each start (everyone signs in again after a restart).
     session_secret_file: Path | None = None
-    #: A signed-in session ends after this many seconds.
+    #: A signed-in session ends this many seconds after sign-in, however busy ...
     session_max_age: Annotated[int, Field(ge=60, le=7 * 86400)] = 8 * 3600
+    #: ... and after this many seconds without a request (an open page's live stream counts).
+    session_idle: Annotated[int, Field(ge=60, le=7 * 86400)] = 1800
     #: Let anyone who reaches the port see the page without signing in (a wall display in the
     #: pit); acting on an alert always needs a signed-in supervisor.
     anonymous_view: bool = False
-    #: Failed sign-ins allowed per client address, and per user name, in ``sign_in_window``
-    #: seconds; beyond them sign-in is refused (429) until the window moves on.
+    #: Failed sign-ins allowed for one user name from one client address in
+    #: ``sign_in_window`` seconds; beyond them that name is refused from that address (429,
+    #: ``Retry-After``) until the window moves on. Other names from the address still sign in.
     sign_in_failures: Annotated[int, Field(ge=1, le=1000)] = 5
+    #: Failed sign-ins allowed from one client address, whatever the names, in the window
+    #: (against trying one password on many names); beyond them the address is refused.
+    sign_in_address_failures: Annotated[int, Field(ge=1, le=100_000)] = 50
     sign_in_window: Annotated[int, Field(ge=1, le=86400)] = 300
 
     @model_validator(mode="after")
     def _pair(self) -> WebSettings:
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise ValueError("tls_cert_file and tls_key_file go together")
+        if self.sign_in_address_failures < self.sign_in_failures:
+            raise ValueError("sign_in_address_failures is below sign_in_failures")
         return self
 
     @property

@@ -17,6 +17,9 @@ raise or clear, this module makes each change one transaction with its audit ent
   every change is a row naming who, when, what and the note. The audit rows are also the
   outbox of ``…/pit/alert``: each is published once (claimed by one pit server, marked when the
   broker acknowledged it), even with several servers on one database.
+- **Web sessions** and the **sign-in audit** (schema version 2): a session is a row (the hash
+  of its id, never the id), so that sign-out ends it for every pit server on the record; every
+  sign-in, failure, throttle, sign-out and ended session is a row of ``sign_in_audit``.
 
 The SQL is written once (``?`` placeholders, portable types); :mod:`pit.store_sqlite` and
 :mod:`pit.store_postgres` provide the connection, the transaction and the few words that differ.
@@ -42,7 +45,7 @@ T_STORE = 10.0
 #: A claimed outbox row not marked published within this is claimed again (its pit died).
 T_CLAIM = 30.0
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 AlertState = Literal["open", "acknowledged", "cleared", "closed"]
 LIVE_STATES: tuple[AlertState, ...] = ("open", "acknowledged", "cleared")
@@ -196,6 +199,51 @@ class AlertChange:
     audit: AuditEntry
 
 
+# -- web sessions and the sign-in audit (schema version 2) -------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WebSession:
+    """A signed-in session of the web page: ``id_hash`` is the SHA-256 of the random id in the
+    browser's cookie (the record never holds the id itself); ``password_mark`` a fingerprint of
+    the user's password hash when the session began (another hash in the config: the password
+    changed, the session ends)."""
+
+    id_hash: str
+    user: str
+    password_mark: str
+    created_at: float
+    last_seen: float
+    ended_at: float | None
+    end_reason: str | None
+    client: str
+    pit: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"user": self.user, "created_at": self.created_at, "last_seen": self.last_seen,
+                "ended_at": self.ended_at, "end_reason": self.end_reason,
+                "client": self.client, "pit": self.pit}
+
+
+@dataclass(frozen=True, slots=True)
+class SignInEntry:
+    """One line of the sign-in audit: ``action`` is ``signed_in``, ``failed``, ``throttled``,
+    ``signed_out`` or ``session_ended`` (``reason``: ``password_changed``, ``user_removed``,
+    ``idle``, ``expired``); never a password."""
+
+    id: int
+    at: float
+    user: str
+    client: str
+    action: str
+    reason: str | None
+    pit: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "at": self.at, "user": self.user, "client": self.client,
+                "action": self.action, "reason": self.reason, "pit": self.pit}
+
+
 # -- the interface ----------------------------------------------------------------------------
 
 R = TypeVar("R")
@@ -334,6 +382,43 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def purge(self, messages_before: float, alerts_before: float) -> dict[str, int]: ...
 
+    # web sessions and the sign-in audit (schema version 2)
+    @abc.abstractmethod
+    async def start_session(self, session: WebSession) -> SignInEntry:
+        """Store a new session and its ``signed_in`` audit line, in one transaction."""
+
+    @abc.abstractmethod
+    async def web_session(self, id_hash: str) -> WebSession | None: ...
+
+    @abc.abstractmethod
+    async def touch_session(self, id_hash: str, now: float) -> bool:
+        """Note activity on a session not ended; False if it is ended (or unknown)."""
+
+    @abc.abstractmethod
+    async def end_session(self, id_hash: str, reason: str, now: float, *,
+                          client: str | None = None, pit: str = "") -> SignInEntry | None:
+        """End a session not ended yet, with its audit line (``signed_out`` for the reason
+        ``signed_out``, else ``session_ended``); None if it was ended already (by another
+        request or another pit server: audited once)."""
+
+    @abc.abstractmethod
+    async def live_sessions(self, limit: int = 10_000) -> list[WebSession]: ...
+
+    @abc.abstractmethod
+    async def record_sign_in(self, at: float, user: str, client: str, action: str,
+                             reason: str | None, pit: str) -> SignInEntry: ...
+
+    @abc.abstractmethod
+    async def sign_in_audit(self, *, user: str | None = None,
+                            limit: int = 100) -> list[SignInEntry]:
+        """The latest sign-in audit lines (of one user), newest first."""
+
+    @abc.abstractmethod
+    async def purge_sign_in(self, sessions_before: float,
+                            audit_before: float) -> dict[str, int]:
+        """Delete sessions ended before ``sessions_before`` and audit lines written before
+        ``audit_before``."""
+
 
 # -- the SQL, once ----------------------------------------------------------------------------
 
@@ -386,6 +471,41 @@ def schema(pk: str, real: str, bigint: str) -> list[str]:
         "CREATE INDEX alert_audit_at ON alert_audit (at)",
         "CREATE INDEX alert_audit_pending ON alert_audit (id) WHERE pending = 1",
     ]
+
+
+def schema_v2(pk: str, real: str) -> list[str]:
+    """Version 2: the web page's sessions and the sign-in audit. A session's key is the hash of
+    its id; ``user_name`` (``user`` is a reserved word in PostgreSQL)."""
+    return [
+        f"""CREATE TABLE web_sessions (
+            id_hash TEXT PRIMARY KEY, user_name TEXT NOT NULL, password_mark TEXT NOT NULL,
+            created_at {real} NOT NULL, last_seen {real} NOT NULL, ended_at {real},
+            end_reason TEXT, client TEXT NOT NULL, pit TEXT NOT NULL)""",
+        "CREATE INDEX web_sessions_live ON web_sessions (user_name) WHERE ended_at IS NULL",
+        "CREATE INDEX web_sessions_ended ON web_sessions (ended_at)",
+        f"""CREATE TABLE sign_in_audit (
+            id {pk}, at {real} NOT NULL, user_name TEXT NOT NULL, client TEXT NOT NULL,
+            action TEXT NOT NULL, reason TEXT, pit TEXT NOT NULL)""",
+        "CREATE INDEX sign_in_audit_at ON sign_in_audit (at)",
+        "CREATE INDEX sign_in_audit_user ON sign_in_audit (user_name, id)",
+    ]
+
+
+_SESSION_COLUMNS = ("id_hash, user_name, password_mark, created_at, last_seen, ended_at, "
+                    "end_reason, client, pit")
+_SIGN_IN_COLUMNS = "id, at, user_name, client, action, reason, pit"
+
+
+def _session(row: Row) -> WebSession:
+    return WebSession(id_hash=row[0], user=row[1], password_mark=row[2],
+                      created_at=float(row[3]), last_seen=float(row[4]),
+                      ended_at=None if row[5] is None else float(row[5]), end_reason=row[6],
+                      client=row[7], pit=row[8])
+
+
+def _sign_in(row: Row) -> SignInEntry:
+    return SignInEntry(id=int(row[0]), at=float(row[1]), user=row[2], client=row[3],
+                       action=row[4], reason=row[5], pit=row[6])
 
 
 def _message(row: Row) -> StoredMessage:
@@ -971,3 +1091,102 @@ class SqlStore(Store):
             return gone
 
         return await self._run("purge", body)
+
+    # -- web sessions and the sign-in audit (schema version 2) --------------------------------
+
+    async def _sign_in_line(self, tx: Tx, at: float, user: str, client: str, action: str,
+                            reason: str | None, pit: str) -> SignInEntry:
+        user, client = user[:128], client[:128]
+        row = await tx.fetchone(
+            "INSERT INTO sign_in_audit (at, user_name, client, action, reason, pit) "
+            "VALUES (?, ?, ?, ?, ?, ?) RETURNING id", (at, user, client, action, reason, pit))
+        assert row is not None
+        return SignInEntry(int(row[0]), at, user, client, action, reason, pit)
+
+    async def start_session(self, session: WebSession) -> SignInEntry:
+        async def body(tx: Tx) -> SignInEntry:
+            s = session
+            await tx.execute(
+                f"INSERT INTO web_sessions ({_SESSION_COLUMNS}) VALUES "
+                "(?, ?, ?, ?, ?, NULL, NULL, ?, ?)",
+                (s.id_hash, s.user, s.password_mark, s.created_at, s.last_seen,
+                 s.client[:128], s.pit))
+            return await self._sign_in_line(tx, s.created_at, s.user, s.client, "signed_in",
+                                            None, s.pit)
+
+        return await self._run("start_session", body)
+
+    async def web_session(self, id_hash: str) -> WebSession | None:
+        async def body(tx: Tx) -> WebSession | None:
+            row = await tx.fetchone(
+                f"SELECT {_SESSION_COLUMNS} FROM web_sessions WHERE id_hash = ?", (id_hash,))
+            return None if row is None else _session(row)
+
+        return await self._run("web_session", body, write=False)
+
+    async def touch_session(self, id_hash: str, now: float) -> bool:
+        async def body(tx: Tx) -> bool:
+            # never backwards (pit servers' clocks differ a little)
+            return await tx.fetchone(
+                "UPDATE web_sessions SET last_seen = CASE WHEN last_seen < ? THEN ? ELSE "
+                "last_seen END WHERE id_hash = ? AND ended_at IS NULL RETURNING 1",
+                (now, now, id_hash)) is not None
+
+        return await self._run("touch_session", body)
+
+    async def end_session(self, id_hash: str, reason: str, now: float, *,
+                          client: str | None = None, pit: str = "") -> SignInEntry | None:
+        async def body(tx: Tx) -> SignInEntry | None:
+            row = await tx.fetchone(
+                "UPDATE web_sessions SET ended_at = ?, end_reason = ? WHERE id_hash = ? AND "
+                "ended_at IS NULL RETURNING user_name, client", (now, reason, id_hash))
+            if row is None:
+                return None
+            action = "signed_out" if reason == "signed_out" else "session_ended"
+            return await self._sign_in_line(tx, now, row[0], client or row[1], action,
+                                            None if action == "signed_out" else reason, pit)
+
+        return await self._run("end_session", body)
+
+    async def live_sessions(self, limit: int = 10_000) -> list[WebSession]:
+        async def body(tx: Tx) -> list[WebSession]:
+            rows = await tx.fetchall(
+                f"SELECT {_SESSION_COLUMNS} FROM web_sessions WHERE ended_at IS NULL "
+                "ORDER BY created_at LIMIT ?", (limit,))
+            return [_session(r) for r in rows]
+
+        return await self._run("live_sessions", body, write=False)
+
+    async def record_sign_in(self, at: float, user: str, client: str, action: str,
+                             reason: str | None, pit: str) -> SignInEntry:
+        async def body(tx: Tx) -> SignInEntry:
+            return await self._sign_in_line(tx, at, user, client, action, reason, pit)
+
+        return await self._run("record_sign_in", body)
+
+    async def sign_in_audit(self, *, user: str | None = None,
+                            limit: int = 100) -> list[SignInEntry]:
+        async def body(tx: Tx) -> list[SignInEntry]:
+            if user is None:
+                rows = await tx.fetchall(
+                    f"SELECT {_SIGN_IN_COLUMNS} FROM sign_in_audit ORDER BY id DESC LIMIT ?",
+                    (limit,))
+            else:
+                rows = await tx.fetchall(
+                    f"SELECT {_SIGN_IN_COLUMNS} FROM sign_in_audit WHERE user_name = ? "
+                    "ORDER BY id DESC LIMIT ?", (user, limit))
+            return [_sign_in(r) for r in rows]
+
+        return await self._run("sign_in_audit", body, write=False)
+
+    async def purge_sign_in(self, sessions_before: float,
+                            audit_before: float) -> dict[str, int]:
+        async def body(tx: Tx) -> dict[str, int]:
+            return {
+                "sessions": await tx.execute(
+                    "DELETE FROM web_sessions WHERE ended_at < ?", (sessions_before,)),
+                "sign_in_audit": await tx.execute(
+                    "DELETE FROM sign_in_audit WHERE at < ?", (audit_before,)),
+            }
+
+        return await self._run("purge_sign_in", body)

@@ -32,6 +32,7 @@ from tabled.pit.store import (
     Tx,
     insert_message,
     schema,
+    schema_v2,
     stored_message,
 )
 
@@ -77,8 +78,8 @@ class PostgresStore(SqlStore):
         return f"postgres ({safe})"
 
     def migrations(self) -> list[list[str]]:
-        return [schema("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "DOUBLE PRECISION",
-                       "BIGINT")]
+        pk = "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+        return [schema(pk, "DOUBLE PRECISION", "BIGINT"), schema_v2(pk, "DOUBLE PRECISION")]
 
     async def open(self) -> None:
         kwargs: dict[str, Any] = {

@@ -33,6 +33,7 @@ from tabled.pit.store import (
     Tx,
     insert_message,
     schema,
+    schema_v2,
     stored_message,
 )
 
@@ -77,7 +78,8 @@ class SqliteStore(SqlStore):
         return f"sqlite {self.path}"
 
     def migrations(self) -> list[list[str]]:
-        return [schema("INTEGER PRIMARY KEY AUTOINCREMENT", "REAL", "INTEGER")]
+        return [schema("INTEGER PRIMARY KEY AUTOINCREMENT", "REAL", "INTEGER"),
+                schema_v2("INTEGER PRIMARY KEY AUTOINCREMENT", "REAL")]
 
     async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(connection)`` on the store's thread."""

@@ -18,14 +18,18 @@
 
 Every page needs a signed-in user (``viewer`` or ``supervisor``) unless ``[web]
 anonymous_view``; acting needs a supervisor, which the desk checks and audits (a refused
-attempt is audited there, so this layer never pre-empts it). Sessions are Starlette's signed
-cookie (itsdangerous), ``HttpOnly``, ``SameSite=Strict``, ``Secure`` over TLS; every
-state-changing request needs the CSRF token (:mod:`tabled.pit.web.security`).
+attempt is audited there, so this layer never pre-empts it). A session is a row of the record
+(:mod:`tabled.pit.web.sessions`) whose random id rides in Starlette's signed cookie
+(itsdangerous), ``HttpOnly``, ``SameSite=Strict``, ``Secure`` over TLS: every request looks it
+up, so sign-out and a changed password end it on the server, not only in the browser. Every
+state-changing request needs the CSRF token (:mod:`tabled.pit.web.security`); sign-in is
+throttled per user name and address and audited.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -34,7 +38,7 @@ from urllib.parse import quote
 
 import jinja2
 import structlog
-from sse_starlette import EventSourceResponse
+from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
@@ -47,10 +51,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tabled.pit.auth import Forbidden, User, Users
 from tabled.pit.config import WebSettings
 from tabled.pit.model import Change
-from tabled.pit.store import LIVE_STATES, AlertActionError, StoreError
+from tabled.pit.store import LIVE_STATES, AlertActionError, StoreError, WebSession
 from tabled.pit.web import present
 from tabled.pit.web.live import View, stream
 from tabled.pit.web.security import SecurityHeaders, SignInThrottle, csrf_protect
+from tabled.pit.web.sessions import Sessions
 
 if TYPE_CHECKING:
     from tabled.pit.service import PitService
@@ -62,6 +67,10 @@ SESSION_COOKIE = "pit_session"
 #: Alerts listed on the alerts page, and actions in its "latest actions".
 ALERTS_LISTED = 300
 AUDIT_LISTED = 40
+#: Sign-in audit lines a supervisor sees on the alerts page.
+SIGN_INS_LISTED = 20
+#: Paths that need no session (nothing is looked up for them).
+NO_SESSION = ("/static/", "/metrics", "/healthz")
 #: The alerts panel shown on every page lists this many (the rest: a count and a link).
 PANEL_ALERTS = 12
 #: Longest note accepted (the desk cuts at its own limit too).
@@ -90,7 +99,10 @@ class PitWeb:
         self.service = service
         self.settings = settings
         self.users = Users(service.config.users)
-        self.throttle = SignInThrottle(settings.sign_in_failures, settings.sign_in_window)
+        self.throttle = SignInThrottle(settings.sign_in_failures, settings.sign_in_window,
+                                       settings.sign_in_address_failures)
+        self.sessions = Sessions(service.store, self.users, settings, service.config.pit.id,
+                                 service.config.retention.alert_days)
         self.env = _environment()
         #: set when the server stops: the live streams end, so shutdown does not wait
         self.stopping = asyncio.Event()
@@ -108,10 +120,11 @@ class PitWeb:
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
             Route("/metrics", _Asgi(service.metrics.asgi_app())),
         ]
-        inner = Starlette(routes=routes, middleware=[Middleware(
-            SessionMiddleware, secret_key=secret, session_cookie=SESSION_COOKIE,
-            max_age=settings.session_max_age, same_site="strict",
-            https_only=settings.uses_tls)])
+        inner = Starlette(routes=routes, middleware=[
+            Middleware(SessionMiddleware, secret_key=secret, session_cookie=SESSION_COOKIE,
+                       max_age=settings.session_max_age, same_site="strict",
+                       https_only=settings.uses_tls),
+            Middleware(_SessionLookup, sessions=self.sessions)])
         self.app: ASGIApp = SecurityHeaders(
             csrf_protect(inner, secret=secret, tls=settings.uses_tls,
                          refused=self._csrf_refused), tls=settings.uses_tls)
@@ -119,8 +132,8 @@ class PitWeb:
     # -- helpers ----------------------------------------------------------------------------
 
     def user(self, request: Request) -> User | None:
-        name = request.session.get("user")
-        return self.users.get(name) if isinstance(name, str) else None
+        session = request.scope.get("pit_session")
+        return self.users.get(session.user) if isinstance(session, WebSession) else None
 
     def may_view(self, user: User | None) -> bool:
         return (user is not None and user.may("view")) or self.settings.anonymous_view
@@ -224,11 +237,15 @@ class PitWeb:
         state = request.query_params.get("state", "live")
         if state not in STATE_FILTERS:
             state = "live"
+        user = self.user(request)
         try:
             context = await self.alerts_context(state)
+            # who signed in, failed, was throttled, signed out: for a supervisor
+            sign_ins = (await self.service.store.sign_in_audit(limit=SIGN_INS_LISTED)
+                        if user is not None and user.role == "supervisor" else None)
         except StoreError as exc:
             return self.error(request, 503, "The record is not answering", str(exc))
-        return self.render(request, "alerts.html", **context,
+        return self.render(request, "alerts.html", **context, sign_ins=sign_ins,
                            live_url=f"/events?view=alerts&state={state}")
 
     async def alert_context(self, alert_id: int) -> dict[str, Any] | None:
@@ -286,27 +303,47 @@ class PitWeb:
         name = str(form.get("name") or "")[:128]
         password = str(form.get("password") or "")[:MAX_FIELD]
         target = _local(str(form.get("next") or "")) or target
-        client = request.client.host if request.client else "?"
-        if not self.throttle.allowed(client, name):
-            log.warning("sign_in_throttled", user=name, client=client)
-            return self.render(request, "login.html", status=429, next=target,
-                               failed="Too many failed sign-ins: wait a few minutes.")
+        client = _client(request)
+        refusal = self.throttle.refused(client, name)
+        if refusal is not None:
+            log.warning("sign_in_throttled", user=name, client=client, scope=refusal.scope,
+                        retry_after=refusal.retry_after)
+            await self.sessions.audit_throttled(refusal.scope, name, client,
+                                                refusal.retry_after)
+            whose = "this name" if refusal.scope == "user" else "any name"
+            response = self.render(
+                request, "login.html", status=429, next=target, retry_after=refusal.retry_after,
+                failed=f"Too many failed sign-ins for {whose} from your address: try again in "
+                       f"{present.duration(refusal.retry_after)}.")
+            response.headers["retry-after"] = str(refusal.retry_after)
+            return response
         user = await asyncio.to_thread(self.users.authenticate, name, password)
         if user is None:
             self.throttle.failed(client, name)
-            log.warning("sign_in_failed", user=name, client=client)
+            reason = "unknown_user" if self.users.get(name) is None else "bad_password"
+            log.warning("sign_in_failed", user=name, client=client, reason=reason)
+            await self.sessions.audit(name, client, "failed", reason)
             return self.render(request, "login.html", status=401, next=target,
                                failed="Sign-in failed.")
+        self.throttle.succeeded(client, name)
+        old = request.session.get("sid")
+        try:
+            session_id = await self.sessions.start(
+                user, client, replaces=old if isinstance(old, str) else None)
+        except StoreError as exc:
+            log.error("sign_in_unrecorded", user=user.name, client=client, error=str(exc))
+            return self.error(request, 503, "The record is not answering",
+                              "Sign-in needs the record, which is not answering: try again "
+                              "in a moment.")
         request.session.clear()
-        request.session.update({"user": user.name, "at": time.time()})
-        log.info("signed_in", user=user.name, role=user.role, client=client)
+        request.session["sid"] = session_id
         return RedirectResponse(target or "/", status_code=303)
 
     async def logout(self, request: Request) -> Response:
-        user = request.session.get("user")
+        session_id = request.session.get("sid")
         request.session.clear()
-        if user:
-            log.info("signed_out", user=user)
+        if isinstance(session_id, str):
+            await self.sessions.end(session_id, "signed_out", _client(request))
         return RedirectResponse("/login", status_code=303)
 
     async def _csrf_refused(self, scope: Scope, send: Send, reason: Any) -> None:
@@ -391,8 +428,23 @@ class PitWeb:
                 if found is not None:
                     yield "alert", self.fragment("_alert_state.html", user=user, **found)
 
+        session = request.scope.get("pit_session")
+
+        async def guarded() -> AsyncIterator[ServerSentEvent]:
+            # the stream ends with the server or with its session (sign-out, password change)
+            ended = asyncio.Event()
+            guard = asyncio.create_task(self.sessions.guard(
+                session if isinstance(session, WebSession) else None, ended, self.stopping))
+            try:
+                async for event in stream(self.service.changes.subscribe(), fragments, ended):
+                    yield event
+            finally:
+                guard.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await guard
+
         return EventSourceResponse(
-            stream(self.service.changes.subscribe(), fragments, self.stopping), ping=15,
+            guarded(), ping=15,
             headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 
     async def healthz(self, request: Request) -> Response:
@@ -405,6 +457,27 @@ class PitWeb:
             "alerts": len(service.floor.alerts()),
         }
         return JSONResponse(body, status_code=200 if service.store_failure is None else 503)
+
+
+class _SessionLookup:
+    """Inside the session cookie's middleware: looks the cookie's session up in the record
+    (``scope["pit_session"]``: the valid :class:`WebSession` or None); an ended or unknown one
+    empties the cookie's content, so the response clears the cookie."""
+
+    def __init__(self, app: ASGIApp, sessions: Sessions) -> None:
+        self.app = app
+        self.sessions = sessions
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not str(scope.get("path", "")).startswith(NO_SESSION):
+            cookie = scope.get("session")
+            session_id = cookie.get("sid") if isinstance(cookie, dict) else None
+            found = (await self.sessions.resolve(session_id) if isinstance(session_id, str)
+                     else None)
+            if found is None and cookie:
+                cookie.clear()
+            scope["pit_session"] = found
+        await self.app(scope, receive, send)
 
 
 class _Asgi:
@@ -420,6 +493,10 @@ class _Asgi:
 
 async def _nothing() -> Any:
     return {"type": "http.disconnect"}
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "?"
 
 
 def _local(target: str | None) -> str | None:

@@ -210,6 +210,16 @@ def ago(ts: float | None, now: float) -> str:
     return f"{s // 86400}d {s % 86400 // 3600}h"
 
 
+def duration(seconds: int) -> str:
+    """``45 s``, ``4 min 10 s``, ``1 h 05 min``: how long to wait."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
 # -- recall -------------------------------------------------------------------------------------
 
 

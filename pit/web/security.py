@@ -8,14 +8,21 @@
   ``csrftoken`` cookie (``asgi-csrf``, Datasette's middleware: double submit with an
   itsdangerous-signed token), even a request without cookies; a refusal is a 403 and a log
   line. Session cookies are ``SameSite=Strict`` besides.
-- **Sign-in throttle**: failed sign-ins counted per client address and per user name in a
-  moving window (``limits``); past the limit, sign-in answers 429 until the window moves on.
+- **Sign-in throttle**: failed sign-ins counted in a moving window (``limits``, in this
+  process's memory) per user name *from one client address* — one user's typos lock only that
+  name at that address, never the others behind the same NAT — and per address whatever the
+  name, with a much higher limit (against one password tried on many names). Past a limit,
+  sign-in answers 429 with ``Retry-After``: the seconds until the oldest failure leaves the
+  window.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import structlog
 from limits import RateLimitItemPerSecond
@@ -84,17 +91,41 @@ def csrf_protect(app: ASGIApp, *, secret: str, tls: bool,
     return wrapped
 
 
-class SignInThrottle:
-    """Failed sign-ins per client address and per user name in a moving window."""
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why and how long sign-in is refused: ``scope`` ``user`` (this name from this address)
+    or ``address`` (every name from this address); ``retry_after`` whole seconds, at least 1."""
 
-    def __init__(self, failures: int, window: int) -> None:
-        self.item = RateLimitItemPerSecond(failures, window)
+    scope: Literal["user", "address"]
+    retry_after: int
+
+
+class SignInThrottle:
+    """Failed sign-ins per (user name, client address) and per client address, in a moving
+    window of ``window`` seconds."""
+
+    def __init__(self, failures: int, window: int, address_failures: int) -> None:
+        self.pair = RateLimitItemPerSecond(failures, window)
+        self.address = RateLimitItemPerSecond(address_failures, window)
         self.limiter = MovingWindowRateLimiter(MemoryStorage())
 
-    def allowed(self, client: str, name: str) -> bool:
-        return (self.limiter.test(self.item, "client", client)
-                and self.limiter.test(self.item, "user", name))
+    def refused(self, client: str, name: str) -> Refusal | None:
+        """None if ``name`` may try to sign in from ``client`` now; else the longer of the
+        two locks."""
+        refusals = []
+        for refusal, item, keys in ((Refusal("address", 0), self.address, ("address", client)),
+                                    (Refusal("user", 0), self.pair, ("pair", client, name))):
+            if not self.limiter.test(item, *keys):
+                reset = self.limiter.get_window_stats(item, *keys).reset_time
+                wait = max(1, math.ceil(reset - time.time()))
+                refusals.append(Refusal(refusal.scope, wait))
+        return max(refusals, key=lambda r: r.retry_after, default=None)
+
+    def succeeded(self, client: str, name: str) -> None:
+        """The right password: this name's earlier failures from this address are forgiven
+        (the address's count stays)."""
+        self.limiter.clear(self.pair, "pair", client, name)
 
     def failed(self, client: str, name: str) -> None:
-        self.limiter.hit(self.item, "client", client)
-        self.limiter.hit(self.item, "user", name)
+        self.limiter.hit(self.pair, "pair", client, name)
+        self.limiter.hit(self.address, "address", client)

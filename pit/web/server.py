@@ -88,6 +88,16 @@ class WebServer:
         return sock
 
     async def run(self) -> None:
+        # sessions ended by a changed password are ended (and audited) at start, then swept
+        sweeper = asyncio.create_task(self.web.sessions.run(self.web.stopping))
+        try:
+            await self._serve()
+        finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+
+    async def _serve(self) -> None:
         s = self.settings
         backoff = Backoff(1.0, 30.0)
         while not self._stopped:
