@@ -6,6 +6,7 @@
     tabled pit recall --config FILE SITE/TABLE    the table's last rounds (JSON lines)
     tabled pit alerts --config FILE [--all]       alerts (JSON lines)
     tabled pit audit --config FILE [ALERT]        the audit trail (JSON lines)
+    tabled pit audit --config FILE --sign-in [--user U]   the sign-in audit (JSON lines)
     tabled pit ack ALERT --config FILE --user U   acknowledge, as a signed-in user
     tabled pit close ALERT --config FILE --user U close, as a supervisor
     tabled pit hash-password                      an argon2id hash for [[users]]
@@ -171,8 +172,14 @@ def _alerts(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
+    if args.sign_in and args.alert is not None:
+        print("tabled pit audit: an ALERT or --sign-in, not both", file=sys.stderr)
+        return EXIT_USAGE
+
     async def body(config: Any, store: Any) -> int:
-        for entry in await store.audit(args.alert, limit=args.limit):
+        entries = (await store.sign_in_audit(user=args.user, limit=args.limit) if args.sign_in
+                   else await store.audit(args.alert, limit=args.limit))
+        for entry in entries:
             _print(entry.to_dict())
         return 0
 
@@ -275,6 +282,10 @@ def build_parser() -> argparse.ArgumentParser:
     with_config(au)
     au.add_argument("alert", type=int, nargs="?", metavar="ALERT")
     au.add_argument("--limit", type=int, default=200)
+    au.add_argument("--sign-in", action="store_true",
+                    help="the sign-in audit instead (newest first): sign-ins, failures, "
+                         "throttles, sign-outs, ended sessions")
+    au.add_argument("--user", help="with --sign-in: only this user name")
     au.set_defaults(func=_audit)
 
     for name, text in (("ack", "acknowledge an alert (supervisor)"),
