@@ -37,6 +37,7 @@ from tests.pit.test_web import (
     _healthy,
     _pit_config,
     _wait,
+    live,
     sign_in,
 )
 
@@ -128,8 +129,13 @@ def test_a_cookie_saved_before_sign_out_no_longer_signs_in(pit: Pit, browser: An
     page = sign_in(browser, pit, "sam")
     saved = page.context.cookies()
     assert any(c["name"] == "pit_session" for c in saved)
+    other_tab = page.context.new_page()  # the floor, open and live in a second tab
+    other_tab.goto(pit.base_url + "/alerts")
+    live(other_tab)
     page.click("form[action='/logout'] button[type=submit]")
     page.wait_for_url(pit.base_url + "/login")
+    # the open tab's live stream ends with the session, and the tab goes to sign-in
+    other_tab.wait_for_url(pit.base_url + "/login?next=%2Falerts", timeout=15_000)
 
     thief = replayed(browser, saved)
     thief.goto(pit.base_url + "/")

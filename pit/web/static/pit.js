@@ -1,6 +1,7 @@
 // tabled pit: the little the page does by itself. htmx and its SSE extension swap the
-// server-rendered fragments in; this keeps "how long ago" labels current and shows whether the
-// live stream is connected. No inline script anywhere (the CSP forbids it).
+// server-rendered fragments in; this keeps "how long ago" labels current, shows whether the
+// live stream is connected, and leaves a page whose session has ended for the sign-in page.
+// No inline script anywhere (the CSP forbids it).
 (function () {
   "use strict";
 
@@ -30,8 +31,22 @@
     el.textContent = state === "on" ? "live" : "reconnecting";
   }
 
+  // A stream that fails may have ended with its session (signed out in another tab, a new
+  // password): if this page now redirects to sign-in, go there instead of showing a stale floor.
+  var checked = 0;
+  function signedOut() {
+    if (Date.now() - checked < 5000) return;
+    checked = Date.now();
+    var here = location.pathname + location.search;
+    fetch(here, {redirect: "manual", cache: "no-store", credentials: "same-origin"})
+      .then(function (r) {
+        if (r.type === "opaqueredirect") location.assign("/login?next=" + encodeURIComponent(here));
+      })
+      .catch(function () { /* the pit is away: the stream reconnects by itself */ });
+  }
+
   document.addEventListener("htmx:sseOpen", function () { live("on"); });
-  document.addEventListener("htmx:sseError", function () { live("off"); });
+  document.addEventListener("htmx:sseError", function () { live("off"); signedOut(); });
   document.addEventListener("htmx:sseClose", function () { live("off"); });
   // the time of the last swap, for the tests' delay measurements and for a person's glance
   document.addEventListener("htmx:sseMessage", function () {
