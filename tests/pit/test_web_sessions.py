@@ -195,6 +195,10 @@ def test_a_new_password_ends_the_users_sessions_at_restart(pit: Pit, browser: An
     lines[at + 2] = f'password_hash = "{hash_password(NEW_PASSWORD)}"'
     pit.config.write_text("\n".join(lines) + "\n")
     pit.start()
+    # the restart itself ends sam's sessions (audited), before any browser comes back
+    _wait(lambda: ("session_ended", "password_changed") in [
+        (e["action"], e["reason"]) for e in pit.cli("audit", "--sign-in", "--user", "sam")],
+        20, "sam's sessions ended at start", interval=0.5)
 
     page.goto(pit.base_url + "/")
     assert page.url.startswith(pit.base_url + "/login")  # the open page's session is over

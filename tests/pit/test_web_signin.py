@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import structlog
 
 from tabled.daemon.broker import free_port
@@ -334,3 +335,16 @@ async def test_a_supervisor_sees_the_sign_in_audit_and_a_viewer_does_not(
         assert 'data-action="failed" data-user="sam"' in page.text and "10.0.0.66" in page.text
         assert 'data-action="signed_in" data-user="vic"' in page.text
         assert "guess" not in page.text
+
+
+def test_the_throttle_settings_are_checked() -> None:
+    from tabled.pit.config import ConfigError
+
+    with pytest.raises(ConfigError, match="sign_in_address_failures is below"):
+        a_config({"sqlite": "/tmp/x.sqlite"}, sign_in_failures=10, sign_in_address_failures=5)
+    with pytest.raises(ConfigError, match="session_idle"):
+        a_config({"sqlite": "/tmp/x.sqlite"}, session_idle=5)
+    web = a_config({"sqlite": "/tmp/x.sqlite"}).web
+    assert web is not None and (web.session_idle, web.session_max_age) == (1800, 8 * 3600)
+    assert (web.sign_in_failures, web.sign_in_address_failures, web.sign_in_window) == (
+        5, 50, 300)
