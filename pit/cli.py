@@ -13,9 +13,9 @@
 
 The acting commands ask for the user's password (from the terminal, or the first line of
 standard input, or ``--password-file``) and go through the same role check and audit as the web
-page; the running service publishes the change on ``…/pit/alert``. Exit status: 0 done, 1 the
-store failed, 2 bad config or usage, 3 sign-in failed or not allowed, 4 the alert cannot take
-that action.
+page (the password check is in the sign-in audit, client ``cli:<login>``); the running service
+publishes the change on ``…/pit/alert``. Exit status: 0 done, 1 the store failed, 2 bad config
+or usage, 3 sign-in failed or not allowed, 4 the alert cannot take that action.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import asyncio
 import getpass
 import json
 import sys
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -196,20 +197,37 @@ def _password(args: argparse.Namespace) -> str:
     return sys.stdin.readline().rstrip("\n")
 
 
+def _cli_client() -> str:
+    """Who typed the command, for the sign-in audit: ``cli:<login name>``."""
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (OSError, KeyError):
+        return "cli"
+
+
 def _act(args: argparse.Namespace) -> int:
     from tabled.pit.alerts import AlertDesk
     from tabled.pit.auth import Forbidden, Users
     from tabled.pit.config import PitConfig
-    from tabled.pit.store import AlertActionError
+    from tabled.pit.store import AlertActionError, StoreError
 
     config = _load(args.config)
     assert isinstance(config, PitConfig)
-    user = Users(config.users).authenticate(args.user, _password(args))
-    if user is None:
-        print("tabled pit: sign-in failed", file=sys.stderr)
-        return EXIT_DENIED
+    users = Users(config.users)
+    user = users.authenticate(args.user, _password(args))
 
     async def body(config: Any, store: Any) -> int:
+        # the command line's sign-in is in the sign-in audit, as the page's is
+        action, reason = ("signed_in", "cli") if user is not None else (
+            "failed", "unknown_user" if users.get(args.user) is None else "bad_password")
+        try:
+            await store.record_sign_in(time.time(), args.user, _cli_client(), action, reason,
+                                       config.pit.id)
+        except StoreError as exc:
+            print(f"tabled pit: the sign-in audit failed: {exc}", file=sys.stderr)
+        if user is None:
+            print("tabled pit: sign-in failed", file=sys.stderr)
+            return EXIT_DENIED
         desk = AlertDesk(store, publish=config.alerts.publish)
         try:
             if args.action == "ack":

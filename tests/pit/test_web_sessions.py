@@ -10,7 +10,8 @@ daemons: sign-in needs none. The tests run in order against one pit:
 2. one user's five typos lock that user at that address (429, ``Retry-After``), never another
    user behind the same address;
 3. the pit restarted with a new password hash for a user: that user's open session is over, the
-   new password signs in, and ``tabled pit audit --sign-in`` lists it all.
+   new password signs in, and ``tabled pit audit --sign-in`` lists it all (the command line's
+   own password check included).
 """
 
 from __future__ import annotations
@@ -224,6 +225,15 @@ def test_a_new_password_ends_the_users_sessions_at_restart(pit: Pit, browser: An
     assert ended and all(s == ("sam", "session_ended", "password_changed") for s in ended)
     assert seen[-1] == ("sam", "signed_in", None)
     assert all(e["client"] == "127.0.0.1" and e["pit"] == "pit-web" for e in audit)
+    # the command line's sign-in is audited too
+    wrong = subprocess.run([sys.executable, "-m", "tabled.tools.cli", "pit", "ack", "1",
+                            "--config", str(pit.config), "--user", "sam"],
+                           input="not it\n", capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 3 and "sign-in failed" in wrong.stderr
+    last = pit.cli("audit", "--sign-in", "--limit", "1")[0]
+    assert (last["user"], last["action"], last["reason"]) == ("sam", "failed", "bad_password")
+    assert last["client"].startswith("cli")
+
     log = pit.log()
     assert "session_ended" in log and "password_changed" in log
     for secret in (*PASSWORDS.values(), NEW_PASSWORD, "viewer pasword"):
