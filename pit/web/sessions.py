@@ -8,9 +8,9 @@ hash) and never a session id in the record (only its SHA-256).
   :data:`T_CACHE` seconds; an end on this pit server removes it from the cache at once). Several
   pit servers on one PostgreSQL share the sessions: sign-out on one ends it on all (within
   :data:`T_CACHE` on the others).
-- A session **ends** at sign-out (``signed_out``), :data:`~WebSettings.session_max_age` after
-  sign-in (``expired``), :data:`~WebSettings.session_idle` after its last request (``idle``;
-  an open page's live stream counts as requests), when the user's password hash in the config is
+- A session **ends** at sign-out (``signed_out``), ``[web] session_max_age`` seconds after
+  sign-in (``expired``), ``[web] session_idle`` seconds after its last request (``idle``; an
+  open page's live stream counts as requests), when the user's password hash in the config is
   not the one it began with (``password_changed``: the pit restarted with a new hash), when the
   user is gone from the config (``user_removed``), or when the same browser signs in again
   (``replaced``). An ended session is refused, its cookie cleared, and its end audited once,
