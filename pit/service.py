@@ -241,7 +241,7 @@ class PitService:
                                            f"not checked: {type(exc).__name__}: {exc}")
                 messages.append(None)
         durable = [m for m in messages if m is not None and m.topic.channel != "metrics"]
-        recorded = iter(await self._record(durable) if durable else [])
+        recorded = iter(await self.record_batch(durable) if durable else [])
         for message in messages:
             if message is None:
                 continue
@@ -259,10 +259,12 @@ class PitService:
                 log.exception("message_failed", topic=f"{message.site}/{message.table}/"
                               f"{message.stream}", table_seq=message.table_seq)
 
-    async def _record(self, messages: list[Message]) -> list[Recorded | None]:
-        """Record ``messages`` in one transaction, retried through an outage. If the store
-        refuses the batch for its content, each message again on its own: those it still
-        refuses are filed in ``malformed`` (``None`` in their place), the others recorded."""
+    async def record_batch(self, messages: Sequence[Message]) -> list[Recorded | None]:
+        """Record checked ``messages`` in one transaction, retried through an outage; what
+        each became, in order. If the store refuses the batch for its content, each message
+        again on its own: those it still refuses are filed in ``malformed`` (``None`` in their
+        place), the others recorded. Never raises but for cancellation; the one way into the
+        record for anything that records messages (the broker's, a table's journal's)."""
         try:
             return list(await self._retrying("record", lambda: self.store.record_many(
                 messages, self.actor)))
@@ -312,7 +314,7 @@ class PitService:
         try:
             await self._retrying("record_malformed", lambda: self.store.record_malformed(
                 topic, reason, payload, received_at, self.actor))
-        except StoreDataError as exc:
+        except Exception as exc:  # StoreDataError, or a bug: logged, counted, never raised
             self._data_failure("record_malformed", exc, topic=topic)
 
     async def _parse(self, topic: str, payload: bytes, retained: bool) -> Message | None:

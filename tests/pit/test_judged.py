@@ -269,7 +269,7 @@ async def test_a_batch_refused_for_one_message_is_recorded_without_it(
         batch[4:4] = [raw("fault", 2**63)]
         text = "x\u0000y" if "postgres" in store_settings else "x\ud800y"
         batch[8:8] = [raw("fault", 3, table="t2", code=text)]
-        results = await service._record(batch)
+        results = await service.record_batch(batch)
         assert [r is None for r in results] == [m in (batch[4], batch[8]) for m in batch]
         assert numbers(store_settings, "t1", "fault") == list(range(10))
         reasons = sorted(r[0] for r in query(store_settings, "SELECT reason FROM malformed"))
@@ -444,7 +444,7 @@ def test_the_store_path_records_the_valid_messages_each_once(picks: list[int]) -
         service = PitService(pit_config({"sqlite": str(path)}))
         await service.start()
         try:
-            results = await service._record(batch)
+            results = await service.record_batch(batch)
             assert [r is None for r in results] == [p < 0 for p in picks]
         finally:
             await service.store.close()
