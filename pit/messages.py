@@ -160,10 +160,31 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _judge_values(body: dict[str, Any]) -> None:
-    """Raise :class:`Malformed` for a value outside the contract's ranges anywhere in ``body``:
-    nesting deeper than ``MAX_DEPTH``, an integer beyond ``±MAX_SEQ``, a float that is not
-    finite, text no store keeps (U+0000, a lone surrogate). A loop, not recursion."""
+def _bounded_int(digits: str) -> int:
+    # before int(): ten thousand digits cost a parser time (and Python refuses 4,300)
+    if len(digits) > 17 or not -MAX_SEQ <= (value := int(digits)) <= MAX_SEQ:
+        raise Malformed(f"integer {digits[:40]} beyond ±{MAX_SEQ}", "out_of_range")
+    return value
+
+
+def _finite_float(digits: str) -> float:
+    value = float(digits)
+    if not math.isfinite(value):
+        raise Malformed(f"number {digits[:40]} is not finite", "out_of_range")
+    return value
+
+
+#: JSON as the contract has it: no NaN or Infinity, integers within ±MAX_SEQ, floats finite.
+_DECODER: Final = json.JSONDecoder(parse_constant=_no_constant, parse_int=_bounded_int,
+                                   parse_float=_finite_float)
+
+
+def _judge_values(body: dict[str, Any], text: str) -> None:
+    """Raise :class:`Malformed` for nesting deeper than ``MAX_DEPTH`` or text no store keeps
+    (U+0000, a lone surrogate) anywhere in ``body`` (decoded from ``text``). A loop, not
+    recursion; and only when ``text`` could hold either (JSON spells both with ``\\u``)."""
+    if text.count("{") + text.count("[") <= MAX_DEPTH and "\\u" not in text:
+        return
     pending: list[tuple[Any, int]] = [(body, 1)]
     while pending:
         value, depth = pending.pop()
@@ -179,11 +200,6 @@ def _judge_values(body: dict[str, Any]) -> None:
                 pending.extend((item, depth + 1) for item in value)
         elif kind is str:
             _judge_text(value)
-        elif kind is int:
-            if not -MAX_SEQ <= value <= MAX_SEQ:
-                raise Malformed(f"integer {str(value)[:40]} beyond ±{MAX_SEQ}", "out_of_range")
-        elif kind is float and not math.isfinite(value):
-            raise Malformed(f"number {value} is not finite", "out_of_range")
 
 
 def _judge_text(text: str) -> None:
@@ -205,7 +221,9 @@ def parse_message(prefix: str, topic: str, payload: bytes, received_at: float,
                         "too_large")
     try:
         text = payload.decode("utf-8")
-        body = json.loads(text, parse_constant=_no_constant)
+        body = _DECODER.decode(text)
+    except Malformed:
+        raise
     except UnicodeDecodeError:
         raise Malformed("payload is not UTF-8", "not_utf8") from None
     except RecursionError:  # the parser's own stack: far deeper than MAX_DEPTH
@@ -228,7 +246,7 @@ def parse_message(prefix: str, topic: str, payload: bytes, received_at: float,
         number = body.get(key)
         if _int(number) and not valid_seq(number):
             raise Malformed(f"{key} {number} is outside 0 … {MAX_SEQ}", "out_of_range")
-    _judge_values(body)
+    _judge_values(body, text)
     event = _check_body(channel, body)
     return Message(where, seq, body, text, received_at, retained, event)
 

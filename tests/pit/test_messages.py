@@ -31,13 +31,16 @@ def nested(depth: int) -> str:
 
 POISON = [
     # (topic, payload, code, words of the reason)
-    ("lab/t1/event", {**CARD, "table_seq": 2**63}, "out_of_range", "table_seq 9223372036854775808"),
-    ("lab/t1/event", {**CARD, "table_seq": 10**30}, "out_of_range", "outside 0"),
+    ("lab/t1/event", {**CARD, "table_seq": 2**63}, "out_of_range", "9223372036854775808 beyond"),
+    ("lab/t1/event", {**CARD, "table_seq": 10**30}, "out_of_range", "beyond"),
     ("lab/t1/event", {**CARD, "table_seq": -1}, "out_of_range", "table_seq -1"),
-    ("lab/t1/event", {**CARD, "table_seq": MAX_SEQ + 1}, "out_of_range", "outside 0"),
+    ("lab/t1/event", {**CARD, "table_seq": MAX_SEQ + 1}, "out_of_range", "beyond"),
+    ("lab/t1/event", '{"v":1,"type":"card","card":"AS","table_seq":' + "9" * 10_000 + "}",
+     "out_of_range", "beyond"),
     ("lab/t1/event", {**CARD, "table_seq": "7"}, "wrong_type", "not an integer"),
     ("lab/t1/event", {**CARD, "table_seq": True}, "wrong_type", "not an integer"),
-    ("lab/t1/event", {**CARD, "seq": 2**64, "table_seq": 1}, "out_of_range", "seq"),
+    ("lab/t1/event", {**CARD, "seq": 2**64, "table_seq": 1}, "out_of_range", "beyond"),
+    ("lab/t1/event", {**CARD, "seq": -3, "table_seq": 1}, "out_of_range", "seq -3"),
     ("lab/t1/event", {**CARD, "table_seq": 1, "x": -(2**60)}, "out_of_range", "beyond"),
     ("lab/t1/event", '{"v":1,"type":"card","card":"AS","table_seq":1,"x":1e999}',
      "out_of_range", "not finite"),
@@ -53,6 +56,7 @@ POISON = [
      "bad_text", "U+0000"),
     ("lab/t1/fault", '{"v":1,"type":"fault","code":"x","detail":"\\ud800","table_seq":1}',
      "bad_text", "not valid Unicode"),
+    ("lab/t1/event", {**CARD, "table_seq": 1, "note": {"k\u0000": 1}}, "bad_text", "U+0000"),
     ("lab/t1/fault", {"v": 1, "type": "fault", "code": "x", "detail": 5, "table_seq": 1},
      "wrong_type", "detail 5 is not text"),
     ("lab/t1/fault", {"v": 1, "type": "fault", "code": "x", "device": ["a"], "table_seq": 1},
