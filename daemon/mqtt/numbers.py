@@ -60,6 +60,7 @@ class StatusNumbers:
 
     def for_connection(self) -> tuple[int, int]:
         """The birth's and the will's numbers for the next connection attempt."""
+        check_number(STATUS, self.spent + 2)  # JournalError beyond MAX_SEQ
         self.sent = self.spent
         self.will = None
         return self.spent + 1, self.spent + 2

@@ -664,7 +664,7 @@ def test_no_number_beyond_the_contracts_range_is_given(tmp_path: Path) -> None:
     """tabled.contract.limits: table_seq stays within 0 … 2^53 - 1; the journal refuses to
     number past it (a JournalError, the batch not written), durable or not."""
     from tabled.contract.limits import MAX_SEQ
-    from tabled.daemon.mqtt.numbers import Sequences
+    from tabled.daemon.mqtt.numbers import Sequences, StatusNumbers
 
     journal = Journal(tmp_path / "j.sqlite")
     journal._next_seq["outcome"] = MAX_SEQ  # centuries of play, skipped
@@ -676,4 +676,7 @@ def test_no_number_beyond_the_contracts_range_is_given(tmp_path: Path) -> None:
     journal.delivery.save_number("metrics", MAX_SEQ)
     with pytest.raises(JournalError, match="beyond the contract"):
         Sequences(journal.delivery).next("metrics")
+    journal.delivery.save_number("status", MAX_SEQ - 1)
+    with pytest.raises(JournalError, match="beyond the contract"):
+        StatusNumbers(journal.delivery).for_connection()  # a birth and its will: two numbers
     journal.close()
