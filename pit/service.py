@@ -271,6 +271,9 @@ class PitService:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # StoreDataError, or a bug: one message's, most likely
+            if len(messages) == 1:
+                await self._refused(messages[0], exc)
+                return [None]
             self._data_failure("record_batch", exc, messages=len(messages))
         out: list[Recorded | None] = []
         for message in messages:
@@ -281,13 +284,16 @@ class PitService:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                self._data_failure("record", exc, table_seq=message.table_seq)
-                topic = (f"{self.config.mqtt.topic_prefix}/{message.site}/{message.table}/"
-                         f"{message.stream}")
-                await self._file_malformed(topic, message.text.encode(), message.received_at,
-                                           "store_refused", f"store refused: {exc}")
+                await self._refused(message, exc)
                 out.append(None)
         return out
+
+    async def _refused(self, message: Message, exc: Exception) -> None:
+        """One message the store refused on its own: counted, filed in ``malformed``."""
+        self._data_failure("record", exc, table_seq=message.table_seq)
+        topic = f"{self.config.mqtt.topic_prefix}/{message.site}/{message.table}/{message.stream}"
+        await self._file_malformed(topic, message.text.encode(), message.received_at,
+                                   "store_refused", f"store refused: {exc}")
 
     def _count_store_error(self, exc: StoreError) -> None:
         self.metrics.store_errors.inc()

@@ -279,6 +279,10 @@ async def test_a_batch_refused_for_one_message_is_recorded_without_it(
         assert metric(service, 'pit_store_failures_total{cause="data"}') == 3
         assert metric(service, 'pit_store_failures_total{cause="outage"}') == 0
         assert service.store_failure is None
+        # a message alone is refused once, not twice
+        assert await service.record_batch([raw("fault", 10**30, table="t3")]) == [None]
+        assert metric(service, 'pit_store_failures_total{cause="data"}') == 4
+        assert metric(service, 'pit_malformed_total{reason="store_refused"}') == 3
     finally:
         await service.store.close()
 
