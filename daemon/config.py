@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
+from tabled.contract.limits import ID_RULE, RESERVED_TABLE, valid_id
 from tabled.daemon.errors import DaemonError
 from tabled.daemon.rules import game_policy
 from tabled.daemon.rules.options import GameOptions, OptionErrors, build_options
@@ -37,15 +38,33 @@ from tabled.drivers.registry import family_names
 
 GameName = Literal["baccarat", "craps", "qpoker"]
 
-_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # safe inside an MQTT topic level
+
+
+def _id(value: str) -> str:
+    """An id the contract allows (tabled.contract.limits): an MQTT topic level, a URL segment."""
+    if not valid_id(value):
+        raise ValueError(f"{value!r} is not an id: {ID_RULE}")
+    return value
+
+
+#: A site, table, device or console id (docs/mqtt.md).
+Name = Annotated[str, AfterValidator(_id)]
 
 
 class TableSettings(_Strict):
     """Where this daemon runs: site and table ids (MQTT topic levels) and the game."""
 
-    site: Annotated[str, Field(pattern=_NAME)]
-    id: Annotated[str, Field(pattern=_NAME)]
+    site: Name
+    id: Name
     game: GameName
+
+    @field_validator("id")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        if value == RESERVED_TABLE:
+            raise ValueError(f"{value!r} is reserved: the pit publishes under "
+                             f"<prefix>/<site>/{RESERVED_TABLE}/")
+        return value
 
 
 class DeviceMatchSettings(_Strict):
@@ -67,7 +86,7 @@ class DeviceSettings(_Strict):
     """One device at the table. Give ``url`` (a port, a by-id name, ``socket://``, ``usb://``)
     or ``match`` (udev discovery and hot-plug), not both."""
 
-    id: Annotated[str, Field(pattern=_NAME)]
+    id: Name
     #: An installed device family (``tabled.drivers`` entry points: shoe, shuffler, dice, and
     #: any vendor's, docs/drivers.md).
     family: str
@@ -221,7 +240,7 @@ class ConsoleSettings(_Strict):
     it never borrows ``[mqtt] username``, ``password_file`` or the daemon's certificate."""
 
     #: Names the console in every command (``"console"``) and in the journal's source.
-    id: Annotated[str | None, Field(pattern=_NAME)] = None
+    id: Name | None = None
     #: The broker as the console reaches it (default: ``[mqtt] url``).
     url: str | None = None
     client_id: str | None = None

@@ -59,6 +59,7 @@ from typing import Any, Final
 
 import msgspec
 
+from tabled.contract.limits import MAX_SEQ
 from tabled.daemon.errors import DaemonError
 
 #: The file format this code writes. 1: release 0.1.0 (which did not record it: a journal
@@ -322,12 +323,20 @@ def _message(body: str, round_no: int | None, seq: int) -> str:
     return body[:-1] + ("," if body != "{}" else "") + added
 
 
+def check_number(topic: str, seq: int) -> int:
+    """``seq`` if the contract allows it (``0 … MAX_SEQ``, tabled.contract.limits); a number
+    beyond is never published: :class:`JournalError` (2^53 messages: centuries of play)."""
+    if not 0 <= seq <= MAX_SEQ:
+        raise JournalError(f"{topic}: table_seq {seq} is beyond the contract's {MAX_SEQ}")
+    return seq
+
+
 def encode_entry(entry: Entry, row_id: int, next_seq: dict[str, int], ts: str
                  ) -> tuple[tuple[object, ...], StoredOutput | None]:
     """``entry`` as the journal's row ``row_id`` (its columns up to ``hash``) and, if it is
     a message, that message as stored; ``next_seq`` (each topic's next number) moves on."""
     if isinstance(entry, OutputEntry):
-        seq = next_seq[entry.topic]
+        seq = check_number(entry.topic, next_seq[entry.topic])
         next_seq[entry.topic] = seq + 1
         body = _dumps({**entry.body, "table_seq": seq})
         return ((row_id, "output", entry.topic, seq, None, entry.round, ts, body),
@@ -336,7 +345,7 @@ def encode_entry(entry: Entry, row_id: int, next_seq: dict[str, int], ts: str
         body = _dumps(entry.body)
         if not entry.published:
             return (row_id, "input", None, None, entry.source, None, ts, body), None
-        seq = next_seq[_EVENT]
+        seq = check_number(_EVENT, next_seq[_EVENT])
         next_seq[_EVENT] = seq + 1
         return ((row_id, "input", _EVENT, seq, entry.source, entry.round, ts, body),
                 StoredOutput(row_id, _EVENT, seq, _message(body, entry.round, seq)))

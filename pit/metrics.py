@@ -1,7 +1,8 @@
 """Prometheus metrics of the pit (``prometheus-client``), in a registry of its own.
 
 Owns the metric names and nothing else. Counted as things happen: messages received per topic,
-duplicates, conflicts, malformed messages, gaps, store latency per operation and store errors,
+duplicates, conflicts, malformed messages (by reason), gaps, messages backfilled from a table's
+journal, store latency per operation and store errors (by cause: an outage or refused data),
 broker connections. Sampled at scrape time from the live model: tables by state, alerts not
 closed by severity and state.
 
@@ -27,6 +28,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from tabled.pit.messages import DURABLE, MALFORMED_CODES
 from tabled.pit.model import Floor
 from tabled.pit.store import SEVERITIES
 
@@ -77,12 +79,20 @@ class PitMetrics:
                                  ["topic"], registry=r)
         self.malformed = Counter("pit_messages_malformed", "Messages that could not be used",
                                  registry=r)
-        self.gaps = Counter("pit_seq_gaps", "table_seq gaps still open after the grace time",
-                            registry=r)
+        self.malformed_by_reason = Counter(
+            "pit_malformed", "Messages filed in malformed, by reason (pit.messages "
+            "MALFORMED_CODES)", ["reason"], registry=r)
+        self.gaps = Counter("pit_seq_gaps", "seq_gap alerts raised: table_seq gaps still open "
+                            "after the grace time", registry=r)
+        self.backfilled = Counter("pit_backfilled", "Messages recorded from a table's journal "
+                                  "on the pit's request, by stream", ["stream"], registry=r)
         self.store_seconds = Histogram("pit_store_seconds", "Store operation latency",
                                        ["operation"], buckets=STORE_BUCKETS, registry=r)
         self.store_errors = Counter("pit_store_errors", "Store operations that failed",
                                     registry=r)
+        self.store_failures = Counter(
+            "pit_store_failures", "Failed store writes by cause: outage (retried) or data "
+            "(refused for its content, not retried)", ["cause"], registry=r)
         self.broker_connected = Gauge("pit_broker_connected", "1 while connected to the broker",
                                       registry=r)
         self.broker_connects = Counter("pit_broker_connects", "Connections to the broker made",
@@ -90,6 +100,18 @@ class PitMetrics:
         self.alerts_published = Counter("pit_alerts_published",
                                         "Alert changes published on …/pit/alert", registry=r)
         r.register(_FloorCollector(lambda: self.floor))
+        # every series from the start, at 0: a rate needs the zero, a dashboard the name
+        for code in MALFORMED_CODES:
+            self.malformed_by_reason.labels(code)
+        for cause in ("outage", "data"):
+            self.store_failures.labels(cause)
+        for stream in DURABLE:
+            self.backfilled.labels(stream)
+
+    def count_malformed(self, code: str) -> None:
+        """One message filed in ``malformed`` for ``code`` (pit.messages MALFORMED_CODES)."""
+        self.malformed.inc()
+        self.malformed_by_reason.labels(code).inc()
 
     def observe_store(self, operation: str, seconds: float) -> None:
         self.store_seconds.labels(operation).observe(seconds)

@@ -8,7 +8,8 @@ Owns start-up order, the message pipeline, the timers and shutdown:
    check it (a malformed one is recorded as such, counted and logged), record it, update the
    live model, run the alert rules and the integrity monitors (:mod:`pit.watch`). A store
    that fails is retried with backoff while the message waits (the broker connection keeps
-   receiving into memory): nothing is dropped;
+   receiving into memory): nothing is dropped; a message the store refuses for its content is
+   filed as malformed, alone, and costs no other message;
 3. timers: gap checks and silent tables (half a second), the alerts outbox (publishes every
    alert change on ``<prefix>/<site>/pit/alert``, QoS 1, once, even with several pit servers,
    and picks up changes other processes made, such as ``tabled pit ack``), retention;
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import signal
 import time
@@ -40,7 +42,15 @@ from tabled.pit.ingest import Ingest, wait_connected
 from tabled.pit.messages import Malformed, Message, parse_message
 from tabled.pit.metrics import PitMetrics
 from tabled.pit.model import ChangeFeed, Floor
-from tabled.pit.store import Alert, AlertChange, AuditEntry, Recorded, Store, StoreError
+from tabled.pit.store import (
+    Alert,
+    AlertChange,
+    AuditEntry,
+    Recorded,
+    Store,
+    StoreDataError,
+    StoreError,
+)
 from tabled.pit.watch import IntegrityWatch
 
 log = structlog.get_logger("tabled.pit.service")
@@ -215,30 +225,23 @@ class PitService:
         """Messages that arrived together (``(topic, payload, retained)``, in arrival order):
         checked, recorded in one transaction, then each applied to the live model, the alert
         rules and the integrity monitors, in arrival order. Never raises (a bug is logged and
-        counted, and costs only its own message)."""
+        counted, and costs only its own message). Each message is judged alone: one the store
+        refuses for its content (a data error) is filed in ``malformed`` and the rest of the
+        batch recorded without it; an outage is retried while the batch waits."""
         messages: list[Message | None] = []
         for topic, payload, retained in batch:
             try:
                 messages.append(await self._parse(topic, payload, retained))
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as exc:
                 self.handler_errors += 1
                 log.exception("message_failed", topic=topic, bytes=len(payload))
+                await self._file_malformed(topic, payload, time.time(), "unchecked",
+                                           f"not checked: {type(exc).__name__}: {exc}")
                 messages.append(None)
         durable = [m for m in messages if m is not None and m.topic.channel != "metrics"]
-        recorded: list[Recorded] = []
-        if durable:
-            try:
-                recorded = await self._retrying("record", lambda: self.store.record_many(
-                    durable, self.actor))
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                self.handler_errors += len(durable)
-                log.exception("batch_failed", messages=len(durable))
-                return
-        results = iter(recorded)
+        recorded = iter(await self.record_batch(durable) if durable else [])
         for message in messages:
             if message is None:
                 continue
@@ -246,13 +249,79 @@ class PitService:
                 if message.topic.channel == "metrics":
                     await self._sample(message)
                 else:
-                    await self._recorded(message, next(results))
+                    result = next(recorded)
+                    if result is not None:
+                        await self._recorded(message, result)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 self.handler_errors += 1
                 log.exception("message_failed", topic=f"{message.site}/{message.table}/"
                               f"{message.stream}", table_seq=message.table_seq)
+
+    async def record_batch(self, messages: Sequence[Message]) -> list[Recorded | None]:
+        """Record checked ``messages`` in one transaction, retried through an outage; what
+        each became, in order. If the store refuses the batch for its content, each message
+        again on its own: those it still refuses are filed in ``malformed`` (``None`` in their
+        place), the others recorded. Never raises but for cancellation; the one way into the
+        record for anything that records messages (the broker's, a table's journal's)."""
+        try:
+            return list(await self._retrying("record", lambda: self.store.record_many(
+                messages, self.actor)))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # StoreDataError, or a bug: one message's, most likely
+            if len(messages) == 1:
+                await self._refused(messages[0], exc)
+                return [None]
+            self._data_failure("record_batch", exc, messages=len(messages))
+        out: list[Recorded | None] = []
+        for message in messages:
+            try:
+                (one,) = await self._retrying("record", functools.partial(
+                    self.store.record_many, [message], self.actor))
+                out.append(one)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                await self._refused(message, exc)
+                out.append(None)
+        return out
+
+    async def _refused(self, message: Message, exc: Exception) -> None:
+        """One message the store refused on its own: counted, filed in ``malformed``."""
+        self._data_failure("record", exc, table_seq=message.table_seq)
+        topic = f"{self.config.mqtt.topic_prefix}/{message.site}/{message.table}/{message.stream}"
+        await self._file_malformed(topic, message.text.encode(), message.received_at,
+                                   "store_refused", f"store refused: {exc}")
+
+    def _count_store_error(self, exc: StoreError) -> None:
+        self.metrics.store_errors.inc()
+        self.metrics.store_failures.labels(
+            "data" if isinstance(exc, StoreDataError) else "outage").inc()
+
+    def _data_failure(self, what: str, exc: Exception, **fields: Any) -> None:
+        """A write the store refused for what it was given (not retried), counted."""
+        self.metrics.store_errors.inc()
+        self.metrics.store_failures.labels("data").inc()
+        if isinstance(exc, StoreDataError):
+            log.warning("store_refused", operation=what, error=str(exc), **fields)
+        else:
+            self.handler_errors += 1
+            log.exception("store_refused", operation=what, **fields)
+
+    async def _file_malformed(self, topic: str, payload: bytes, received_at: float, code: str,
+                              reason: str) -> None:
+        """Keep a message the pit cannot use in ``malformed``, counted by ``code``. Never
+        raises for the message's own content (the store keeps any text it is given there)."""
+        self.metrics.count_malformed(code)
+        log.warning("malformed_message", topic=topic, code=code, reason=reason,
+                    bytes=len(payload))
+        try:
+            await self._retrying("record_malformed", lambda: self.store.record_malformed(
+                topic, reason, payload, received_at, self.actor))
+        except Exception as exc:  # StoreDataError, or a bug: logged, counted, never raised
+            self._data_failure("record_malformed", exc, topic=topic)
 
     async def _parse(self, topic: str, payload: bytes, retained: bool) -> Message | None:
         """The message checked, or None if malformed (then recorded as such)."""
@@ -261,11 +330,7 @@ class PitService:
             message = parse_message(self.config.mqtt.topic_prefix, topic, payload, now,
                                     retained)
         except Malformed as exc:
-            self.metrics.malformed.inc()
-            log.warning("malformed_message", topic=topic, reason=str(exc), bytes=len(payload))
-            reason = str(exc)
-            await self._retrying("record_malformed", lambda: self.store.record_malformed(
-                topic, reason, payload, now, self.actor))
+            await self._file_malformed(topic, payload, now, exc.code, str(exc))
             return None
         self.metrics.received.labels(message.topic.channel).inc()
         return message
@@ -313,8 +378,11 @@ class PitService:
         while True:
             try:
                 result = await operation()
+            except StoreDataError:
+                raise  # the content's fault: the same again would fail the same way
             except StoreError as exc:
                 self.metrics.store_errors.inc()
+                self.metrics.store_failures.labels("outage").inc()
                 if self.store_failure is None:
                     log.error("store_failing", operation=what, error=str(exc))
                 self.store_failure = str(exc)
@@ -335,7 +403,7 @@ class PitService:
                 records = await self.store.recorded_by_others(self._record_cursor,
                                                               T_AUDIT_WINDOW, self.actor)
             except StoreError as exc:
-                self.metrics.store_errors.inc()
+                self._count_store_error(exc)
                 log.warning("follow_store_error", error=str(exc))
                 continue
             cutoff = time.monotonic() - 2 * T_AUDIT_WINDOW
@@ -351,12 +419,14 @@ class PitService:
                 try:
                     await self.watch.alerts(stored.site, stored.table, found)
                 except StoreError as exc:
-                    self.metrics.store_errors.inc()
+                    self._count_store_error(exc)
                     log.warning("integrity_store_error", error=str(exc))
 
     # -- alerts out ---------------------------------------------------------------------------
 
     def _alert_changed(self, change: AlertChange) -> None:
+        if change.alert.kind == "seq_gap" and change.audit.action in ("raised", "reopened"):
+            self.metrics.gaps.inc()
         self._audit_seen[change.audit.id] = time.monotonic()
         self._outbox_wake.set()
 
@@ -376,7 +446,7 @@ class PitService:
                 if self.config.alerts.publish and self.ingest.connected.is_set():
                     await self._publish_pending()
             except StoreError as exc:
-                self.metrics.store_errors.inc()
+                self._count_store_error(exc)
                 log.warning("outbox_store_error", error=str(exc))
                 await asyncio.sleep(1.0)
 
@@ -422,7 +492,7 @@ class PitService:
                 await self.engine.tick()
                 await self.watch.tick()
             except StoreError as exc:
-                self.metrics.store_errors.inc()
+                self._count_store_error(exc)
                 log.warning("timers_store_error", error=str(exc))
 
     async def _retention(self) -> None:
@@ -432,7 +502,7 @@ class PitService:
             try:
                 gone = await self.store.purge(now - r.days * 86400, now - r.alert_days * 86400)
             except StoreError as exc:
-                self.metrics.store_errors.inc()
+                self._count_store_error(exc)
                 log.warning("retention_failed", error=str(exc))
             else:
                 if any(gone.values()):

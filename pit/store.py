@@ -23,7 +23,8 @@ raise or clear, this module makes each change one transaction with its audit ent
 
 The SQL is written once (``?`` placeholders, portable types); :mod:`pit.store_sqlite` and
 :mod:`pit.store_postgres` provide the connection, the transaction and the few words that differ.
-Every operation has a timeout and raises :class:`StoreError` when the database fails.
+Every operation has a timeout and raises :class:`StoreError` when the database fails, or
+:class:`StoreDataError` when it refuses the content it was given (retrying would not help).
 """
 
 from __future__ import annotations
@@ -54,7 +55,22 @@ SEVERITIES: tuple[Severity, ...] = ("critical", "major", "minor", "info")
 
 
 class StoreError(PitError):
-    """The database failed or did not answer in time (the operation was not done)."""
+    """The database failed or did not answer in time (the operation was not done): an outage,
+    worth retrying."""
+
+
+class StoreDataError(StoreError):
+    """The database refused what it was given (a number beyond its integers, text it cannot
+    keep): the operation was not done, and doing it again would fail the same way."""
+
+
+def store_error(description: str, exc: BaseException,
+                data: tuple[type[BaseException], ...]) -> StoreError:
+    """``exc`` of a database driver as the store's error: :class:`StoreDataError` if it is one
+    of the dialect's ``data`` errors, an outage (:class:`StoreError`) otherwise. The one rule
+    that tells the two apart; each dialect lists its driver's data errors."""
+    kind = StoreDataError if isinstance(exc, data) else StoreError
+    return kind(f"{description}: {type(exc).__name__}: {exc}")
 
 
 class AlertActionError(PitError):
@@ -528,6 +544,18 @@ def _audit(row: Row) -> AuditEntry:
                       action=row[4], state=row[5], note=row[6])
 
 
+def _keepable(text: str) -> str:
+    """``text`` as every store keeps it: U+0000 (PostgreSQL's TEXT refuses it) and lone
+    surrogates (UTF-8 cannot carry them) become U+FFFD. The malformed row must never fail."""
+    text = text.replace("\x00", "\ufffd")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return text
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
@@ -650,8 +678,8 @@ class SqlStore(Store):
             await tx.execute(
                 "INSERT INTO malformed (topic, reason, received_at, recorded_by, payload) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (topic[:1024], reason[:1024], received_at, recorded_by,
-                 payload[:65536].decode("utf-8", errors="replace")))
+                (_keepable(topic[:1024]), _keepable(reason[:1024]), received_at, recorded_by,
+                 _keepable(payload[:65536].decode("utf-8", errors="replace"))))
 
         await self._run("record_malformed", body)
 

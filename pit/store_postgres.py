@@ -33,8 +33,17 @@ from tabled.pit.store import (
     insert_message,
     schema,
     schema_v2,
+    store_error,
     stored_message,
 )
+
+#: What PostgreSQL (or psycopg, adapting a value) refuses for the content it is given: SQLSTATE
+#: class 22 (``bigint out of range``, NUL in text, an invalid text representation) and 23 (a
+#: constraint), an integer or text psycopg cannot adapt. Every other error (connection refused
+#: or lost, a timeout, the server shutting down, disk full) is an outage (pit.store.store_error).
+DATA_ERRORS: tuple[type[BaseException], ...] = (
+    psycopg.DataError, psycopg.IntegrityError, OverflowError, UnicodeError)
+_ERRORS: tuple[type[BaseException], ...] = (psycopg.Error, *DATA_ERRORS)
 
 #: Any advisory lock id, the same for every pit: migrations run one server at a time.
 MIGRATION_LOCK = 0x7AB1ED
@@ -149,8 +158,8 @@ class PostgresStore(SqlStore):
                              f"{T_STORE:g} s") from None
         except PoolTimeout as exc:
             raise StoreError(f"{self.description}: no connection: {exc}") from exc
-        except psycopg.Error as exc:
-            raise StoreError(f"{self.description}: {exc}") from exc
+        except _ERRORS as exc:
+            raise store_error(self.description, exc, DATA_ERRORS) from exc
         finally:
             if self.observe is not None:
                 self.observe("record_batch", time.monotonic() - started)
@@ -166,5 +175,5 @@ class PostgresStore(SqlStore):
                 yield _PgTx(conn)
         except PoolTimeout as exc:
             raise StoreError(f"{self.description}: no connection: {exc}") from exc
-        except psycopg.Error as exc:
-            raise StoreError(f"{self.description}: {exc}") from exc
+        except _ERRORS as exc:
+            raise store_error(self.description, exc, DATA_ERRORS) from exc

@@ -34,10 +34,19 @@ from tabled.pit.store import (
     insert_message,
     schema,
     schema_v2,
+    store_error,
     stored_message,
 )
 
 T = TypeVar("T")
+
+#: What SQLite (and the stdlib's binding of a value) refuses for the content it is given: an
+#: integer beyond 64 bits, text UTF-8 cannot carry, a value of no SQL type, a constraint. Every
+#: other error (locked, disk full or failing, not open) is an outage (pit.store.store_error).
+DATA_ERRORS: tuple[type[BaseException], ...] = (
+    sqlite3.IntegrityError, sqlite3.DataError, sqlite3.InterfaceError, OverflowError,
+    UnicodeError)
+_ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error, *DATA_ERRORS)
 
 #: How long a writer waits for another process's write lock, milliseconds.
 BUSY_TIMEOUT_MS = 5000
@@ -89,8 +98,8 @@ class SqliteStore(SqlStore):
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._executor, fn, db)
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.description}: {exc}") from exc
+        except _ERRORS as exc:
+            raise store_error(self.description, exc, DATA_ERRORS) from exc
 
     async def open(self) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pit-sqlite")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 
-from tabled.daemon.journal import DeliveryLog, JournalError
+from tabled.daemon.journal import DeliveryLog, JournalError, check_number
 
 #: The sequence of ``…/status``: births, wills and our own ``offline``.
 STATUS = "status"
@@ -30,8 +30,8 @@ class Sequences:
         assert kind != STATUS, "status numbers follow the connections (StatusNumbers)"
         if kind not in self._last:
             self._last[kind] = self._log.last_number(kind)
-        self._last[kind] += 1
-        number = self._last[kind]
+        number = check_number(kind, self._last[kind] + 1)  # JournalError beyond MAX_SEQ
+        self._last[kind] = number
         # If the journal fails, the number still goes up in memory (the failure is reported
         # on its own); it is only lost if the daemon also restarts before the disk recovers.
         with contextlib.suppress(JournalError):
@@ -60,6 +60,7 @@ class StatusNumbers:
 
     def for_connection(self) -> tuple[int, int]:
         """The birth's and the will's numbers for the next connection attempt."""
+        check_number(STATUS, self.spent + 2)  # JournalError beyond MAX_SEQ
         self.sent = self.spent
         self.will = None
         return self.spent + 1, self.spent + 2

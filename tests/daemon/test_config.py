@@ -103,6 +103,20 @@ def test_every_key_of_the_schema_appears_in_the_example() -> None:
         (minimal(fetch={"rate": -1}), "fetch.rate", "greater than 0"),
         (minimal(fetch={"max_skew": "soon"}), "fetch.max_skew", "valid number"),
         (minimal(fetch={"key_file": "/k"}), "fetch.key_file", "Extra inputs"),
+        # ids outside the contract's alphabet (tabled.contract.limits), and the pit's own
+        (minimal(table={"site": "s", "id": "..", "game": "baccarat"}), "table.id",
+         "'..' is not an id: 1 to 64 letters"),
+        (minimal(table={"site": "<img src=x>", "id": "t", "game": "baccarat"}), "table.site",
+         "is not an id"),
+        (minimal(table={"site": "s", "id": "t/1", "game": "baccarat"}), "table.id",
+         "is not an id"),
+        (minimal(table={"site": "s", "id": "t" * 65, "game": "baccarat"}), "table.id",
+         "is not an id"),
+        (minimal(table={"site": "s", "id": "pit", "game": "baccarat"}), "table.id",
+         "'pit' is reserved"),
+        (minimal(devices=[{"id": "shoe 1", "family": "shoe", "url": "/x"}]), "devices.0.id",
+         "'shoe 1' is not an id"),
+        (minimal(console={"id": "+"}), "console.id", "'+' is not an id"),
     ],
 )
 def test_errors_name_the_key_and_the_reason(doc: dict, key: str, reason: str) -> None:
@@ -128,6 +142,11 @@ def test_check_config_lists_every_error_and_exits_2(tmp_path: Path) -> None:
     assert any("rules.method: 3 is not 1 or 2" in line for line in lines)
     assert any("rules.decks: 4 is not 6 to 12" in line for line in lines)
     assert any("mqtt.keepalive" in line for line in lines)
+    bad.write_text('[table]\nsite = "s"\nid = "<img src=x>"\ngame = "baccarat"\n')
+    refused = subprocess.run([sys.executable, "-m", "tabled.tools.cli", "check-config",
+                              str(bad)], capture_output=True, text=True, check=False)
+    assert refused.returncode == 2
+    assert "table.id: '<img src=x>' is not an id" in refused.stderr
     ok = subprocess.run([sys.executable, "-m", "tabled.tools.cli", "check-config", str(EXAMPLE)],
                         capture_output=True, text=True, check=False)
     assert ok.returncode == 0, ok.stderr

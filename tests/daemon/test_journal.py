@@ -658,3 +658,25 @@ def test_a_probe_of_the_disk_has_the_wal_copied_at_the_next_look(tmp_path: Path)
     journal.events.probe()
     assert _wait_for(lambda: _db_size(path) > before + 20_000)
     journal.close()
+
+
+def test_no_number_beyond_the_contracts_range_is_given(tmp_path: Path) -> None:
+    """tabled.contract.limits: table_seq stays within 0 … 2^53 - 1; the journal refuses to
+    number past it (a JournalError, the batch not written), durable or not."""
+    from tabled.contract.limits import MAX_SEQ
+    from tabled.daemon.mqtt.numbers import Sequences, StatusNumbers
+
+    journal = Journal(tmp_path / "j.sqlite")
+    journal._next_seq["outcome"] = MAX_SEQ  # centuries of play, skipped
+    (last,) = journal.events.write([outcome(1)], TS)
+    assert last.stream_seq == MAX_SEQ
+    with pytest.raises(JournalError, match="beyond the contract"):
+        journal.events.write([OutputEntry("event", {"type": "card"}), outcome(2)], TS)
+    assert [o.stream_seq for o in journal.delivery.outputs_after(0)] == [MAX_SEQ]
+    journal.delivery.save_number("metrics", MAX_SEQ)
+    with pytest.raises(JournalError, match="beyond the contract"):
+        Sequences(journal.delivery).next("metrics")
+    journal.delivery.save_number("status", MAX_SEQ - 1)
+    with pytest.raises(JournalError, match="beyond the contract"):
+        StatusNumbers(journal.delivery).for_connection()  # a birth and its will: two numbers
+    journal.close()
