@@ -3,9 +3,9 @@ payload -> a JSON object with a valid ``table_seq`` and the fields the pit relie
 
 Sans-IO and pure: bytes and a topic in, a :class:`Message` out, or :class:`Malformed` naming
 the reason. Nothing here decides what to record or alert. Events are checked with the contract's
-own parser (``tabled.contract.events``), outcomes against the outcome record's fixed fields, so the
-pit
-and the daemon cannot disagree about what a well-formed message is.
+own parser (``tabled.contract.events``), outcomes with its outcome decoder
+(``tabled.contract.outcome.decode_outcome``: every field of the record typed), so the pit and the
+daemon cannot disagree about what a well-formed message is.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tabled.contract.events import Event, EventError, parse_event
-from tabled.contract.outcome import GAMES
+from tabled.contract.outcome import GAMES, OutcomeError, OutcomeRecord, decode_outcome
 from tabled.pit.errors import PitError
 
 #: Streams whose ``table_seq`` the daemon makes contiguous and durable (docs/mqtt.md): gaps in
@@ -73,6 +73,9 @@ class Message:
     #: an event's typed form (the contract's parser checked it): the integrity monitors use
     #: it, so that an event is parsed once
     event: Event | None = None
+    #: an outcome's typed form (the contract's decoder checked it): what the floor, the alerts
+    #: and the monitors read, never the payload's fields
+    outcome: OutcomeRecord | None = None
 
     @property
     def site(self) -> str:
@@ -108,8 +111,7 @@ class Message:
 
     @property
     def round(self) -> int | None:
-        value = self.payload.get("round") if self.topic.channel == "outcome" else None
-        return value if isinstance(value, int) else None
+        return None if self.outcome is None else self.outcome.round
 
 
 def parse_topic(prefix: str, topic: str) -> Topic:
@@ -157,26 +159,21 @@ def parse_message(prefix: str, topic: str, payload: bytes, received_at: float,
             raise Malformed("no table_seq")
     elif not _int(seq) or seq < 0:
         raise Malformed(f"table_seq {seq!r} is not a non-negative integer")
-    event = _check_body(channel, body)
-    return Message(where, seq, body, text, received_at, retained, event)
+    typed = _check_body(channel, body)
+    if isinstance(typed, Event):
+        return Message(where, seq, body, text, received_at, retained, typed)
+    return Message(where, seq, body, text, received_at, retained, outcome=typed)
 
 
-def _check_body(channel: str, body: dict[str, Any]) -> Event | None:
-    """Raise :class:`Malformed` if the body is not what its channel carries; an event's typed
-    form."""
+def _check_body(channel: str, body: dict[str, Any]) -> Event | OutcomeRecord | None:
+    """Raise :class:`Malformed` if the body is not what its channel carries; an event's or an
+    outcome's typed form."""
     if channel == "outcome":
-        if body.get("type") != "outcome" or body.get("v") != 1:
-            raise Malformed("an outcome needs v 1 and type outcome")
-        if body.get("game") not in GAMES:
-            raise Malformed(f"unknown game {body.get('game')!r}")
-        if not _int(body.get("round")):
-            raise Malformed("an outcome needs an integer round")
-        if body.get("status") not in ("complete", "void"):
-            raise Malformed(f"outcome status {body.get('status')!r}")
-        if not isinstance(body.get("result"), dict) or not isinstance(body.get("bets"), dict):
-            raise Malformed("an outcome needs result and bets objects")
-        if body["status"] == "void" and not isinstance(body.get("article"), str):
-            raise Malformed("a void outcome needs its article")
+        # contract v1 and v2 alike (a table not yet upgraded): the fields are the same
+        try:
+            return decode_outcome(body)
+        except OutcomeError as exc:
+            raise Malformed(f"outcome: {exc}") from None
     elif channel == "event":
         try:
             return parse_event(body)
