@@ -1,4 +1,5 @@
-"""The normalized event stream of docs/contract.md, version 2 (version 1 read too): typed events, decoding and encoding.
+"""The normalized event stream of docs/contract.md, version 2 (version 1 read too): typed
+events, decoding and encoding.
 
 This module owns the public event vocabulary that drivers emit and the rules core consumes. It is
 pure: no I/O, no clock, no logging. Decoding is strict about what the contract requires (types,

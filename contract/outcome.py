@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Annotated, Any, Final, Literal, Protocol, TypeAlias, Union
+from typing import Annotated, Any, Final, Literal, Protocol, TypeAlias
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -409,7 +409,7 @@ class QPokerOutcome(_Record, frozen=True, kw_only=True, gc=False, tag="qpoker"):
 
 
 #: An outcome record as published, typed: ``game`` chooses the struct.
-OutcomeRecord: TypeAlias = Union[BaccaratOutcome, CrapsOutcome, QPokerOutcome]
+OutcomeRecord: TypeAlias = BaccaratOutcome | CrapsOutcome | QPokerOutcome
 _OUTCOME_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "baccarat": BaccaratOutcome, "craps": CrapsOutcome, "qpoker": QPokerOutcome,
 }
@@ -449,7 +449,8 @@ def decode_outcome(data: bytes | str | Mapping[str, Any]) -> OutcomeRecord:
     number, ``null`` only where the contract allows it."""
     try:
         if isinstance(data, Mapping):
-            return msgspec.convert(data, OutcomeRecord, strict=True)
+            record: OutcomeRecord = msgspec.convert(data, OutcomeRecord, strict=True)
+            return record
         return _json_decoder.decode(data)
     except msgspec.ValidationError as exc:
         raise _explain(data, exc) from None

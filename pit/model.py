@@ -25,7 +25,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
-
 from msgspec import UNSET
 
 from tabled.contract.outcome import (

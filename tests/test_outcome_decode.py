@@ -117,16 +117,16 @@ def test_a_wrong_type_is_refused_naming_the_field(path: tuple[str, ...], value: 
 def test_a_missing_field_and_a_void_without_its_article_are_named() -> None:
     record = baccarat_record()
     del record["bets"]["tie"]
-    with pytest.raises(OutcomeError, match="^bets: lacks tie"):
+    with pytest.raises(OutcomeError, match=r"^bets: lacks tie"):
         decode_outcome(record)
     record = baccarat_record()
     del record["result"]
-    with pytest.raises(OutcomeError, match="^result: missing"):
+    with pytest.raises(OutcomeError, match=r"^result: missing"):
         decode_outcome(record)
     record = {**baccarat_record(), "status": "void", "void_reason": "misdeal"}
-    with pytest.raises(OutcomeError, match="^article: missing"):
+    with pytest.raises(OutcomeError, match=r"^article: missing"):
         decode_outcome(record)
-    with pytest.raises(OutcomeError, match="^not JSON"):
+    with pytest.raises(OutcomeError, match=r"^not JSON"):
         decode_outcome(b'{"v": 2,')
 
 
