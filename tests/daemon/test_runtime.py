@@ -104,10 +104,10 @@ def test_an_event_published_as_itself_is_one_row_and_a_redacted_one_two(tmp_path
     assert [(kind, topic, round_no) for kind, topic, round_no, _ in rows] == [
         ("input", "event", 1)] * 4 + [("output", "outcome", 1)]
     assert [body for _, _, _, body in rows[:4]] == [
-        {"v": 1, "type": "card", "card": card, "device": "shoe-1", "seq": seq}
+        {"v": 2, "type": "card", "card": card, "device": "shoe-1", "seq": seq}
         for seq, card in enumerate(["9S", "2H", "KD", "3C"])]
     assert published(runtime, "event") == [
-        {"v": 1, "type": "card", "card": card, "device": "shoe-1", "seq": seq, "round": 1,
+        {"v": 2, "type": "card", "card": card, "device": "shoe-1", "seq": seq, "round": 1,
          "table_seq": seq} for seq, card in enumerate(["9S", "2H", "KD", "3C"])]
     assert [i.body for i in runtime.events.inputs()] == [body for _, _, _, body in rows[:4]]
 
