@@ -6,10 +6,13 @@ names the field."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import random
+import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -217,3 +220,14 @@ def test_every_sample_is_valid_to_both(outcome_validator: Draft202012Validator) 
     assert len(SAMPLES) >= 8
     for record in SAMPLES:
         assert accepted(record) and outcome_validator.is_valid(record)
+
+
+def test_the_outcomes_of_a_version_1_journal_decode() -> None:
+    """tests/data/journal-0.1.0.sqlite: a journal written by tabled 0.1.0 (contract version 1);
+    every outcome in it is a record version 2's reader takes."""
+    path = Path(__file__).resolve().parent / "data" / "journal-0.1.0.sqlite"
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        bodies = [body for (body,) in conn.execute(
+            "SELECT body FROM journal WHERE topic = 'outcome'")]
+    assert len(bodies) == 22
+    assert {decode_outcome(body.encode()).v for body in bodies} == {1}
