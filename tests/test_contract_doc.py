@@ -4,7 +4,8 @@ row of those tables is a field of a schema.
 
 A field table follows a ``<!-- schema: NAME -->`` line (``event``, ``outcome``, ``fault``) and
 has the columns ``where | field | type | meaning``. ``where`` is the part of the schema: the
-message as a whole (``every event``, ``every outcome``, ``every fault message``), an event or
+message as a whole (``every event``, ``every outcome``, ``every fault message``; ``every
+published event``: what the daemon adds on ``…/event``), an event or
 fault type (its ``type``), or a part of an outcome record (``bet``, ``baccarat``, ``baccarat
 result``, ``qpoker dealer``, …). ``type`` is :func:`render` of the field's schema, word for
 word: ``python -m tests.test_contract_doc`` prints the rows the schemas call for."""
@@ -107,6 +108,8 @@ def parts(name: str) -> dict[str, dict[str, Any]]:
                 found["qpoker dealer"] = _properties(result["properties"]["dealer"], defs)
                 found["qpoker seat"] = _properties(
                     result["properties"]["seats"]["additionalProperties"], defs)
+    if name == "event":
+        found["every published event"] = defs["published"]["properties"]
     if name == "outcome":
         found["bet"] = defs["bet"]["properties"]
         found["qpoker seat bets"] = defs["qpoker_seat_bets"]["properties"]
