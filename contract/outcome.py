@@ -377,7 +377,8 @@ class QPokerHand(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A position's cards in dealing order, its hand (null until three are known) and the cards
     exposed by mistake (Art. 11.2), when there were any."""
 
-    cards: Annotated[tuple[_Card, ...], msgspec.Meta(max_length=3)]
+    #: (more than three only in a void round: a position dealt twice, Art. 1)
+    cards: tuple[_Card, ...]
     hand: HandClass | None
     exposed: tuple[_Card, ...] | UnsetType = UNSET
 
