@@ -517,8 +517,14 @@ class Floor:
                            message.payload, message.received_at, message.outcome)
 
     def apply_stored(self, stored: StoredMessage) -> bool:
+        outcome = stored.outcome
+        if stored.stream == "outcome" and outcome is None:
+            # recorded before the pit decoded outcomes, and refused by the decoder now: the
+            # record keeps it; the page does not show it
+            log.warning("stored_outcome_not_shown", site=stored.site, table=stored.table,
+                        table_seq=stored.table_seq)
         return self._apply(stored.site, stored.table, stored.stream, stored.table_seq,
-                           stored.payload, stored.received_at, stored.outcome)
+                           stored.payload, stored.received_at, outcome)
 
     def _apply(self, site: str, table: str, stream: str, seq: int | None,
                payload: Mapping[str, Any], received_at: float,
