@@ -39,6 +39,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from tabled.contract.events import (
     DEALER,
     Decision,
@@ -50,7 +52,7 @@ from tabled.contract.events import (
     ShoeStart,
     encode_event,
 )
-from tabled.contract.outcome import Game, Outcome
+from tabled.contract.outcome import BaccaratOutcome, Game, Outcome, OutcomeRecord
 from tabled.daemon.rules import make_table
 from tabled.drivers.shoe.driver import normalize as shoe_events
 from tabled.drivers.shuffler.driver import normalize as shuffler_events
@@ -130,7 +132,7 @@ def stream(game: Game, rng: random.Random, rounds: int) -> Iterator[Event]:
 
 def play(game: Game, events: Iterable[Event], monitors: Sequence[TableMonitors],
          seen: Callable[[int, Finding], bool] | None = None,
-         records: Callable[[dict[str, Any]], None] | None = None) -> int:
+         records: Callable[[OutcomeRecord], None] | None = None) -> int:
     """Feed ``events`` and the rules core's outcomes to every table of ``monitors`` in order;
     ``seen(i, finding)`` for each finding of table ``i`` (return True to stop). The rounds."""
     table = make_table(game, monitors[0].options)
@@ -213,7 +215,8 @@ def false_alarms(game: Game, rounds: int, seed: int) -> FalseAlarms:
             result.examples.append(found.to_json())
         return False
 
-    def count(record: dict[str, Any]) -> None:
+    def count(typed: OutcomeRecord) -> None:
+        record: dict[str, Any] = msgspec.to_builtins(typed)
         if record["status"] != "complete" or record.get("demo"):
             return
         counts["rounds"] += 1
@@ -354,13 +357,14 @@ def sorted_delay(seed: int) -> int | None:
                        "shoe_runs", lambda position: position == start)
 
 
-def banker_pools(seed: int, hands: int) -> dict[str, list[dict[str, Any]]]:
+def banker_pools(seed: int, hands: int) -> dict[str, list[BaccaratOutcome]]:
     """Real hands of fair shoes by winner: the biased stream draws its winners, then a hand."""
-    pools: dict[str, list[dict[str, Any]]] = {"banker": [], "player": [], "tie": []}
+    pools: dict[str, list[BaccaratOutcome]] = {"banker": [], "player": [], "tie": []}
 
-    def keep(record: dict[str, Any]) -> None:
-        if record["status"] == "complete" and not record.get("demo"):
-            pools[record["result"]["winner"]].append(record)
+    def keep(record: OutcomeRecord) -> None:
+        if isinstance(record, BaccaratOutcome) and record.status == "complete" \
+                and record.demo is not True and record.result.winner is not None:
+            pools[record.result.winner].append(record)
 
     play("baccarat", baccarat_events(random.Random(seed), hands),
          [TableMonitors("baccarat", settings=replace(DEFAULT_SETTINGS,
@@ -369,7 +373,7 @@ def banker_pools(seed: int, hands: int) -> dict[str, list[dict[str, Any]]]:
     return pools
 
 
-def banker_delay(seed: int, pools: dict[str, list[dict[str, Any]]]) -> int | None:
+def banker_delay(seed: int, pools: dict[str, list[BaccaratOutcome]]) -> int | None:
     """Hands until the frequency monitor says Banker wins too often (or Player too seldom),
     the Banker rate raised by :data:`BANKER_SHIFT`, ties as the odds say."""
     rng = random.Random(seed)
@@ -378,7 +382,7 @@ def banker_delay(seed: int, pools: dict[str, list[dict[str, Any]]]) -> int | Non
     monitors = TableMonitors("baccarat", table="biased")
     for number in range(1, CAP + 1):
         winner = rng.choices(("banker", "player", "tie"), (banker, player, tie))[0]
-        record = {**rng.choice(pools[winner]), "round": number}
+        record = msgspec.structs.replace(rng.choice(pools[winner]), round=number)
         for found in monitors.outcome(record):
             if found.monitor == "frequency" and found.subject in ("banker up", "player down"):
                 return number

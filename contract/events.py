@@ -1,4 +1,5 @@
-"""The normalized event stream of docs/contract.md, version 1: typed events, decoding and encoding.
+"""The normalized event stream of docs/contract.md, version 2 (version 1 read too): typed
+events, decoding and encoding.
 
 This module owns the public event vocabulary that drivers emit and the rules core consumes. It is
 pure: no I/O, no clock, no logging. Decoding is strict about what the contract requires (types,
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal, Type
 
 import msgspec
 
-from tabled.contract import CONTRACT_VERSION, ContractError
+from tabled.contract import CONTRACT_VERSION, READ_VERSIONS, ContractError
 from tabled.contract.devices import DEVICE_KINDS
 
 RANKS = "A23456789TJQK"
@@ -348,7 +349,7 @@ class _Wire(Meta, frozen=True, tag_field="type"):
     fields are skipped here (they are read separately, for ``extra``); the decoder of the common
     path refuses them instead (:data:`_COMMON`)."""
 
-    v: Literal[1]
+    v: Literal[1, 2]  # READ_VERSIONS: a stream recorded under version 1 reads as it did
 
     def event(self, extra: Mapping[str, Any]) -> Event:
         """The public event this line stands for."""
@@ -710,7 +711,7 @@ def _explain(obj: dict[str, Any], exc: msgspec.ValidationError) -> str:
     value = obj.get(name)
     if name == "v":
         return (f"unsupported contract version v={_json_text(value)} "
-                f"(expected the integer {CONTRACT_VERSION})")
+                f"(expected the integer {' or '.join(map(str, READ_VERSIONS))})")
     if value is None:
         return f"{name} is null: a field without a value is left out"
     index = head["index"]

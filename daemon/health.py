@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from tabled.contract import CONTRACT_VERSION
 from tabled.contract.faults import JOURNAL_FAILURE
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon import __version__
@@ -84,7 +85,8 @@ class TableHealth:
         """The retained birth record's body (the session adds state and numbers)."""
         cfg = self.config
         return {
-            "version": __version__, "site": cfg.table.site, "table": cfg.table.id,
+            "version": __version__, "contract": CONTRACT_VERSION,
+            "site": cfg.table.site, "table": cfg.table.id,
             "game": cfg.table.game, "options": declare(self.runtime.options),
             "devices": [{"id": d.id, "family": d.family} for d in cfg.devices],
             "started_at": self.started_at, "pid": os.getpid(),

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
+from msgspec import UNSET
 
 from tabled.contract import faults
 from tabled.pit.auth import Forbidden, User
@@ -238,13 +239,15 @@ class AlertEngine:
             await self._device(m)
         elif channel == "fault":
             await self._fault(m)
-        elif channel == "outcome" and m.payload.get("status") == "void":
-            p = m.payload
+        elif m.outcome is not None and m.outcome.status == "void":
+            o = m.outcome  # (a void record names both: the contract's decoder checked it)
+            article = None if o.article is UNSET else o.article
+            reason = None if o.void_reason is UNSET else o.void_reason
             await self._raise(AlertSpec(
-                m.site, m.table, "void", f"round {p.get('round')}", "minor",
-                f"round {p.get('round')} void [{p.get('article')}]: {p.get('void_reason')}",
-                {"round": p.get("round"), "game": p.get("game"), "article": p.get("article"),
-                 "void_reason": p.get("void_reason"), "table_seq": m.table_seq},
+                m.site, m.table, "void", f"round {o.round}", "minor",
+                f"round {o.round} void [{article}]: {reason}",
+                {"round": o.round, "game": o.game, "article": article,
+                 "void_reason": reason, "table_seq": m.table_seq},
                 transient=True))
 
     async def _status(self, m: Message) -> None:

@@ -4,8 +4,9 @@ payload -> a JSON object with a valid ``table_seq`` and the fields the pit relie
 Sans-IO and pure: bytes and a topic in, a :class:`Message` out, or :class:`Malformed` naming
 the reason (and a short ``code`` for the metrics). Nothing here decides what to record or alert.
 Ids, numbers and nesting are judged by the contract's ranges (``tabled.contract.limits``), events
-with the contract's own parser (``tabled.contract.events``), outcomes against the outcome record's
-fixed fields, so the pit and the daemon cannot disagree about what a well-formed message is.
+with the contract's own parser (``tabled.contract.events``), outcomes with its outcome decoder
+(``tabled.contract.outcome.decode_outcome``: every field of the record typed), so the pit and the
+daemon cannot disagree about what a well-formed message is.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Final
 
 from tabled.contract.events import Event, EventError, parse_event
 from tabled.contract.limits import MAX_DEPTH, MAX_SEQ, RESERVED_TABLE, valid_id, valid_seq
-from tabled.contract.outcome import GAMES
+from tabled.contract.outcome import GAMES, OutcomeError, OutcomeRecord, decode_outcome
 from tabled.pit.errors import PitError
 
 #: Streams whose ``table_seq`` the daemon makes contiguous and durable (docs/mqtt.md): gaps in
@@ -89,6 +90,9 @@ class Message:
     #: an event's typed form (the contract's parser checked it): the integrity monitors use
     #: it, so that an event is parsed once
     event: Event | None = None
+    #: an outcome's typed form (the contract's decoder checked it): what the floor, the alerts
+    #: and the monitors read, never the payload's fields
+    outcome: OutcomeRecord | None = None
 
     @property
     def site(self) -> str:
@@ -124,8 +128,7 @@ class Message:
 
     @property
     def round(self) -> int | None:
-        value = self.payload.get("round") if self.topic.channel == "outcome" else None
-        return value if isinstance(value, int) else None
+        return None if self.outcome is None else self.outcome.round
 
 
 def parse_topic(prefix: str, topic: str) -> Topic:
@@ -247,8 +250,10 @@ def parse_message(prefix: str, topic: str, payload: bytes, received_at: float,
         if _int(number) and not valid_seq(number):
             raise Malformed(f"{key} {number} is outside 0 … {MAX_SEQ}", "out_of_range")
     _judge_values(body, text)
-    event = _check_body(channel, body)
-    return Message(where, seq, body, text, received_at, retained, event)
+    typed = _check_body(channel, body)
+    if isinstance(typed, Event):
+        return Message(where, seq, body, text, received_at, retained, typed)
+    return Message(where, seq, body, text, received_at, retained, outcome=typed)
 
 
 #: Fields of a fault, a table status and a device status that are text when present.
@@ -285,22 +290,15 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _check_body(channel: str, body: dict[str, Any]) -> Event | None:
-    """Raise :class:`Malformed` if the body is not what its channel carries; an event's typed
-    form."""
+def _check_body(channel: str, body: dict[str, Any]) -> Event | OutcomeRecord | None:
+    """Raise :class:`Malformed` if the body is not what its channel carries; an event's or an
+    outcome's typed form."""
     if channel == "outcome":
-        if body.get("type") != "outcome" or body.get("v") != 1:
-            raise Malformed("an outcome needs v 1 and type outcome")
-        if body.get("game") not in GAMES:
-            raise Malformed(f"unknown game {body.get('game')!r}")
-        if not _int(body.get("round")):
-            raise Malformed("an outcome needs an integer round")
-        if body.get("status") not in ("complete", "void"):
-            raise Malformed(f"outcome status {body.get('status')!r}")
-        if not isinstance(body.get("result"), dict) or not isinstance(body.get("bets"), dict):
-            raise Malformed("an outcome needs result and bets objects")
-        if body["status"] == "void" and not isinstance(body.get("article"), str):
-            raise Malformed("a void outcome needs its article")
+        # contract v1 and v2 alike (a table not yet upgraded): the fields are the same
+        try:
+            return decode_outcome(body)
+        except OutcomeError as exc:
+            raise Malformed(f"outcome: {exc}") from None
     elif channel == "event":
         try:
             return parse_event(body)

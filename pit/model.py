@@ -25,9 +25,17 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
+from msgspec import UNSET
 
+from tabled.contract.outcome import (
+    BaccaratOutcome,
+    Bet,
+    CrapsOutcome,
+    OutcomeRecord,
+    QPokerOutcome,
+)
 from tabled.pit.messages import Message
-from tabled.pit.roads import RecordError, Roads, hand_from_record
+from tabled.pit.roads import RecordError, Roads, hand_of_record
 from tabled.pit.store import SEVERITIES, Alert, StoredMessage
 
 if TYPE_CHECKING:
@@ -123,13 +131,16 @@ class ChangeFeed:
 # -- per-game panels ----------------------------------------------------------------------------
 
 
-def _pays(bet: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if not isinstance(bet, Mapping):
-        return None
-    out = {"result": bet.get("result")}
-    if "pays" in bet:
-        out["pays"] = bet["pays"]
+def _pays(bet: Bet) -> dict[str, Any]:
+    out: dict[str, Any] = {"result": bet.result}
+    if bet.pays is not UNSET:
+        out["pays"] = bet.pays
     return out
+
+
+def _given(value: Any) -> Any:
+    """A field of a typed record as the page shows it: absent is None."""
+    return None if value is UNSET else value
 
 
 @dataclass
@@ -148,24 +159,24 @@ class CrapsPanel:
             for key in hist:
                 hist[key] = 0
 
-    def add(self, outcome: Mapping[str, Any]) -> None:
-        result = outcome.get("result") or {}
-        if outcome.get("no_roll"):
-            self.no_rolls += 1
-            self.rolls.append({"round": outcome.get("round"), "no_roll": True})
+    def add(self, outcome: OutcomeRecord) -> None:
+        if not isinstance(outcome, CrapsOutcome):
             return
-        dice = result.get("dice")
-        if outcome.get("status") == "void" or not (
-                isinstance(dice, list) and len(dice) == 2
-                and all(isinstance(d, int) and 1 <= d <= 6 for d in dice)):
-            self.rolls.append({"round": outcome.get("round"), "void": True,
-                               "article": outcome.get("article")})
+        result = outcome.result
+        if outcome.no_roll is True:
+            self.no_rolls += 1
+            self.rolls.append({"round": outcome.round, "no_roll": True})
+            return
+        dice = result.dice
+        if outcome.status == "void" or dice is None:
+            self.rolls.append({"round": outcome.round, "void": True,
+                               "article": _given(outcome.article)})
             return
         a, b = dice
-        self.rolls.append({"round": outcome.get("round"), "dice": [a, b], "total": a + b,
-                           "point_before": result.get("point_before"),
-                           "point_after": result.get("point_after")})
-        self.point = result.get("point_after")
+        self.rolls.append({"round": outcome.round, "dice": [a, b], "total": a + b,
+                           "point_before": result.point_before,
+                           "point_after": result.point_after})
+        self.point = result.point_after
         self.session_rolls += 1
         self.totals[a + b] += 1
         self.die1[a] += 1
@@ -187,30 +198,28 @@ class QPokerPanel:
     def new_session(self) -> None:
         pass
 
-    def add(self, outcome: Mapping[str, Any]) -> None:
+    def add(self, outcome: OutcomeRecord) -> None:
         # Only a published outcome gets here: the dealer's cards in it were shown at the reveal.
-        result = outcome.get("result") or {}
-        bets = outcome.get("bets") or {}
-        dealer = result.get("dealer") or {}
+        if not isinstance(outcome, QPokerOutcome):
+            return
+        result, bets = outcome.result, outcome.bets
+        dealer = result.dealer
         seats = {}
-        for seat, info in sorted((result.get("seats") or {}).items(),
-                                 key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0):
-            found = bets.get(seat)
-            seat_bets: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-            seats[str(seat)] = {"cards": info.get("cards"), "hand": info.get("hand"),
-                                "status": info.get("status"),
-                                "dobo": _pays(seat_bets.get("dobo")),
-                                "play": _pays(seat_bets.get("play"))}
-        entry = {"round": outcome.get("round"), "status": outcome.get("status"),
-                 "dealer": {"cards": dealer.get("cards"), "hand": dealer.get("hand"),
-                            "qualifies": dealer.get("qualifies")} if dealer else None,
+        for seat, info in sorted(result.seats.items(), key=lambda kv: int(kv[0])):
+            seat_bets = bets.get(seat)
+            seats[seat] = {"cards": list(info.cards), "hand": info.hand, "status": info.status,
+                           "dobo": None if seat_bets is None else _pays(seat_bets.dobo),
+                           "play": None if seat_bets is None else _pays(seat_bets.play)}
+        entry = {"round": outcome.round, "status": outcome.status,
+                 "dealer": {"cards": list(dealer.cards), "hand": dealer.hand,
+                            "qualifies": dealer.qualifies},
                  "seats": seats}
-        if outcome.get("status") == "void":
-            entry["void_reason"] = outcome.get("void_reason")
-            entry["article"] = outcome.get("article")
-            self.voids.append({"round": outcome.get("round"),
-                               "reason": outcome.get("void_reason"),
-                               "article": outcome.get("article")})
+        if outcome.status == "void":
+            entry["void_reason"] = _given(outcome.void_reason)
+            entry["article"] = _given(outcome.article)
+            self.voids.append({"round": outcome.round,
+                               "reason": _given(outcome.void_reason),
+                               "article": _given(outcome.article)})
         self.rounds.append(entry)
 
     def to_dict(self) -> dict[str, Any]:
@@ -231,22 +240,24 @@ class BaccaratPanel:
         self.shoe += 1
         self.roads = Roads()
 
-    def add(self, outcome: Mapping[str, Any]) -> None:
-        result = outcome.get("result") or {}
-        bets = outcome.get("bets") or {}
+    def add(self, outcome: OutcomeRecord) -> None:
+        if not isinstance(outcome, BaccaratOutcome):
+            return
+        result, bets = outcome.result, outcome.bets
         self.hands.append({
-            "round": outcome.get("round"), "status": outcome.get("status"),
-            "demo": bool(outcome.get("demo")), "winner": result.get("winner"),
-            "player_total": result.get("player_total"),
-            "banker_total": result.get("banker_total"), "natural": result.get("natural"),
-            "player_cards": result.get("player_cards"), "banker_cards": result.get("banker_cards"),
-            "player_pair": (bets.get("player_pair") or {}).get("result") == "win",
-            "banker_pair": (bets.get("banker_pair") or {}).get("result") == "win",
-            "article": outcome.get("article"), "shoe": self.shoe})
+            "round": outcome.round, "status": outcome.status,
+            "demo": outcome.demo is True, "winner": result.winner,
+            "player_total": result.player_total,
+            "banker_total": result.banker_total, "natural": result.natural,
+            "player_cards": list(result.player_cards),
+            "banker_cards": list(result.banker_cards),
+            "player_pair": bets["player_pair"].result == "win",
+            "banker_pair": bets["banker_pair"].result == "win",
+            "article": _given(outcome.article), "shoe": self.shoe})
         try:
-            hand = hand_from_record(outcome)
+            hand = hand_of_record(outcome)
         except RecordError as exc:  # counted and logged by the caller's checks; never fatal
-            log.warning("roads_skipped", round=outcome.get("round"), reason=str(exc))
+            log.warning("roads_skipped", round=outcome.round, reason=str(exc))
             return
         if hand is not None:
             self.roads.add(hand)
@@ -263,45 +274,43 @@ PANELS: dict[str, Callable[[], Panel]] = {
 }
 
 
-def _describe_baccarat(rnd: Any, outcome: Mapping[str, Any], result: Mapping[str, Any]) -> str:
-    if outcome.get("demo"):
+def _describe_baccarat(outcome: BaccaratOutcome) -> str:
+    rnd, result = outcome.round, outcome.result
+    if outcome.demo is True:
         return f"#{rnd} demonstration hand"
-    winner = result.get("winner")
+    winner = result.winner
     head = "tie" if winner == "tie" else f"{winner} wins"
-    natural = " natural" if result.get("natural") else ""
-    return f"#{rnd} {head} {result.get('player_total')}-{result.get('banker_total')}{natural}"
+    natural = " natural" if result.natural else ""
+    return f"#{rnd} {head} {result.player_total}-{result.banker_total}{natural}"
 
 
-def _describe_craps(rnd: Any, outcome: Mapping[str, Any], result: Mapping[str, Any]) -> str:
-    if outcome.get("no_roll"):
+def _describe_craps(outcome: CrapsOutcome) -> str:
+    rnd, result = outcome.round, outcome.result
+    if outcome.no_roll is True:
         return f"#{rnd} no roll"
-    dice = result.get("dice") or ["?", "?"]
-    point = result.get("point_after")
-    return (f"#{rnd} {dice[0]}-{dice[1]} = {result.get('total')}, point "
+    dice = result.dice or ("?", "?")
+    point = result.point_after
+    return (f"#{rnd} {dice[0]}-{dice[1]} = {result.total}, point "
             f"{'off' if point is None else point}")
 
 
-def _describe_qpoker(rnd: Any, outcome: Mapping[str, Any], result: Mapping[str, Any]) -> str:
-    dealer = result.get("dealer") or {}
-    seats = result.get("seats") or {}
-    qualifies = "qualifies" if dealer.get("qualifies") else "does not qualify"
-    return f"#{rnd} dealer {dealer.get('hand')} ({qualifies}), {len(seats)} seats"
+def _describe_qpoker(outcome: QPokerOutcome) -> str:
+    dealer = outcome.result.dealer
+    qualifies = "qualifies" if dealer.qualifies else "does not qualify"
+    return (f"#{outcome.round} dealer {dealer.hand} ({qualifies}), "
+            f"{len(outcome.result.seats)} seats")
 
 
-_DESCRIBERS: dict[str, Callable[[Any, Mapping[str, Any], Mapping[str, Any]], str]] = {
-    "baccarat": _describe_baccarat, "craps": _describe_craps, "qpoker": _describe_qpoker,
-}
-
-
-def describe(outcome: Mapping[str, Any]) -> str:
+def describe(outcome: OutcomeRecord) -> str:
     """The last outcome of a table in one line, for its tile."""
-    rnd = outcome.get("round")
-    result = outcome.get("result") or {}
-    if outcome.get("status") == "void":
-        return f"#{rnd} void ({outcome.get('article')}): {outcome.get('void_reason')}"
-    describer = _DESCRIBERS.get(str(outcome.get("game")))
-    return f"#{rnd} {outcome.get('status')}" if describer is None else describer(
-        rnd, outcome, result)
+    if outcome.status == "void":
+        return (f"#{outcome.round} void ({_given(outcome.article)}): "
+                f"{_given(outcome.void_reason)}")
+    if isinstance(outcome, BaccaratOutcome):
+        return _describe_baccarat(outcome)
+    if isinstance(outcome, CrapsOutcome):
+        return _describe_craps(outcome)
+    return _describe_qpoker(outcome)
 
 
 # -- one table ----------------------------------------------------------------------------------
@@ -505,22 +514,31 @@ class Floor:
     def apply(self, message: Message) -> bool:
         """A new message from a table; True if its tile or panel changed."""
         return self._apply(message.site, message.table, message.stream, message.table_seq,
-                           message.payload, message.received_at)
+                           message.payload, message.received_at, message.outcome)
 
     def apply_stored(self, stored: StoredMessage) -> bool:
+        outcome = stored.outcome
+        if stored.stream == "outcome" and outcome is None:
+            # recorded before the pit decoded outcomes, and refused by the decoder now: the
+            # record keeps it; the page does not show it
+            log.warning("stored_outcome_not_shown", site=stored.site, table=stored.table,
+                        table_seq=stored.table_seq)
         return self._apply(stored.site, stored.table, stored.stream, stored.table_seq,
-                           stored.payload, stored.received_at)
+                           stored.payload, stored.received_at, outcome)
 
     def _apply(self, site: str, table: str, stream: str, seq: int | None,
-               payload: Mapping[str, Any], received_at: float) -> bool:
+               payload: Mapping[str, Any], received_at: float,
+               outcome: OutcomeRecord | None = None) -> bool:
         model = self.heard(site, table, received_at)
         if stream == "status":
             changed = self._status(model, seq, payload, received_at)
         elif stream.startswith("device/"):
             changed = self._device(model, stream.split("/")[1], seq, payload, received_at)
         elif stream == "outcome":
-            changed = model.outcomes.first_time(seq) and self._outcome(model, payload,
-                                                                       received_at)
+            # (an outcome the contract's decoder refuses is in ``malformed``, not here; one
+            # recorded before the pit decoded outcomes that it refuses now is not shown)
+            changed = (outcome is not None and model.outcomes.first_time(seq)
+                       and self._outcome(model, outcome, received_at))
         elif stream == "event":
             changed = self._event(model, seq, payload)
         elif stream == "metrics":
@@ -595,20 +613,19 @@ class Floor:
         panel = PANELS.get(game)
         model.panel = None if panel is None else panel()
 
-    def _outcome(self, model: TableModel, payload: Mapping[str, Any],
-                 received_at: float) -> bool:
-        game = payload.get("game")
-        if isinstance(game, str) and model.game is None:
+    def _outcome(self, model: TableModel, outcome: OutcomeRecord, received_at: float) -> bool:
+        game = outcome.game
+        if model.game is None:
             self._set_game(model, game)
         if game != model.game:
             log.warning("outcome_of_another_game", site=model.site, table=model.table,
                         game=game, table_game=model.game)
             return False
         model.count_outcome(received_at)
-        model.last_outcome = {"round": payload.get("round"), "status": payload.get("status"),
-                              "line": describe(payload), "at": received_at}
+        model.last_outcome = {"round": outcome.round, "status": outcome.status,
+                              "line": describe(outcome), "at": received_at}
         if model.panel is not None:
-            model.panel.add(payload)
+            model.panel.add(outcome)
         return True
 
     def _event(self, model: TableModel, seq: int | None, payload: Mapping[str, Any]) -> bool:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple, TextIO, TypeAlias
 
 from tabled.contract.events import CARD_CODES, LineError, ShoeStart, read_events
-from tabled.contract.outcome import Notice, Outcome
+from tabled.contract.outcome import BaccaratOutcome, Notice, Outcome
 from tabled.daemon.rules import make_table
 from tabled.daemon.rules.baccarat import BaccaratResult
 from tabled.daemon.rules.options import BaccaratOptions
@@ -93,6 +93,18 @@ def hand_of(outcome: Outcome) -> Hand | None:
         return None
     result = outcome.result
     if not isinstance(result, BaccaratResult) or result.winner is None:
+        raise RecordError(f"round {outcome.round}: a complete outcome without a winner")
+    return _HANDS[(result.winner, _is_pair(result.banker_cards), _is_pair(result.player_cards),
+                   result.natural)]
+
+
+def hand_of_record(outcome: BaccaratOutcome) -> Hand | None:
+    """:func:`hand_of` for a published outcome record, typed (``decode_outcome``): None for a
+    void or demonstration hand."""
+    if outcome.status != "complete" or outcome.demo is True:
+        return None
+    result = outcome.result
+    if result.winner is None or result.natural is None:  # (the decoder refuses both)
         raise RecordError(f"round {outcome.round}: a complete outcome without a winner")
     return _HANDS[(result.winner, _is_pair(result.banker_cards), _is_pair(result.player_cards),
                    result.natural)]

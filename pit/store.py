@@ -38,6 +38,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from tabled.contract.outcome import OutcomeError, OutcomeRecord, decode_outcome
 from tabled.pit.errors import PitError
 from tabled.pit.messages import DURABLE, Message
 
@@ -121,6 +122,18 @@ class StoredMessage:
     round: int | None
     received_at: float
     payload: dict[str, Any]
+
+    @property
+    def outcome(self) -> OutcomeRecord | None:
+        """An outcome's typed form, decoded from the record as it was when received (None for
+        another stream, or for a record the contract's decoder refuses: one recorded before the
+        pit decoded every field)."""
+        if self.stream != "outcome":
+            return None
+        try:
+            return decode_outcome(self.payload)
+        except OutcomeError:
+            return None
 
 
 @dataclass(frozen=True, slots=True)

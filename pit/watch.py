@@ -23,12 +23,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeAlias
 
 import structlog
 
 from tabled.contract.events import Event, EventError, parse_event
-from tabled.contract.outcome import GAMES, Game
+from tabled.contract.outcome import GAMES, Game, OutcomeError, OutcomeRecord, decode_outcome
 from tabled.daemon.rules.options import OPTION_TYPES, GameOptions, OptionError, build_options
 from tabled.pit.alerts import AlertEngine
 from tabled.pit.config import IntegritySettings
@@ -45,6 +45,8 @@ from tabled.pit.model import Floor
 from tabled.pit.store import AlertSpec, Store, StoredMessage
 
 log = structlog.get_logger("tabled.pit.watch")
+#: A message's typed form, when its caller decoded it: an event or an outcome record.
+Typed: TypeAlias = Event | OutcomeRecord | None
 
 #: A gap in a table's stream is given up on after this long (seconds): a shared record's
 #: other half arrives within about a second.
@@ -97,7 +99,7 @@ class _Table:
     #: the birth record's options this table's monitors were built from (compared by
     #: identity first: the model keeps the same dict until a new birth)
     declared: Any = None
-    streams: dict[str, Sequencer[tuple[Mapping[str, Any], float, Event | None]]] = field(
+    streams: dict[str, Sequencer[tuple[Mapping[str, Any], float, Typed]]] = field(
         default_factory=lambda: {"event": Sequencer(T_GAP), "outcome": Sequencer(T_GAP)})
 
 
@@ -143,25 +145,26 @@ class IntegrityWatch:
                 if stored.stream in ("event", "outcome"):
                     replayed += 1
                     self._feed(stored.site, stored.table, stored.stream, stored.table_seq,
-                               stored.payload, stored.received_at, silent=True)
+                               stored.payload, stored.received_at, silent=True,
+                               event=stored.outcome)
         log.info("integrity_rebuilt", tables=len(self._tables), messages=replayed,
                  shoes_remembered=0 if self.slugs is None else self.slugs.shoes,
                  seconds=round(time.monotonic() - started, 2))
 
     def feed(self, site: str, table: str, stream: str, table_seq: int | None,
              payload: Mapping[str, Any], received_at: float,
-             event: Event | None = None) -> list[Finding]:
+             event: Typed = None) -> list[Finding]:
         """A message recorded as new (by this server, or by another one of a shared floor):
         the findings it brings, for :meth:`alerts` (apart, so that a store failure retries
-        the alerts without feeding the message twice). ``event``: the payload's typed event,
-        when the caller parsed it already."""
+        the alerts without feeding the message twice). ``event``: the payload's typed event
+        or outcome, when the caller decoded it already."""
         if not self.config.enabled or stream not in ("event", "outcome"):
             return []
         return self._feed(site, table, stream, table_seq, payload, received_at, event=event)
 
     def feed_stored(self, stored: StoredMessage) -> list[Finding]:
         return self.feed(stored.site, stored.table, stored.stream, stored.table_seq,
-                         stored.payload, stored.received_at)
+                         stored.payload, stored.received_at, stored.outcome)
 
     async def tick(self) -> None:
         """Streams whose gaps waited long enough go on without the missing messages."""
@@ -201,7 +204,7 @@ class IntegrityWatch:
 
     def _feed(self, site: str, table: str, stream: str, table_seq: int | None,
               payload: Mapping[str, Any], received_at: float,
-              silent: bool = False, event: Event | None = None) -> list[Finding]:
+              silent: bool = False, event: Typed = None) -> list[Finding]:
         try:
             state = self._state(site, table, payload)
             if state is None:
@@ -217,7 +220,7 @@ class IntegrityWatch:
         return [] if silent else found
 
     def _released(self, state: _Table, stream: str,
-                  items: list[tuple[Mapping[str, Any], float, Event | None] | None]
+                  items: list[tuple[Mapping[str, Any], float, Typed] | None]
                   ) -> list[Finding]:
         monitors = state.monitors
         found: list[Finding] = []
@@ -229,9 +232,15 @@ class IntegrityWatch:
                 continue
             payload, at, event = item
             if stream == "outcome":
-                found += monitors.outcome(payload, at)
+                outcome = event if event is not None and not isinstance(event, Event) else None
+                if outcome is None:  # (the caller did not decode it)
+                    try:
+                        outcome = decode_outcome(payload)
+                    except OutcomeError:
+                        continue  # recorded as malformed already; nothing for the monitors
+                found += monitors.outcome(outcome, at)
                 continue
-            if event is None:  # from the record (a restart, another server's share)
+            if not isinstance(event, Event):  # from the record (a restart, another server's)
                 try:
                     event = parse_event(payload)
                 except EventError:

@@ -31,7 +31,7 @@ def test_a_declaration_parses_encodes_and_satisfies_the_schema() -> None:
     event = parse_event({"v": 1, "type": "declare", "result": "banker", "round": 57})
     assert event == Declare(result="banker", round=57)
     line = encode_event(event)
-    assert json.loads(line) == {"v": 1, "type": "declare", "result": "banker", "round": 57}
+    assert json.loads(line) == {"v": 2, "type": "declare", "result": "banker", "round": 57}
     assert parse_line(line) == event
     Draft202012Validator(SCHEMA).validate(json.loads(line))
     bare = parse_event({"v": 1, "type": "declare", "result": "seven_out"})

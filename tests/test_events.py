@@ -43,7 +43,7 @@ meta = st.fixed_dictionaries(
 
 
 def _with(base: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
-    return meta.map(lambda m: {"v": 1, **base, **m})
+    return meta.map(lambda m: {"v": 2, **base, **m})
 
 
 event_dicts = st.one_of(
@@ -104,7 +104,7 @@ def test_encoded_events_validate_against_the_schema(event_validator, obj: dict[s
 
 
 def test_extra_fields_survive_and_typed_fields_parse() -> None:
-    line = '{"v":1,"type":"card","card":"TD","seat":3,"device":"shoe-1","seq":7,"deal":"x"}'
+    line = '{"v":2,"type":"card","card":"TD","seat":3,"device":"shoe-1","seq":7,"deal":"x"}'
     event = parse_line(line)
     assert event == CardDealt(card="TD", seat=3, meta=Meta(device="shoe-1", seq=7))
     assert event.extra == {"deal": "x"}
@@ -128,7 +128,7 @@ def test_typed_values() -> None:
         ("not json", "not JSON"),
         ("[1,2]", "JSON object"),
         ('{"type":"roll","dice":[1,2]}', "contract version"),
-        ('{"v":2,"type":"roll","dice":[1,2]}', "contract version"),
+        ('{"v":3,"type":"roll","dice":[1,2]}', "contract version"),
         ('{"v":1,"type":"shuffle"}', "unknown event type 'shuffle'"),
         ('{"v":1}', "unknown event type None"),
         ('{"v":1,"type":"card"}', "missing required field 'card'"),
@@ -270,7 +270,7 @@ good_values: dict[str, st.SearchStrategy[Any]] = {
 def well_formed(draw: st.DrawFn) -> dict[str, Any]:
     """Any event docs/contract.md accepts, with any of its optional fields."""
     etype = draw(st.sampled_from(sorted(FIELD_KINDS)))
-    obj: dict[str, Any] = {"v": 1, "type": etype}
+    obj: dict[str, Any] = {"v": 2, "type": etype}
     for name, kind in {**FIELD_KINDS[etype], **META_KINDS}.items():
         if name in REQUIRED.get(etype, ()) or draw(st.booleans()):
             obj[name] = draw(good_values[kind])
@@ -306,13 +306,22 @@ def test_every_typed_field_takes_exactly_the_values_the_contract_gives_it(
 
 @settings(max_examples=300)
 @given(obj=well_formed(), v=json_values)
-def test_v_is_the_integer_1_and_nothing_python_holds_equal_to_it(obj: dict[str, Any],
-                                                                v: Any) -> None:
+def test_v_is_the_integer_1_or_2_and_nothing_python_holds_equal_to_them(obj: dict[str, Any],
+                                                                       v: Any) -> None:
     verdict, result = outcome_of(parse_line, as_json({**obj, "v": v}))
-    assert verdict == ("ok" if _int(v) and v == 1 else "malformed"), result
+    assert verdict == ("ok" if _int(v) and v in (1, 2) else "malformed"), result
 
 
-@pytest.mark.parametrize("v", ["true", "1.0", "1e0", "10e-1", '"1"', "[1]", "null", "2", "0"])
+def test_a_version_1_event_reads_and_is_written_as_version_2() -> None:
+    """Contract version 2 changed no event's fields: a stream recorded under version 1 reads
+    as it did, and what is written of it (journaled, published) says version 2."""
+    event = parse_line('{"v":1,"type":"card","card":"TD","seat":3}')
+    assert event == parse_line('{"v":2,"type":"card","card":"TD","seat":3}')
+    assert event_to_dict(event) == {"v": 2, "type": "card", "card": "TD", "seat": 3}
+
+
+@pytest.mark.parametrize("v", ["true", "1.0", "2.0", "1e0", "10e-1", '"1"', "[1]", "null", "3",
+                               "0"])
 def test_v_spelt_otherwise_is_malformed(v: str) -> None:
     with pytest.raises(EventError, match="contract version"):
         parse_line('{"v":' + v + ',"type":"reveal"}')
@@ -335,7 +344,7 @@ def test_what_is_accepted_comes_back_unchanged_so_nothing_was_invented(
 
 @pytest.mark.parametrize(("etype", "field"), [(t, f) for t, fs in REQUIRED.items() for f in fs])
 def test_a_missing_required_field_is_named(etype: str, field: str) -> None:
-    obj = {"v": 1, "type": etype, "decks": 8, "card": "AS", "seat": 1, "cards": ["AS"],
+    obj = {"v": 2, "type": etype, "decks": 8, "card": "AS", "seat": 1, "cards": ["AS"],
            "play": True, "dice": [1, 2], "reason": "off_table", "code": "x", "count": 1,
            "result": "tie"}
     obj = {k: v for k, v in obj.items() if k in {"v", "type", *FIELD_KINDS[etype]}}
@@ -351,7 +360,7 @@ def test_no_roll_without_reason_is_malformed_not_given_one() -> None:
         with pytest.raises(EventError, match="reason"):
             parse_line(line)
     event = parse_line('{"v":1,"type":"no_roll","reason":"die_off_table"}')
-    assert event_to_dict(event) == {"v": 1, "type": "no_roll", "reason": "die_off_table"}
+    assert event_to_dict(event) == {"v": 2, "type": "no_roll", "reason": "die_off_table"}
 
 
 @pytest.mark.parametrize("line", ["", "\n", " ", "   \n", "\t", "\r\n", b"", b" \n"])

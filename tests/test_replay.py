@@ -34,3 +34,13 @@ def test_a_malformed_line_stops_the_replay_after_the_outcomes_before_it() -> Non
 def test_a_well_formed_stream_exits_0() -> None:
     status, records, err = run(NATURAL * 2)
     assert (status, [r["round"] for r in records], err) == (EXIT_OK, [1, 2], "")
+
+
+def test_replay_writes_contract_version_2_from_a_stream_of_either_version() -> None:
+    """A stream recorded under contract version 1 replays to the same outcomes as the same
+    stream at version 2, and every record says ``"v": 2`` (docs/contract.md, "From version 1 to
+    2"): nothing but ``v`` distinguishes the versions."""
+    version_2 = [line.replace('"v":1', '"v":2') for line in NATURAL * 2]
+    old, new = run(NATURAL * 2), run(version_2)
+    assert old == new and old[0] == EXIT_OK
+    assert [r["v"] for r in old[1]] == [2, 2]

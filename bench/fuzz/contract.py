@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema_rs
 
 from tabled.contract.events import Event, encode_event, event_to_dict, parse_event
+from tabled.contract.outcome import OutcomeError, decode_outcome
 
 
 class InvariantBroken(Exception):
@@ -43,6 +44,10 @@ def check_record(record: dict[str, Any]) -> None:
     in UTF-8, as ``tabled.daemon.mqtt.dumps`` and the broker take it."""
     json.dumps(record, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
     _check("outcome", record)
+    try:  # and the contract's typed reader (what the pit decodes it with) takes it too
+        decode_outcome(record)
+    except OutcomeError as exc:
+        raise InvariantBroken(f"decode_outcome: {exc}: {record!r}") from None
 
 
 def check_event(event: Event) -> None:

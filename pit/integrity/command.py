@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, TextIO
+from typing import TextIO
 
 from tabled.contract.events import LineError, read_events
-from tabled.contract.outcome import Game, Outcome
+from tabled.contract.outcome import Game, Outcome, OutcomeRecord, decode_outcome
 from tabled.daemon.rules import make_table
 from tabled.daemon.rules.options import GameOptions
 from tabled.pit.integrity.calibration import DEFAULT_SETTINGS, Settings
@@ -31,17 +31,10 @@ EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 
 
-def record_of(outcome: Outcome) -> dict[str, Any]:
-    """The fields of an outcome record the monitors read (``bets`` left out: nothing reads it,
-    and a craps record's bets are most of its cost)."""
-    record: dict[str, Any] = {"round": outcome.round, "status": outcome.status,
-                              "game": outcome.game}
-    if outcome.status == "void":
-        record["void_reason"] = outcome.void_reason
-        record["article"] = outcome.article
-    record.update(outcome.extra)
-    record["result"] = {} if outcome.result is None else outcome.result.to_dict()
-    return record
+def record_of(outcome: Outcome) -> OutcomeRecord:
+    """The outcome's record, typed as the pit reads it from a table (``decode_outcome``), for
+    the monitors."""
+    return decode_outcome(outcome.to_json())
 
 
 def seconds(ts: str | None) -> float | None:

@@ -8,11 +8,18 @@ no share of the false-alarm budget. Pure: times are given, never read from a clo
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Final
+
+from msgspec import UNSET
 
 from tabled.contract.events import DECLARATIONS, Declare
-from tabled.contract.outcome import Game
+from tabled.contract.outcome import (
+    BaccaratOutcome,
+    CrapsOutcome,
+    Game,
+    OutcomeRecord,
+    QPokerOutcome,
+)
 from tabled.pit.integrity.calibration import Calibration
 from tabled.pit.integrity.findings import Finding, finding
 
@@ -21,17 +28,19 @@ from tabled.pit.integrity.findings import Finding, finding
 KEPT_ROUNDS: Final = 32
 
 
-def _baccarat(result: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[str, str]:
-    return str(result.get("winner")), (f"Player {result.get('player_total')}, "
-                                       f"Banker {result.get('banker_total')}")
+def _baccarat(record: BaccaratOutcome) -> tuple[str, str]:
+    result = record.result
+    return str(result.winner), (f"Player {result.player_total}, "
+                                f"Banker {result.banker_total}")
 
 
-def _craps(result: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[str, str]:
-    if record.get("no_roll"):
+def _craps(record: CrapsOutcome) -> tuple[str, str]:
+    if record.no_roll is True:
         return "no_roll", "no roll"
-    total, point = result.get("total"), result.get("point_before")
-    dice = result.get("dice")
-    account = f"{dice[0]}-{dice[1]} ({total})" if isinstance(dice, list) else f"{total}"
+    result = record.result
+    total, point = result.total, result.point_before
+    dice = result.dice
+    account = f"{dice[0]}-{dice[1]} ({total})" if dice is not None else f"{total}"
     if point is None:
         word = "natural" if total in (7, 11) else "craps" if total in (2, 3, 12) else "point"
     else:
@@ -41,25 +50,25 @@ def _craps(result: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[str, s
     return word, account
 
 
-def _qpoker(result: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[str, str]:
-    dealer = result.get("dealer", {})
-    word = "dealer_qualifies" if dealer.get("qualifies") else "dealer_does_not_qualify"
-    return word, f"dealer {' '.join(dealer.get('cards', []))} ({dealer.get('hand')})"
+def _qpoker(record: QPokerOutcome) -> tuple[str, str]:
+    dealer = record.result.dealer
+    word = "dealer_qualifies" if dealer.qualifies else "dealer_does_not_qualify"
+    return word, f"dealer {' '.join(dealer.cards)} ({dealer.hand})"
 
 
-#: Each game's reading of an outcome in the dealer's words.
-_DECIDED: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[str, str]]] = {
-    "baccarat": _baccarat, "craps": _craps, "qpoker": _qpoker,
-}
-
-
-def decided(game: Game, record: Mapping[str, Any]) -> tuple[str, str]:
+def decided(game: Game, record: OutcomeRecord) -> tuple[str, str]:
     """What the rules core decided, in the words a dealer declares (``DECLARATIONS``), and a
     short account of the round: ``("player", "Player 7, Banker 6")``. A void round is
-    ``"void"``, a craps no-roll ``"no_roll"``."""
-    if record.get("status") == "void":
-        return "void", f"void: {record.get('void_reason')}"
-    return _DECIDED[game](record.get("result", {}), record)
+    ``"void"``, a craps no-roll ``"no_roll"``. (``game`` is the table's: a record of another
+    game is read as its own.)"""
+    if record.status == "void":
+        reason = None if record.void_reason is UNSET else record.void_reason
+        return "void", f"void: {reason}"
+    if isinstance(record, BaccaratOutcome):
+        return _baccarat(record)
+    if isinstance(record, CrapsOutcome):
+        return _craps(record)
+    return _qpoker(record)
 
 
 class DeclarationMonitor:
@@ -89,10 +98,8 @@ class DeclarationMonitor:
             self._waiting.setdefault(number, []).append(event.result)
         return []  # older than what the pit remembers: nothing to compare it with
 
-    def outcome(self, record: Mapping[str, Any]) -> list[Finding]:
-        number = record.get("round")
-        if not isinstance(number, int):
-            return []
+    def outcome(self, record: OutcomeRecord) -> list[Finding]:
+        number = record.round
         outcome = decided(self.game, record)
         self._decided[number] = outcome
         while len(self._decided) > KEPT_ROUNDS:

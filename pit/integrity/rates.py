@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tabled.contract.outcome import BaccaratOutcome, CrapsOutcome, OutcomeRecord, QPokerOutcome
 from tabled.pit.integrity.calibration import LOADED_FACE, Calibration, FrequencyGroup
 from tabled.pit.integrity.findings import Finding, finding
 from tabled.pit.integrity.stats import Alarm, Cusums
@@ -66,16 +67,14 @@ class DiceMonitor:
         self.dice = tuple(Cusums([f"die {d} face {f}" for f in range(1, 7)], [fair] * 6,
                                  [loaded] * 6, calibration.dice_h) for d in (1, 2))
 
-    def outcome(self, record: Mapping[str, Any], round_no: int | None) -> list[Finding]:
-        if record.get("status") != "complete":
+    def outcome(self, record: OutcomeRecord, round_no: int | None) -> list[Finding]:
+        if not isinstance(record, CrapsOutcome) or record.status != "complete":
             return []
-        dice = record.get("result", {}).get("dice")
-        if not isinstance(dice, list) or len(dice) != 2:
+        dice = record.result.dice
+        if dice is None:
             return []
         found: list[Finding] = []
         for die, (face, cusums) in enumerate(zip(dice, self.dice, strict=True), 1):
-            if not isinstance(face, int) or not 1 <= face <= 6:
-                continue
             for alarm in cusums.observe_one(face - 1):
                 shown = alarm.index + 1
                 evidence = _cusum_evidence(cusums, alarm, self.calibration, "rolls")
@@ -90,55 +89,52 @@ class DiceMonitor:
         return found
 
 
-def _baccarat(record: Mapping[str, Any]) -> list[list[Observation]] | None:
-    if record.get("status") != "complete" or record.get("demo"):
+def _baccarat(record: OutcomeRecord) -> list[list[Observation]] | None:
+    if not isinstance(record, BaccaratOutcome) or record.status != "complete" \
+            or record.demo is True:
         return None  # a demonstration hand settles nothing (Art. 2.2): not counted
-    result = record.get("result", {})
-    winner = result.get("winner")
+    result = record.result
+    winner = result.winner
     if winner not in _WINNERS:
         return None
-    pairs = [_pair(result.get("player_cards")), _pair(result.get("banker_cards"))]
+    pairs = [_pair(result.player_cards), _pair(result.banker_cards)]
     return [[(winner == "banker", winner == "player", winner == "tie",
-              bool(result.get("natural")), *pairs)]]
+              bool(result.natural), *pairs)]]
 
 
-def _pair(cards: Any) -> bool:
-    return (isinstance(cards, list) and len(cards) >= 2 and isinstance(cards[0], str)
-            and isinstance(cards[1], str) and cards[0][:1] == cards[1][:1])
+def _pair(cards: Sequence[str]) -> bool:
+    return len(cards) >= 2 and cards[0][:1] == cards[1][:1]
 
 
-def _craps(record: Mapping[str, Any]) -> list[list[Observation]] | None:
-    if record.get("status") != "complete":
+def _craps(record: OutcomeRecord) -> list[list[Observation]] | None:
+    if not isinstance(record, CrapsOutcome) or record.status != "complete":
         return None
-    total = record.get("result", {}).get("total")
-    if not isinstance(total, int) or not 2 <= total <= 12 or record.get("no_roll"):
+    total = record.result.total
+    if total is None or record.no_roll is True:
         return None
     return [[total - 2]]
 
 
-def _qpoker(record: Mapping[str, Any]) -> list[list[Observation]] | None:
-    if record.get("status") != "complete":
+def _qpoker(record: OutcomeRecord) -> list[list[Observation]] | None:
+    if not isinstance(record, QPokerOutcome) or record.status != "complete":
         return None
-    result = record.get("result", {})
-    dealer = result.get("dealer")
-    if not isinstance(dealer, dict):
-        return None
+    result = record.result
+    dealer = result.dealer
     hands: list[Observation] = []
-    seats = result.get("seats")
     # every hand dealt is a random three cards, a void seat's too (Art. 11.4: no bet, still
     # dealt); the dealer's last
-    for seat in (seats.values() if isinstance(seats, dict) else ()):
-        index = _CLASS_INDEX.get(str(seat.get("hand"))) if isinstance(seat, dict) else None
+    for seat in result.seats.values():
+        index = _CLASS_INDEX.get(str(seat.hand))
         if index is not None:
             hands.append(index)
-    index = _CLASS_INDEX.get(str(dealer.get("hand")))
+    index = _CLASS_INDEX.get(str(dealer.hand))
     if index is not None:
         hands.append(index)
-    qualifies = dealer.get("qualifies")
+    qualifies = dealer.qualifies
     return [hands, [(qualifies,)] if isinstance(qualifies, bool) else []]
 
 
-_EXTRACT: Mapping[str, Callable[[Mapping[str, Any]], list[list[Observation]] | None]] = {
+_EXTRACT: Mapping[str, Callable[[OutcomeRecord], list[list[Observation]] | None]] = {
     "baccarat": _baccarat, "craps": _craps, "qpoker": _qpoker,
 }
 
@@ -156,7 +152,7 @@ class FrequencyMonitor:
             for group in calibration.frequency]
         self._extract = _EXTRACT[calibration.game]
 
-    def outcome(self, record: Mapping[str, Any], round_no: int | None) -> list[Finding]:
+    def outcome(self, record: OutcomeRecord, round_no: int | None) -> list[Finding]:
         observations = self._extract(record)
         if observations is None:
             return []

@@ -9,12 +9,9 @@ after the last outcome).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from tabled.contract.events import Burn, CardDealt, Declare, Event, Fault, ShoeStart
 from tabled.contract.faults import UNREADABLE_CARD
-from tabled.contract.outcome import Game
+from tabled.contract.outcome import Game, OutcomeRecord
 from tabled.daemon.rules.options import GameOptions
 from tabled.pit.integrity.calibration import (
     DEFAULT_SETTINGS,
@@ -86,12 +83,10 @@ class TableMonitors:
             return self.declarations.declared(event, self.next_round)
         return _NONE
 
-    def outcome(self, record: Mapping[str, Any], at: float | None = None) -> list[Finding]:
-        """One outcome record (the record's fields; ``bets`` is not read)."""
-        number = record.get("round")
-        round_no = number if isinstance(number, int) else None
-        if round_no is not None:
-            self.next_round = max(self.next_round, round_no + 1)
+    def outcome(self, record: OutcomeRecord, at: float | None = None) -> list[Finding]:
+        """One outcome record, typed (``decode_outcome``; ``bets`` is not read)."""
+        round_no = record.round
+        self.next_round = max(self.next_round, round_no + 1)
         found: list[Finding] = []
         if self.dice is not None:
             found += self.dice.outcome(record, round_no)

@@ -8,22 +8,28 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from tabled.contract.events import (
     CardDealt,
     Decision,
+    Fault,
     HandDealt,
     Meta,
     Reveal,
+    Roll,
     RoundStart,
     ShoeStart,
 )
+from tabled.contract.outcome import decode_outcome
 from tabled.daemon.config import parse_config
 from tabled.daemon.journal import Journal
 from tabled.daemon.runtime import Degraded, TableRuntime
 from tests.clock import Clock
+from tests.conftest import load_schema
 
 
 def runtime_for(game: str, path: Path, *, clock: Callable[[], float] = time.monotonic,
@@ -104,10 +110,10 @@ def test_an_event_published_as_itself_is_one_row_and_a_redacted_one_two(tmp_path
     assert [(kind, topic, round_no) for kind, topic, round_no, _ in rows] == [
         ("input", "event", 1)] * 4 + [("output", "outcome", 1)]
     assert [body for _, _, _, body in rows[:4]] == [
-        {"v": 1, "type": "card", "card": card, "device": "shoe-1", "seq": seq}
+        {"v": 2, "type": "card", "card": card, "device": "shoe-1", "seq": seq}
         for seq, card in enumerate(["9S", "2H", "KD", "3C"])]
     assert published(runtime, "event") == [
-        {"v": 1, "type": "card", "card": card, "device": "shoe-1", "seq": seq, "round": 1,
+        {"v": 2, "type": "card", "card": card, "device": "shoe-1", "seq": seq, "round": 1,
          "table_seq": seq} for seq, card in enumerate(["9S", "2H", "KD", "3C"])]
     assert [i.body for i in runtime.events.inputs()] == [body for _, _, _, body in rows[:4]]
 
@@ -185,3 +191,30 @@ def test_a_quiet_journal_is_checked_with_one_row_and_a_busy_one_not_at_all(
     db.execute("PRAGMA query_only = OFF")
     assert runtime.probe() and runtime.degraded is None  # the failing disk's probe: back
     assert db.execute("SELECT name FROM sqlite_master WHERE name = 'probe'").fetchone()
+
+
+def test_what_the_runtime_publishes_satisfies_the_contract_schemas(
+        tmp_path: Path, event_validator: Any, outcome_validator: Any) -> None:
+    """Every message on ``…/event``, ``…/outcome`` and ``…/fault`` (a device fault, a rules
+    notice, a fault the daemon raises about itself) is one docs/contract.md describes, at
+    version 2: its schema takes it, and an outcome decodes typed."""
+    fault_validator = Draft202012Validator(load_schema("fault"))
+    path = tmp_path / "f.sqlite"
+    runtime = runtime_for("baccarat", path)
+    runtime.stage(Roll(dice=(3, 4), meta=Meta(device="console", seq=0)), "console:c1")
+    runtime.stage(Fault(code="sensor_dirty", detail="clean the window",
+                        meta=Meta(device="shoe-1", seq=1)), "device:shoe-1")
+    assert runtime.commit()
+    deal_baccarat(runtime, ["9S", "2H", "KD", "3C"])
+    faults = [*published(runtime, "fault"), {**runtime.fault_body("journal_failure", "disk"),
+                                             "durable": False, "table_seq": None}]
+    assert {f["type"] for f in faults} == {"fault", "notice"}
+    for message in faults:
+        assert message["v"] == 2
+        fault_validator.validate(message)
+    for message in published(runtime, "event"):
+        assert message["v"] == 2
+        event_validator.validate(message)
+    (outcome,) = published(runtime, "outcome")
+    outcome_validator.validate(outcome)
+    assert decode_outcome(outcome).v == 2

@@ -239,7 +239,7 @@ async def test_an_unreadable_burn_is_a_burn_of_an_unknown_card(tmp_path) -> None
     assert_intact(events, expected)
     first = events[1]
     assert isinstance(first, Burn) and first.card is None
-    assert content(first) == {"v": 1, "type": "burn", "device_code": 1, "card_no": 1,
+    assert content(first) == {"v": 2, "type": "burn", "device_code": 1, "card_no": 1,
                               "unreadable": True}
     assert not any(isinstance(e, Fault) for e in events)
     await close_all(drivers, device)

@@ -278,7 +278,7 @@ async def test_a_host_request_from_the_machine_is_refused_and_never_acknowledged
         device.send(*p.encode(p.StatusRequest()))
         await driver.wait_closed()
         await until(lambda: device.backlog == 1)
-    assert bare(events) == [{"v": 1, "type": "round_start", "seats": [2]}]
+    assert bare(events) == [{"v": 2, "type": "round_start", "seats": [2]}]
     assert driver.close_reason is not None and driver.close_reason.startswith(
         "wrong_device: it sent a frame that is not a shuffler-dealer message (kind 0x11: "
         "StatusRequest is the host's message")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tabled.contract.outcome import decode_outcome
 from tabled.daemon.broker import Mosquitto
 from tests.integration.harness import (
     Daemon,
@@ -49,5 +50,10 @@ async def test_hands_from_a_shoe_arrive_as_outcomes_equal_to_replay(
     assert [strip_envelope(o) for o in outcomes] == replayed
     birth = status[0]
     assert birth["state"] == "online" and birth["game"] == "baccarat"
+    # contract version 2 on the wire: in the birth record (beside the package version), and
+    # in every message's ``v``; every outcome is one the contract's decoder takes
+    assert birth["contract"] == 2 and isinstance(birth["version"], str)
+    assert {m["v"] for m in [*outcomes, *events]} == {2}
+    assert all(decode_outcome(o).v == 2 for o in outcomes)
     assert birth["options"] == {"method": 1, "commission": "five_percent",
                                 "last_hand": "this", "decks": 8}

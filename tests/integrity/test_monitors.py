@@ -32,7 +32,13 @@ from tabled.contract.events import (
     Fault,
     ShoeStart,
 )
-from tabled.contract.outcome import Game
+from tabled.contract.outcome import (
+    BACCARAT_BETS,
+    CRAPS_BETS,
+    Game,
+    OutcomeRecord,
+    decode_outcome,
+)
 from tabled.daemon.rules.options import BaccaratOptions
 from tabled.pit.integrity import Finding, Settings, TableMonitors, slug_index
 from tabled.pit.integrity.calibration import DEFAULT_SETTINGS
@@ -134,7 +140,7 @@ def test_the_frequency_finding_states_the_rate_against_the_exact_odds() -> None:
         "banker_cards": ["4D", "5C"]}}
     found: list[Finding] = []
     for number in range(1, 400):
-        found += monitors.outcome({**record, "round": number})
+        found += monitors.outcome(typed({**record, "round": number}))
     banker = next(f for f in found if f.subject == "banker up")
     assert banker.monitor == "frequency" and banker.severity == "major"
     assert banker.detail["p0"] == pytest.approx(0.47115, abs=1e-5)
@@ -190,11 +196,30 @@ def test_an_unseen_card_breaks_a_run() -> None:
 # -- the dealer's procedure -----------------------------------------------------------------------
 
 
-def _hand(number: int, winner: str) -> dict[str, Any]:
-    return {"round": number, "status": "complete", "game": "baccarat",
+#: What a test leaves out of a record's ``result``, as a table writes it.
+_RESULT: dict[str, dict[str, Any]] = {
+    "baccarat": {"player_cards": [], "banker_cards": [], "player_total": 0, "banker_total": 0,
+                 "winner": None, "natural": False},
+    "craps": {"dice": None, "total": None, "point_before": None, "point_after": None},
+    "qpoker": {"dealer": {"cards": [], "hand": None, "qualifies": None}, "seats": {}},
+}
+
+
+def typed(fields: dict[str, Any]) -> OutcomeRecord:
+    """The typed record (as the pit reads it) of a record with the fields a test names: the
+    rest as a table writes them (its bets all lost)."""
+    game = fields.get("game", "baccarat")
+    names = {"baccarat": BACCARAT_BETS, "craps": CRAPS_BETS}.get(game, ())
+    return decode_outcome({"v": 2, "type": "outcome", "game": game,
+                           "bets": {name: {"result": "lose"} for name in names}, **fields,
+                           "result": {**_RESULT[game], **fields.get("result", {})}})
+
+
+def _hand(number: int, winner: str) -> OutcomeRecord:
+    return typed({"round": number, "status": "complete", "game": "baccarat",
             "result": {"winner": winner, "player_total": 7, "banker_total": 6,
                        "natural": False, "player_cards": ["7S", "KH"],
-                       "banker_cards": ["6D", "QC"]}}
+                       "banker_cards": ["6D", "QC"]}})
 
 
 def test_a_declaration_that_differs_from_the_outcome_is_a_result_mismatch() -> None:
@@ -219,9 +244,10 @@ def test_a_declaration_that_differs_from_the_outcome_is_a_result_mismatch() -> N
 def test_craps_calls_and_qpoker_qualifying_are_compared() -> None:
     craps = TableMonitors("craps")
 
-    def roll(number: int, dice: tuple[int, int], point: int | None) -> dict[str, Any]:
-        return {"round": number, "status": "complete", "game": "craps",
-                "result": {"dice": list(dice), "total": sum(dice), "point_before": point}}
+    def roll(number: int, dice: tuple[int, int], point: int | None) -> OutcomeRecord:
+        return typed({"round": number, "status": "complete", "game": "craps",
+                      "result": {"dice": list(dice), "total": sum(dice),
+                                 "point_before": point}})
 
     assert craps.outcome(roll(1, (3, 3), None)) == []
     assert craps.event(Declare(result="point")) == []
@@ -230,9 +256,9 @@ def test_craps_calls_and_qpoker_qualifying_are_compared() -> None:
     (wrong,) = craps.event(Declare(result="point_made"))
     assert "declared point made, the rules decided seven out (3-4 (7), point 6)" in wrong.message
     qpoker = TableMonitors("qpoker")
-    qpoker.outcome({"round": 5, "status": "complete", "game": "qpoker", "result": {
+    qpoker.outcome(typed({"round": 5, "status": "complete", "game": "qpoker", "result": {
         "dealer": {"cards": ["JS", "4H", "2C"], "hand": "high_card", "qualifies": False},
-        "seats": {}}})
+        "seats": {}}}))
     assert qpoker.event(Declare(result="dealer_does_not_qualify", round=5)) == []
     assert qpoker.event(Declare(result="dealer_qualifies", round=5))[0].round == 5
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tabled.contract import CONTRACT_VERSION
+from tabled.contract.outcome import BACCARAT_BETS, CRAPS_BETS
 from tabled.daemon.broker import free_port
 from tabled.pit.config import PostgresSettings
 from tabled.pit.messages import Message, parse_message
@@ -147,11 +149,26 @@ def device(device_id: str, state: str, seq: int, family: str = "shoe", **kw: Any
 
 
 def event(body: dict[str, Any], seq: int, **kw: Any) -> Message:
-    return msg("event", {"v": 1, **body}, seq, **kw)
+    return msg("event", {"v": CONTRACT_VERSION, **body}, seq, **kw)
+
+
+def all_bets(game: str, **bets: Any) -> dict[str, Any]:
+    """Every bet a record of ``game`` carries (lost), and ``bets`` over them."""
+    names = {"baccarat": BACCARAT_BETS, "craps": CRAPS_BETS}.get(game, ())
+    return {**{name: {"result": "lose"} for name in names}, **bets}
+
+
+#: The ``result`` of a record with nothing dealt or thrown: a void round cut short, a no-roll.
+NOTHING_DEALT: dict[str, dict[str, Any]] = {
+    "baccarat": {"player_cards": [], "banker_cards": [], "player_total": 0, "banker_total": 0,
+                 "winner": None, "natural": False},
+    "craps": {"dice": None, "total": None, "point_before": None, "point_after": None},
+    "qpoker": {"dealer": {"cards": [], "hand": None, "qualifies": None}, "seats": {}},
+}
 
 
 def baccarat_outcome(round_no: int, seq: int, winner: str = "banker", **kw: Any) -> Message:
-    body = {"v": 1, "type": "outcome", "game": "baccarat", "round": round_no,
+    body = {"v": CONTRACT_VERSION, "type": "outcome", "game": "baccarat", "round": round_no,
             "status": "complete",
             "result": {"player_cards": ["2S", "3H"], "banker_cards": ["9D", "KC"],
                        "player_total": 5, "banker_total": 9, "winner": winner,
@@ -164,14 +181,15 @@ def baccarat_outcome(round_no: int, seq: int, winner: str = "banker", **kw: Any)
 
 
 def void_outcome(round_no: int, seq: int, game: str = "qpoker", **kw: Any) -> Message:
-    body = {"v": 1, "type": "outcome", "game": game, "round": round_no, "status": "void",
-            "void_reason": "shuffler_failure while dealing", "article": "qpoker.art11.5",
-            "result": {}, "bets": {}}
+    body = {"v": CONTRACT_VERSION, "type": "outcome", "game": game, "round": round_no,
+            "status": "void", "void_reason": "shuffler_failure while dealing",
+            "article": "qpoker.art11.5", "result": NOTHING_DEALT[game],
+            "bets": all_bets(game)}
     return msg("outcome", body, seq, **kw)
 
 
 def fault(code: str, seq: int | None, device_id: str | None = "shuffler-1", **kw: Any) -> Message:
-    body: dict[str, Any] = {"v": 1, "type": "fault", "code": code, "detail": "test",
+    body: dict[str, Any] = {"v": CONTRACT_VERSION, "type": "fault", "code": code, "detail": "test",
                             "source": f"device:{device_id}" if device_id else "daemon"}
     if device_id:
         body["device"] = device_id

@@ -5,6 +5,7 @@ actions with their role check and audit."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 
@@ -44,7 +45,7 @@ class Pit:
 
     async def feed(self, *messages: Message) -> None:
         for m in messages:
-            m = Message(m.topic, m.table_seq, m.payload, m.text, self.clock.now)
+            m = replace(m, received_at=self.clock.now)  # (its typed event or outcome kept)
             recorded = await self.store.record(m, "pit:test")
             applied = self.floor.apply(m) if recorded.new else False
             await self.engine.message(m, recorded, applied)

@@ -11,15 +11,25 @@ from typing import Any
 
 from tabled.pit.model import Change, ChangeFeed, Floor
 from tabled.pit.store_sqlite import SqliteStore
-from tests.pit.conftest import baccarat_outcome, birth, device, event, msg, will
+from tests.pit.conftest import (
+    NOTHING_DEALT,
+    all_bets,
+    baccarat_outcome,
+    birth,
+    device,
+    event,
+    msg,
+    will,
+)
 
 
 def craps_outcome(round_no: int, seq: int, dice: tuple[int, int],
                   point_after: int | None) -> Any:
-    body = {"v": 1, "type": "outcome", "game": "craps", "round": round_no,
+    body = {"v": 2, "type": "outcome", "game": "craps", "round": round_no,
             "status": "complete",
             "result": {"dice": list(dice), "total": sum(dice), "point_before": None,
-                       "point_after": point_after}, "bets": {"pass": {"result": "open"}}}
+                       "point_after": point_after},
+            "bets": all_bets("craps", **{"pass": {"result": "open"}})}
     return msg("outcome", body, seq)
 
 
@@ -30,9 +40,10 @@ def test_the_craps_panel_keeps_50_rolls_the_point_and_the_sessions_histograms() 
     rolls = [(rng.randint(1, 6), rng.randint(1, 6)) for _ in range(80)]
     for n, dice in enumerate(rolls):
         floor.apply(craps_outcome(n + 1, n, dice, 6 if n == 79 else None))
-    floor.apply(msg("outcome", {"v": 1, "type": "outcome", "game": "craps", "round": 81,
-                                "status": "complete", "no_roll": True, "result": {},
-                                "bets": {}}, 80))
+    floor.apply(msg("outcome", {"v": 2, "type": "outcome", "game": "craps", "round": 81,
+                                "status": "complete", "no_roll": True,
+                                "result": NOTHING_DEALT["craps"], "bets": all_bets("craps")},
+                    80))
     panel = floor.panel("lab", "t1")
     assert panel is not None and panel["game"] == "craps"
     assert len(panel["rolls"]) == 50 and panel["rolls"][-1] == {"round": 81, "no_roll": True}
@@ -68,7 +79,7 @@ def qpoker_events_and_outcome() -> tuple[list[Any], Any]:
         event({"type": "reveal"}, 6),
     ]
     outcome = msg("outcome", {
-        "v": 1, "type": "outcome", "game": "qpoker", "round": 1, "status": "complete",
+        "v": 2, "type": "outcome", "game": "qpoker", "round": 1, "status": "complete",
         "result": {"dealer": {"cards": ["KS", "KH", "4D"], "hand": "pair", "qualifies": True},
                    "seats": {"1": {"cards": ["2S", "2H", "9C"], "hand": "pair",
                                    "status": "active"}}},
@@ -96,9 +107,10 @@ def test_the_qpoker_panel_never_shows_a_dealer_card_before_the_outcome() -> None
 def test_a_qpoker_void_carries_its_article() -> None:
     floor = Floor()
     floor.apply(birth("qpoker", devices=[{"id": "shuffler-1", "family": "shuffler"}]))
-    floor.apply(msg("outcome", {"v": 1, "type": "outcome", "game": "qpoker", "round": 4,
+    floor.apply(msg("outcome", {"v": 2, "type": "outcome", "game": "qpoker", "round": 4,
                                 "status": "void", "void_reason": "shuffler_failure",
-                                "article": "qpoker.art11.5", "result": {}, "bets": {}}, 0))
+                                "article": "qpoker.art11.5", "result": NOTHING_DEALT["qpoker"],
+                                "bets": {}}, 0))
     panel = floor.panel("lab", "t1")
     assert panel is not None
     assert panel["voids"] == [{"round": 4, "reason": "shuffler_failure",

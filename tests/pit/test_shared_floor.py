@@ -18,15 +18,16 @@ import psycopg
 from tabled.daemon.broker import Mosquitto
 from tabled.pit.config import parse_config
 from tabled.pit.service import PitService
-from tests.pit.conftest import PgServer
+from tests.pit.conftest import PgServer, all_bets
 
 ROUNDS = 60
 
 
 def outcome(round_no: int) -> dict[str, Any]:
-    return {"v": 1, "type": "outcome", "game": "craps", "round": round_no, "status": "complete",
+    return {"v": 2, "type": "outcome", "game": "craps", "round": round_no, "status": "complete",
             "result": {"dice": [3, 4], "total": 7, "point_before": None, "point_after": None},
-            "bets": {}, "table_seq": round_no - 1, "ts": "2026-12-01T10:00:00.000Z"}
+            "bets": all_bets("craps"), "table_seq": round_no - 1,
+            "ts": "2026-12-01T10:00:00.000Z"}
 
 
 @contextlib.asynccontextmanager

@@ -29,6 +29,7 @@ from tabled.pit.config import parse_config
 from tabled.pit.service import PitService
 from tabled.pit.web import present
 from tabled.pit.web.app import PitWeb
+from tests.pit.conftest import NOTHING_DEALT, all_bets
 
 ROOT = Path(__file__).resolve().parents[2]
 VENDOR = ROOT / "pit" / "web" / "static" / "vendor"
@@ -75,7 +76,8 @@ class Table:
                          "since": "2026-12-01T10:00:00.000Z"})
 
     async def outcome(self, round_no: int, **body: Any) -> None:
-        await self.send("outcome", {"v": 1, "type": "outcome", "game": self.game,
+        body["bets"] = all_bets(self.game, **body.get("bets", {}))
+        await self.send("outcome", {"v": 2, "type": "outcome", "game": self.game,
                                     "round": round_no, "status": "complete", **body})
 
 
@@ -103,9 +105,10 @@ async def a_floor(service: PitService) -> dict[str, Table]:
                                                 "status": "active"}}},
                      bets={"3": {"dobo": {"result": "win", "pays": "1:1"},
                                  "play": {"result": "lose"}}})
-    await qp.send("outcome", {"v": 1, "type": "outcome", "game": "qpoker", "round": 2,
+    await qp.send("outcome", {"v": 2, "type": "outcome", "game": "qpoker", "round": 2,
                               "status": "void", "void_reason": "shuffler_failure",
-                              "article": "qpoker.art11.5", "result": {}, "bets": {}})
+                              "article": "qpoker.art11.5", "result": NOTHING_DEALT["qpoker"],
+                              "bets": {}})
     await craps.send("status", {"state": "offline", "reason": "connection_lost"})
     return {"bac": bac, "craps": craps, "qp": qp}
 

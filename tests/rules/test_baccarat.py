@@ -86,13 +86,13 @@ def result(
 
 def complete(round_: int, res: dict[str, Any], bets: dict[str, Any], **extra: Any
              ) -> dict[str, Any]:
-    return {"v": 1, "type": "outcome", "game": "baccarat", "round": round_, "status": "complete",
+    return {"v": 2, "type": "outcome", "game": "baccarat", "round": round_, "status": "complete",
             **extra, "result": res, "bets": bets}
 
 
 def void(round_: int, reason: str, article: str, res: dict[str, Any], **extra: Any
          ) -> dict[str, Any]:
-    return {"v": 1, "type": "outcome", "game": "baccarat", "round": round_, "status": "void",
+    return {"v": 2, "type": "outcome", "game": "baccarat", "round": round_, "status": "void",
             "void_reason": reason, "article": article, **extra, "result": res,
             "bets": void_bets(article)}
 

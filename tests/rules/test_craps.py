@@ -92,7 +92,7 @@ def test_art1_no_roll_on_the_come_out_decides_nothing_and_keeps_what_is_off() ->
     """Art. 1: a die off the table is no roll; throw again. Exact record."""
     held = res("open", "craps.art1")
     assert last("no_roll") == {
-        "v": 1, "type": "outcome", "game": "craps", "round": 1, "status": "complete",
+        "v": 2, "type": "outcome", "game": "craps", "round": 1, "status": "complete",
         "article": "craps.art1", "no_roll": True,
         "result": {"dice": None, "total": None, "point_before": None, "point_after": None},
         "bets": {key: COME_OUT_OFF.get(key, held) for key in ALL_KEYS},
@@ -172,7 +172,7 @@ BIG_ARTICLE = {6: "craps.art9", 8: "craps.art9", 5: "craps.art10", 9: "craps.art
 def test_art2_to_art11_a_seven_out_decides_every_wager_on_the_layout() -> None:
     """Art. 2.1, 2.2, 2.3, 3.1-3.3, 4-11 and R-C1 on a seven-out, the whole record exactly."""
     assert last(point_on(4), (2, 5)) == {
-        "v": 1, "type": "outcome", "game": "craps", "round": 2, "status": "complete",
+        "v": 2, "type": "outcome", "game": "craps", "round": 2, "status": "complete",
         "result": {"dice": [2, 5], "total": 7, "point_before": 4, "point_after": None,
                    "hard": False},
         "bets": {
@@ -199,7 +199,7 @@ def test_art2_to_art11_a_seven_out_decides_every_wager_on_the_layout() -> None:
 def test_art12_a_come_out_hard_six_decides_the_number_wagers_too() -> None:
     """Art. 12 / R-C4: a come-out (3, 3) — whole record; the Art. 4-11 wagers are working."""
     assert last((3, 3)) == {
-        "v": 1, "type": "outcome", "game": "craps", "round": 1, "status": "complete",
+        "v": 2, "type": "outcome", "game": "craps", "round": 1, "status": "complete",
         "result": {"dice": [3, 3], "total": 6, "point_before": None, "point_after": 6,
                    "hard": True},
         "bets": {

@@ -215,5 +215,5 @@ def test_round_parses_and_encodes() -> None:
         seat=3, play=False, round=17)
     assert parse_line('{"v":1,"type":"reveal","round":17}') == Reveal(round=17)
     assert parse_line('{"v":1,"type":"void","reason":"x","round":2}') == Void(reason="x", round=2)
-    assert encode_event(Reveal(round=17)) == '{"v":1,"type":"reveal","round":17}'
-    assert encode_event(Reveal()) == '{"v":1,"type":"reveal"}'  # as before: no round, none
+    assert encode_event(Reveal(round=17)) == '{"v":2,"type":"reveal","round":17}'
+    assert encode_event(Reveal()) == '{"v":2,"type":"reveal"}'  # as before: no round, none

@@ -104,13 +104,13 @@ def dealer_result(text: str, hand: str | None, qualifies: bool | None) -> dict[s
 
 def void_record(article: str, reason: str, result: dict[str, Any],
                 bets: dict[str, Any], round_number: int = 1) -> dict[str, Any]:
-    return {"v": 1, "type": "outcome", "game": "qpoker", "round": round_number,
+    return {"v": 2, "type": "outcome", "game": "qpoker", "round": round_number,
             "status": "void", "void_reason": reason, "article": article,
             "result": result, "bets": bets}
 
 
 STANDARD_COMPLETE: dict[str, Any] = {
-    "v": 1, "type": "outcome", "game": "qpoker", "round": 1, "status": "complete",
+    "v": 2, "type": "outcome", "game": "qpoker", "round": 1, "status": "complete",
     "result": {
         "dealer": dealer_result(QUEEN_HIGH, "high_card", True),
         "seats": {"1": seat_result(SF_SPADES, "straight_flush"),

@@ -296,7 +296,7 @@ def test_published_stream_of_arbitrary_events_gives_the_same_outcomes(
 
 
 def check_contract_shape(record: dict[str, Any], round_number: int) -> None:
-    assert record["v"] == 1 and record["type"] == "outcome" and record["game"] == "qpoker"
+    assert record["v"] == 2 and record["type"] == "outcome" and record["game"] == "qpoker"
     assert record["round"] == round_number
     assert record["status"] in ("complete", "void")
     void = record["status"] == "void"
