@@ -29,7 +29,7 @@ from tabled.pit.messages import Message, Topic
 from tabled.pit.service import PitService
 from tabled.pit.store import Store, StoreDataError, StoreError
 from tabled.pit.store_sqlite import SqliteStore
-from tests.pit.conftest import PgServer
+from tests.pit.conftest import PgServer, all_bets
 from tests.waiting import until
 
 PREFIX = "tabled"
@@ -45,7 +45,7 @@ def card(seq: int, **extra: Any) -> dict[str, Any]:
 def craps(round_no: int, seq: int) -> dict[str, Any]:
     return {"v": 1, "type": "outcome", "game": "craps", "round": round_no, "status": "complete",
             "result": {"dice": [3, 4], "total": 7, "point_before": None, "point_after": None},
-            "bets": {}, "table_seq": seq, "ts": "2026-12-01T10:00:00.000Z"}
+            "bets": all_bets("craps"), "table_seq": seq, "ts": "2026-12-01T10:00:00.000Z"}
 
 
 def fault(seq: int, **extra: Any) -> dict[str, Any]:
