@@ -308,7 +308,8 @@ class TableConsole:
                     backoff.reset()
                     self._watched.put_nowait(("connection", {"connected": True}))
                     async for message in client.messages:
-                        self._received(str(message.topic), message.payload)
+                        with contextlib.suppress(Exception):  # a malformed one: not news
+                            self._received(str(message.topic), message.payload)
             except (aiomqtt.MqttError, OSError) as exc:  # OSError: TLS files, refused sockets
                 self._failure = str(exc) or type(exc).__name__
             self._client = None
@@ -478,7 +479,14 @@ class RoundView:
 
     def apply(self, kind: str, body: dict[str, Any]) -> list[str]:
         """Take one message; return what is news in it, a line each (for a console on a
-        pipe, which prints news instead of redrawing)."""
+        pipe, which prints news instead of redrawing). A message that is not what its topic
+        promises is news of its own, never the end of the console."""
+        try:
+            return self._apply(kind, body)
+        except Exception as exc:  # a malformed message: said, skipped
+            return [f"malformed {kind} message skipped ({type(exc).__name__}: {exc})"]
+
+    def _apply(self, kind: str, body: dict[str, Any]) -> list[str]:
         if kind == "connection":
             self.connected = bool(body.get("connected"))
             self.connection_error = body.get("error")
@@ -487,11 +495,12 @@ class RoundView:
             self.status = body
             return [self._status_line()]
         if kind == "outcome":
+            said = "outcome: " + describe(body).strip()  # (raises before any change if it must)
             self.last_outcome = body
             if isinstance(body.get("round"), int):
                 self.last_round = body["round"]
             self.phase = "settled"
-            return ["outcome: " + describe(body).strip()]
+            return [said]
         if kind == "event":
             return self._event(body)
         return []

@@ -1,0 +1,250 @@
+"""The floor demo shows faults instead of dying of them (issue 27, item 8), against a running
+``tabled floor`` (a real subprocess, its own Mosquitto, real daemons, simulators and pit):
+
+- garbage on every topic the floor listens to is printed as malformed, counted, and the floor
+  plays on; its broker refuses anonymous clients and a table's identity on another table's
+  topics, and the printed watcher line reads every table;
+- a table daemon killed with SIGKILL is started again: the other tables play on, the pit
+  raises the table's offline alert (on ``…/pit/alert``), the table is online again and plays;
+- a floor stopped and started again at once gets the same web port (its first run left the
+  port in TIME_WAIT).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import signal
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+import pytest
+
+from tabled.daemon.broker import free_port
+from tests.tools.running import Demo, children_of
+
+#: The longest any one thing the tests wait for may take, seconds.
+T_WAIT = 45.0
+#: Options of every floor here: one table of each game, quick rounds, bounded.
+FLOOR = ("--per-game", "1", "--pace", "1", "--duration", "150")
+
+
+async def line(floor: Demo, pattern: str, *, after: int = 0, timeout: float = T_WAIT
+               ) -> re.Match[str]:
+    """The first line from ``after`` on that matches ``pattern`` (waiting for it)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        for text in floor.lines[after:]:
+            found = re.search(pattern, text)
+            if found:
+                return found
+        assert floor.proc.poll() is None, "the floor stopped:\n" + "\n".join(floor.lines[-40:])
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no {pattern!r} in:\n" + "\n".join(floor.lines[-60:]))
+
+
+def secret(workdir: Path, user: str) -> str:
+    return (workdir / "secrets" / f"{user}.password").read_text().strip()
+
+
+class Collector:
+    """A subscriber on the floor's broker: every message it receives, as (topic, body)."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[str, Any]] = []
+
+    async def run(self, client: aiomqtt.Client) -> None:
+        async for message in client.messages:
+            raw = message.payload
+            try:
+                body = json.loads(raw if isinstance(raw, (bytes, str)) else b"")
+            except ValueError:
+                body = raw
+            self.got.append((str(message.topic), body))
+
+
+@contextlib.asynccontextmanager
+async def started(*args: str):  # type: ignore[no-untyped-def]
+    floor = Demo(*args, command="floor")
+    try:
+        yield floor
+    finally:
+        if floor.proc.poll() is None:
+            floor.proc.send_signal(signal.SIGINT)
+            try:
+                await asyncio.to_thread(floor.finish, 60)
+            finally:
+                if floor.proc.poll() is None:
+                    floor.proc.kill()
+
+
+async def test_garbage_on_every_topic_is_shown_and_the_floor_plays_on(tmp_path: Path) -> None:
+    async with started(*FLOOR, "--no-faults", "--workdir", str(tmp_path / "w")) as floor:
+        workdir = tmp_path / "w"
+        watch = await line(floor, r"mosquitto_sub -h (\S+) -p (\d+) -u (\S+) -P (\S+) -v "
+                                  r"-t 'tabled/#'")
+        host, port, user, password = watch.group(1), int(watch.group(2)), watch.group(3), \
+            watch.group(4)
+        await line(floor, r"^bac-1 +round +\d+")
+        await line(floor, r"^craps-1 +roll +\d+")
+
+        # anonymous: refused at the door
+        with pytest.raises(aiomqtt.MqttError, match="(?i)not authori"):
+            async with aiomqtt.Client(host, port, identifier="test-anonymous"):
+                pass
+        collector = Collector()
+        async with aiomqtt.Client(host, port, username=user, password=password,
+                                  identifier="test-watcher") as watcher:
+            await watcher.subscribe("tabled/#", qos=1)
+            reading = asyncio.create_task(collector.run(watcher))
+            try:
+                # the printed watcher line reads the tables
+                async with asyncio.timeout(T_WAIT):
+                    while not any(t.endswith("/outcome") for t, _ in collector.got):
+                        await asyncio.sleep(0.1)
+                # a table's identity on another table's topics, the watcher publishing:
+                # dropped by the broker, never delivered
+                bac = aiomqtt.Client(host, port, username="tabled-bac-1",
+                                     password=secret(workdir, "tabled-bac-1"),
+                                     identifier="test-as-bac-1")
+                async with bac:
+                    for topic in ("tabled/floor/craps-1/outcome", "tabled/floor/craps-1/status",
+                                  "tabled/floor/qpoker-1/cmd/reveal", "tabled/floor/pit/alert"):
+                        await bac.publish(topic, '{"forged": "by bac-1"}', qos=1)
+                    await watcher.publish("tabled/floor/bac-1/outcome",
+                                          '{"forged": "by the watcher"}', qos=1)
+                    # and its own topic does reach the subscriber (so the test would see one)
+                    await bac.publish("tabled/floor/bac-1/metrics", '{"own": "bac-1"}', qos=1)
+                    async with asyncio.timeout(T_WAIT):
+                        while not any(isinstance(b, dict) and b.get("own")
+                                      for _, b in collector.got):
+                            await asyncio.sleep(0.05)
+                await asyncio.sleep(1.0)
+                forged = [(t, b) for t, b in collector.got
+                          if isinstance(b, dict) and "forged" in b]
+                assert forged == []
+            finally:
+                reading.cancel()
+
+        # garbage on every topic the floor listens to, each published by an identity that may
+        garbage = [b"{}", b"not json", b"[]", b'"text"', b"\xff\xfe", b'{"severity": null}',
+                   b'{"round": "seven", "game": "baccarat"}', b'{"round": 3}',
+                   b'{"code": 5}', b'{"state": ["online"]}']
+        topics = {"tabled-bac-1": ["tabled/floor/bac-1/outcome", "tabled/floor/bac-1/fault",
+                                   "tabled/floor/bac-1/status"],
+                  "tabled-qpoker-1": ["tabled/floor/qpoker-1/outcome",
+                                      "tabled/floor/qpoker-1/fault"],
+                  "pit": ["tabled/floor/pit/alert"]}
+        before = len(floor.lines)
+        sent = 0
+        for identity, names in topics.items():
+            async with aiomqtt.Client(host, port, username=identity,
+                                      password=secret(workdir, identity),
+                                      identifier=f"test-garbage-{identity}") as client:
+                for topic in names:
+                    for payload in garbage:
+                        await client.publish(topic, payload, qos=1)
+                        sent += 1
+        await line(floor, r"\[floor\] malformed message on tabled/floor/pit/alert \('severity' "
+                          r"is missing, not text\)", after=before)
+        await line(floor, r"\[floor\] malformed message on tabled/floor/bac-1/outcome \(not "
+                          r"JSON\)", after=before)
+        # the floor plays on: new outcomes from each game after the garbage
+        after = len(floor.lines)
+        for pattern in (r"^bac-1 +round", r"^craps-1 +roll", r"^qpoker-1 +round"):
+            await line(floor, pattern, after=after)
+        assert floor.proc.poll() is None
+        malformed = [t for t in floor.lines[before:] if "malformed message" in t]
+        # every payload that is not what its topic promises is shown (a status that says no
+        # state of its own is no news: it is not printed at all)
+        assert len(malformed) >= sent - 2 * len(garbage), "\n".join(malformed)
+        assert not any("Traceback" in t for t in floor.lines)
+    assert floor.proc.returncode == 0
+    assert re.search(r"\[floor\] \d+ malformed message\(s\) shown and skipped",
+                     "\n".join(floor.lines[-10:]))
+
+
+def daemon_of(floor_pid: int, table: str) -> int:
+    """The PID of ``table``'s daemon, a child of the floor (by its command line)."""
+    for pid in children_of(floor_pid):
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"run" in argv and any(a.endswith(f"/{table}/tabled.toml".encode())
+                                      for a in argv):
+                return pid
+    raise AssertionError(f"no daemon of {table} among the floor's children")
+
+
+async def test_a_killed_daemon_is_started_again_and_the_pit_shows_it_offline_then_back(
+        tmp_path: Path) -> None:
+    async with started(*FLOOR, "--no-faults", "--workdir", str(tmp_path / "w")) as floor:
+        watch = await line(floor, r"mosquitto_sub -h (\S+) -p (\d+) -u (\S+) -P (\S+) ")
+        host, port = watch.group(1), int(watch.group(2))
+        await line(floor, r"^bac-1 +round +\d+")
+        collector = Collector()
+        async with aiomqtt.Client(host, port, username=watch.group(3),
+                                  password=watch.group(4), identifier="test-watcher") as client:
+            await client.subscribe("tabled/floor/pit/alert", qos=1)
+            await client.subscribe("tabled/floor/bac-1/status", qos=1)
+            reading = asyncio.create_task(collector.run(client))
+            try:
+                victim = daemon_of(floor.proc.pid, "bac-1")
+                killed_at = len(floor.lines)
+                import os
+
+                os.kill(victim, signal.SIGKILL)
+                await line(floor, r"\[floor\] bac-1 daemon killed by SIGKILL .*starting it "
+                                  r"again in 3 s", after=killed_at)
+                # the pit raises the table's offline alert, on the topic everyone can read
+                async with asyncio.timeout(T_WAIT):
+                    while not any(t.endswith("/pit/alert") and isinstance(b, dict)
+                                  and b.get("table") == "bac-1" and b.get("kind") == "offline"
+                                  and b.get("state") == "open" for t, b in collector.got):
+                        await asyncio.sleep(0.1)
+                # the others play on meanwhile
+                for pattern in (r"^craps-1 +roll", r"^qpoker-1 +round"):
+                    await line(floor, pattern, after=killed_at)
+                restarted = await line(floor, r"\[floor\] bac-1 daemon started again",
+                                       after=killed_at)
+                assert restarted
+                # back: online again, and new outcomes from bac-1
+                async with asyncio.timeout(T_WAIT):
+                    while True:
+                        states = [b.get("state") for t, b in collector.got
+                                  if t.endswith("/bac-1/status") and isinstance(b, dict)]
+                        if "offline" in states and states[-1] == "online":
+                            break
+                        await asyncio.sleep(0.1)
+                back_at = next(i for i, t in enumerate(floor.lines)
+                               if "bac-1 daemon started again" in t)
+                await line(floor, r"^bac-1 +round +\d+", after=back_at)
+                async with asyncio.timeout(T_WAIT):  # and the pit clears the alert
+                    while not any(t.endswith("/pit/alert") and isinstance(b, dict)
+                                  and b.get("table") == "bac-1" and b.get("kind") == "offline"
+                                  and b.get("state") == "cleared" for t, b in collector.got):
+                        await asyncio.sleep(0.1)
+            finally:
+                reading.cancel()
+        assert floor.proc.poll() is None
+    assert floor.proc.returncode == 0
+
+
+def page_port(floor: Demo) -> int:
+    return int(floor.wait_for(r"the floor page: http://127\.0\.0\.1:(\d+)/").group(1))
+
+
+async def test_a_floor_started_again_at_once_keeps_its_web_port(tmp_path: Path) -> None:
+    port = free_port()
+    async with started(*FLOOR, "--web-port", str(port)) as first:
+        await line(first, r"\[floor\] the pit serves the floor page")
+        # the server closes this connection first: its port is left in TIME_WAIT
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/login", timeout=10) as reply:
+            assert reply.status == 200
+    assert first.proc.returncode == 0
+    async with started(*FLOOR, "--web-port", str(port)) as second:
+        await line(second, rf"\[floor\] the pit serves the floor page: "
+                           rf"http://127\.0\.0\.1:{port}/")
