@@ -17,7 +17,7 @@ import contextlib
 import json
 import re
 import signal
-import urllib.request
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ import pytest
 
 from tabled.daemon.broker import free_port
 from tests.tools.running import Demo, children_of
+from tests.waiting import until
 
 #: The longest any one thing the tests wait for may take, seconds.
 T_WAIT = 45.0
@@ -66,6 +67,15 @@ class Collector:
                 body = raw
             self.got.append((str(message.topic), body))
 
+    def alert(self, table: str, kind: str, state: str) -> bool:
+        """Whether the pit published ``table``'s ``kind`` alert in ``state``."""
+        return any(t.endswith("/pit/alert") and isinstance(b, dict) and b.get("table") == table
+                   and b.get("kind") == kind and b.get("state") == state for t, b in self.got)
+
+    def states(self, table: str) -> list[Any]:
+        return [b.get("state") for t, b in self.got
+                if t.endswith(f"/{table}/status") and isinstance(b, dict)]
+
 
 @contextlib.asynccontextmanager
 async def started(*args: str):  # type: ignore[no-untyped-def]
@@ -93,7 +103,7 @@ async def test_garbage_on_every_topic_is_shown_and_the_floor_plays_on(tmp_path: 
         await line(floor, r"^craps-1 +roll +\d+")
 
         # anonymous: refused at the door
-        with pytest.raises(aiomqtt.MqttError, match="(?i)not authori"):
+        with pytest.raises(aiomqtt.MqttError, match=r"(?i)not authori"):
             async with aiomqtt.Client(host, port, identifier="test-anonymous"):
                 pass
         collector = Collector()
@@ -104,8 +114,7 @@ async def test_garbage_on_every_topic_is_shown_and_the_floor_plays_on(tmp_path: 
             try:
                 # the printed watcher line reads the tables
                 async with asyncio.timeout(T_WAIT):
-                    while not any(t.endswith("/outcome") for t, _ in collector.got):
-                        await asyncio.sleep(0.1)
+                    await until(lambda: any(t.endswith("/outcome") for t, _ in collector.got))
                 # a table's identity on another table's topics, the watcher publishing:
                 # dropped by the broker, never delivered
                 bac = aiomqtt.Client(host, port, username="tabled-bac-1",
@@ -120,9 +129,8 @@ async def test_garbage_on_every_topic_is_shown_and_the_floor_plays_on(tmp_path: 
                     # and its own topic does reach the subscriber (so the test would see one)
                     await bac.publish("tabled/floor/bac-1/metrics", '{"own": "bac-1"}', qos=1)
                     async with asyncio.timeout(T_WAIT):
-                        while not any(isinstance(b, dict) and b.get("own")
-                                      for _, b in collector.got):
-                            await asyncio.sleep(0.05)
+                        await until(lambda: any(isinstance(b, dict) and b.get("own")
+                                                for _, b in collector.got))
                 await asyncio.sleep(1.0)
                 forged = [(t, b) for t, b in collector.got
                           if isinstance(b, dict) and "forged" in b]
@@ -201,10 +209,7 @@ async def test_a_killed_daemon_is_started_again_and_the_pit_shows_it_offline_the
                                   r"again in 3 s", after=killed_at)
                 # the pit raises the table's offline alert, on the topic everyone can read
                 async with asyncio.timeout(T_WAIT):
-                    while not any(t.endswith("/pit/alert") and isinstance(b, dict)
-                                  and b.get("table") == "bac-1" and b.get("kind") == "offline"
-                                  and b.get("state") == "open" for t, b in collector.got):
-                        await asyncio.sleep(0.1)
+                    await until(lambda: collector.alert("bac-1", "offline", "open"))
                 # the others play on meanwhile
                 for pattern in (r"^craps-1 +roll", r"^qpoker-1 +round"):
                     await line(floor, pattern, after=killed_at)
@@ -213,38 +218,54 @@ async def test_a_killed_daemon_is_started_again_and_the_pit_shows_it_offline_the
                 assert restarted
                 # back: online again, and new outcomes from bac-1
                 async with asyncio.timeout(T_WAIT):
-                    while True:
-                        states = [b.get("state") for t, b in collector.got
-                                  if t.endswith("/bac-1/status") and isinstance(b, dict)]
-                        if "offline" in states and states[-1] == "online":
-                            break
-                        await asyncio.sleep(0.1)
+                    await until(lambda: "offline" in (states := collector.states("bac-1"))
+                                and states[-1] == "online")
                 back_at = next(i for i, t in enumerate(floor.lines)
                                if "bac-1 daemon started again" in t)
                 await line(floor, r"^bac-1 +round +\d+", after=back_at)
                 async with asyncio.timeout(T_WAIT):  # and the pit clears the alert
-                    while not any(t.endswith("/pit/alert") and isinstance(b, dict)
-                                  and b.get("table") == "bac-1" and b.get("kind") == "offline"
-                                  and b.get("state") == "cleared" for t, b in collector.got):
-                        await asyncio.sleep(0.1)
+                    await until(lambda: collector.alert("bac-1", "offline", "cleared"))
             finally:
                 reading.cancel()
         assert floor.proc.poll() is None
     assert floor.proc.returncode == 0
 
 
-def page_port(floor: Demo) -> int:
-    return int(floor.wait_for(r"the floor page: http://127\.0\.0\.1:(\d+)/").group(1))
+def hold_a_connection(port: int) -> socket.socket:
+    """A keep-alive connection to the page, left open: the server closes it first when it
+    stops, so its side of it stays in TIME_WAIT (as a browser's does after a floor stops)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    reply = b""
+    while b"\r\n\r\n" not in reply:
+        reply += sock.recv(65536)
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
+    while len(body) < length:  # all of it: a socket closed with unread data resets instead
+        body += sock.recv(65536)
+    return sock
+
+
+def plain_bind(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 async def test_a_floor_started_again_at_once_keeps_its_web_port(tmp_path: Path) -> None:
     port = free_port()
     async with started(*FLOOR, "--web-port", str(port)) as first:
         await line(first, r"\[floor\] the pit serves the floor page")
-        # the server closes this connection first: its port is left in TIME_WAIT
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/login", timeout=10) as reply:
-            assert reply.status == 200
+        held = await asyncio.to_thread(hold_a_connection, port)
+    held.close()
+    await asyncio.sleep(0.2)  # its FIN reaches the server side: TIME_WAIT
     assert first.proc.returncode == 0
+    # the port is in TIME_WAIT: a bind without SO_REUSEADDR fails, as the old check's did
+    assert not plain_bind(port)
     async with started(*FLOOR, "--web-port", str(port)) as second:
         await line(second, rf"\[floor\] the pit serves the floor page: "
                            rf"http://127\.0\.0\.1:{port}/")
