@@ -54,6 +54,10 @@ T_CONNECT = 10.0
 CARDS_PER_HAND = 3
 #: How many times the demos' dealer sends a command that got no reply.
 AUTO_ATTEMPTS = 3
+#: How long a command waits, after connecting, for the table's retained status (the broker
+#: sends it right after the subscription), seconds: a table that never published one is taken
+#: as it comes.
+T_STATUS = 1.0
 
 
 class ConsoleError(ToolError):
@@ -62,6 +66,10 @@ class ConsoleError(ToolError):
 
 class CommandTimeout(ConsoleError):
     """No reply from the daemon in time."""
+
+
+class TableOffline(ConsoleError):
+    """The table's retained status says it is offline: the command was not sent."""
 
 
 # -- where the console connects, and as whom -----------------------------------------------------
@@ -253,6 +261,7 @@ class TableConsole:
         #: The table's retained ``…/status`` (birth record or last will), when the broker lets
         #: this identity read it.
         self.status: dict[str, Any] | None = None
+        self.status_seen = asyncio.Event()
         self.connected = asyncio.Event()
         self._client: aiomqtt.Client | None = None
         self._pending: list[_Pending] = []
@@ -340,6 +349,7 @@ class TableConsole:
             return
         if kind == "status":
             self.status = body
+            self.status_seen.set()
         if self.watching or kind == "status":
             self._watched.put_nowait((kind, body))
 
@@ -358,7 +368,9 @@ class TableConsole:
     async def command(self, name: str, args: dict[str, Any] | None = None, *,
                       wait: float | None = None) -> Reply:
         """Sign, publish and wait for the daemon's reply; CommandTimeout when none comes,
-        ConsoleError when the connection is lost meanwhile."""
+        ConsoleError when the connection is lost meanwhile. TableOffline, and nothing sent,
+        when the table's retained status says it is offline: a daemon that is down takes no
+        command, and the broker would not keep one for it (docs/console.md)."""
         if name not in COMMANDS:
             raise ValueError(f"no command {name!r} (known: {', '.join(COMMANDS)})")
         args = args or {}
@@ -369,6 +381,12 @@ class TableConsole:
         try:
             async with asyncio.timeout(limit):
                 await self.connected.wait()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(T_STATUS):
+                        await self.status_seen.wait()
+                offline = self.offline()
+                if offline is not None:
+                    raise TableOffline(offline)
                 assert self._client is not None
                 await self._client.publish(f"{self.target.base}/cmd/{name}",
                                            json.dumps(body), qos=1)
@@ -379,6 +397,15 @@ class TableConsole:
             raise ConsoleError(f"could not publish {name}: {exc}") from None
         finally:
             self._pending.remove(pending)
+
+    def offline(self) -> str | None:
+        """What to say when the table's retained status says it is offline, else None."""
+        status = self.status or {}
+        if status.get("state") != "offline":
+            return None
+        reason = status.get("reason")
+        return (f"table offline{f' ({reason})' if reason else ''}: not sent, not queued; "
+                "send it again once the table is back online")
 
     def _timeout_text(self, name: str, limit: float) -> str:
         status = self.status or {}
@@ -922,6 +949,9 @@ class AutoDealer:
         for attempt in range(1, AUTO_ATTEMPTS + 1):
             try:
                 reply = await self.console.command(name, args)
+            except TableOffline as exc:  # the round is lost with the daemon: nothing to retry
+                self.said(f"{what}: {exc}")
+                return
             except ConsoleError as exc:  # no reply, or the connection went: try again (a
                 # command that did arrive is then declined, as repeated or for another round:
                 # it names its round, so it changes nothing)
