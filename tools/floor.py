@@ -235,9 +235,10 @@ async def _floor(broker_url: str | None, pace: float, per_game: int, web_port: i
         pit = Part("pit", lambda: fleet.spawn(
             "pit", python("tabled.tools.cli", "pit", "--config", str(pit_config)),
             log=work / "pit.log"), work / "pit.log")
+        logged = pit.log.stat().st_size if pit.log.exists() else 0  # (a kept work dir's)
         pit.launch()
         parts.append(pit)
-        await _pit_listening(pit)
+        await _pit_listening(pit, logged)
         for table in tables:
             parts.append(_device_part(fleet, table, pace, faults, seed))
         for table in tables:
@@ -287,21 +288,31 @@ def _first(group: BaseExceptionGroup[Any]) -> BaseException:
     return asyncio.CancelledError()
 
 
-async def _pit_listening(pit: Part) -> None:
-    """Until the pit has subscribed at the broker (its ``broker_connected`` log line); a pit
-    that exits or does not connect in time stops the floor: it is what the floor shows."""
+async def _pit_listening(pit: Part, logged: int) -> None:
+    """Until the pit has subscribed at the broker (its ``broker_connected`` log line, after
+    the first ``logged`` bytes of its log); a pit that exits or does not connect in time stops
+    the floor: it is what the floor shows."""
     deadline = time.monotonic() + T_PIT_START
     while time.monotonic() < deadline:
         assert pit.proc is not None
         if pit.proc.poll() is not None:
             raise DemoError(f"the pit could not start (exit {pit.proc.returncode}): "
                             f"{tail(pit.log, 2500)}")
-        with contextlib.suppress(OSError):
-            if '"broker_connected"' in pit.log.read_text(errors="replace"):
-                return
+        if b'"broker_connected"' in _log_after(pit.log, logged):
+            return
         await asyncio.sleep(0.1)
     raise DemoError(f"the pit did not reach the broker within {T_PIT_START:g} s: "
                     f"{tail(pit.log, 2500)}")
+
+
+def _log_after(path: Path, offset: int) -> bytes:
+    """What a log holds after its first ``offset`` bytes (nothing, when it cannot be read)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read()
+    except OSError:
+        return b""
 
 
 def _device_part(fleet: Fleet, table: Table, pace: float, faults: bool, seed: int) -> Part:
@@ -610,8 +621,10 @@ async def _supervise(fleet: Fleet, parts: list[Part], say: Callable[[str], None]
             ran = time.monotonic() - part.started_at
             part.delay = (RESTART_DELAY if part.restarts == 0 or ran >= RESTART_STABLE
                           else min(RESTART_MAX, part.delay * 2))
-            how = (f"killed by {signal.Signals(-code).name}" if code < 0 and
-                   -code in signal.Signals._value2member_map_ else f"exited with {code}")
+            how = f"exited with {code}"
+            if code < 0:
+                with contextlib.suppress(ValueError):
+                    how = f"killed by {signal.Signals(-code).name}"
             last = tail(part.log, 300).strip().splitlines()
             said = f"; its log ends: {last[-1][:200]}" if last and code >= 0 else ""
             say(f"[floor] {part.name} {how} after {ran:.0f} s{said}: starting it again in "
