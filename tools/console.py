@@ -921,10 +921,20 @@ class AutoDealer:
         self.play_rate = play_rate
         self.said = said or (lambda _: None)
         self.rounds_played = 0
+        #: The seats decided in the round being played, and whether the table went offline
+        #: before it was revealed (the daemon that comes back resumes it: play on then).
+        self._decided: set[int] = set()
+        self._interrupted = False
 
     async def run(self) -> None:
         async for kind, body in self.console.watch():
             self.view.apply(kind, body)
+            if (kind == "event" and body.get("type") == "round_start") or kind == "outcome":
+                self._decided.clear()
+                self._interrupted = False
+            elif kind == "status" and body.get("state") == "online" and self._interrupted \
+                    and self.view.phase == "revealed":
+                self.view.phase = "deciding"  # back, with the round it had: finish it
             if self.view.phase == "deciding":  # the deal is complete
                 await self._play()
 
@@ -934,24 +944,34 @@ class AutoDealer:
         # may end it (a dealer's card exposed) and begin the next, which these are not for
         named = {} if view.round_number is None else {"round": view.round_number}
         view.phase = "revealed"  # this round is ours to finish: never act on it twice
+        self._interrupted = False
         for seat in sorted(view.seats):
+            if seat in self._decided:
+                continue
             if self.think:
                 await asyncio.sleep(self.think * self.rng.uniform(0.5, 1.5))
-            await self._send("decision", {"seat": seat, "play": self.rng.random() < self.play_rate,
-                                          **named})
+            play = self.rng.random() < self.play_rate
+            if not await self._send("decision", {"seat": seat, "play": play, **named}):
+                self._interrupted = True
+                return
+            self._decided.add(seat)
         if self.think:
             await asyncio.sleep(self.think)
-        await self._send("reveal", named)
+        if not await self._send("reveal", named):
+            self._interrupted = True
+            return
         self.rounds_played += 1
 
-    async def _send(self, name: str, args: dict[str, Any]) -> None:
+    async def _send(self, name: str, args: dict[str, Any]) -> bool:
+        """Send until answered (AUTO_ATTEMPTS at most); False when the table is offline (not
+        sent: the round is finished once the table is back)."""
         what = describe_command(name, args)
         for attempt in range(1, AUTO_ATTEMPTS + 1):
             try:
                 reply = await self.console.command(name, args)
-            except TableOffline as exc:  # the round is lost with the daemon: nothing to retry
+            except TableOffline as exc:
                 self.said(f"{what}: {exc}")
-                return
+                return False
             except ConsoleError as exc:  # no reply, or the connection went: try again (a
                 # command that did arrive is then declined, as repeated or for another round:
                 # it names its round, so it changes nothing)
@@ -960,4 +980,5 @@ class AutoDealer:
                 continue
             if not reply.accepted:
                 self.said(f"{what}: {reply.describe()}")
-            return
+            return True
+        return True
