@@ -1,6 +1,7 @@
 """The floor demo shows faults instead of dying of them (issue 27, item 8), against a running
 ``tabled floor`` (a real subprocess, its own Mosquitto, real daemons, simulators and pit):
 
+- the pit starts first: its record has each table's first event and round;
 - garbage on every topic the floor listens to is printed as malformed, counted, and the floor
   plays on; its broker refuses anonymous clients and a table's identity on another table's
   topics, and the printed watcher line reads every table;
@@ -18,6 +19,7 @@ import json
 import re
 import signal
 import socket
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,18 @@ async def line(floor: Demo, pattern: str, *, after: int = 0, timeout: float = T_
         assert floor.proc.poll() is None, "the floor stopped:\n" + "\n".join(floor.lines[-40:])
         await asyncio.sleep(0.1)
     raise AssertionError(f"no {pattern!r} in:\n" + "\n".join(floor.lines[-60:]))
+
+
+def from_the_first(workdir: Path, table: str) -> bool:
+    """Whether the pit's record has ``table``'s first event (number 0) and round 1's
+    outcome."""
+    with contextlib.closing(sqlite3.connect(f"file:{workdir / 'pit.sqlite'}?mode=ro",
+                                            uri=True, timeout=5)) as db:
+        first = db.execute("SELECT count(*) FROM messages WHERE table_id = ? AND topic = 'event'"
+                           " AND table_seq = 0", (table,)).fetchone()[0]
+        round_1 = db.execute("SELECT count(*) FROM messages WHERE table_id = ? AND topic = "
+                             "'outcome' AND round = 1", (table,)).fetchone()[0]
+    return bool(first and round_1)
 
 
 def secret(workdir: Path, user: str) -> str:
@@ -101,6 +115,11 @@ async def test_garbage_on_every_topic_is_shown_and_the_floor_plays_on(tmp_path: 
             watch.group(4)
         await line(floor, r"^bac-1 +round +\d+")
         await line(floor, r"^craps-1 +roll +\d+")
+        await line(floor, r"^qpoker-1 +round +\d+")
+        # the pit started first: its record has every table from its first round
+        async with asyncio.timeout(T_WAIT):
+            await until(lambda: all(from_the_first(workdir, t)
+                                    for t in ("bac-1", "craps-1", "qpoker-1")))
 
         # anonymous: refused at the door
         with pytest.raises(aiomqtt.MqttError, match=r"(?i)not authori"):
