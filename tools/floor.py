@@ -1,7 +1,8 @@
 """``tabled floor``: a simulated casino floor on one machine, until interrupted — the README's
 main job (``make demo``).
 
-Owns the orchestration of a floor: a private Mosquitto (or ``--broker``), two tables of each game
+Owns the orchestration of a floor: a private Mosquitto (or ``--broker``) on which each client has
+its own identity (:mod:`tabled.tools.broker_access`), two tables of each game
 (``--per-game``) — baccarat with card-reading shoes, craps with dice sensors on the simulated
 USB bus, Q Poker with shuffler-dealers and the dealer console playing the decisions and the
 reveal through :mod:`tabled.tools.console` — each a real ``tabled-sim`` and a real ``tabled run``,
@@ -12,8 +13,10 @@ The devices play at a *demo pace*: ``--pace`` seconds per round at each table (d
 table takes 30 to 90 s), and each table meets one kind of fault now and then (:data:`FAULTS`),
 chosen to raise the pit's alerts: a shoe unplugged for a few seconds, an unreadable card and a
 dirty sensor, a cocked die, a sensor unplugged from the USB bus, a shuffler jam, a door opened
-mid-deal. Every process and the temporary work directory go when the floor stops, however it
-stops (:mod:`tabled.tools.procs`).
+mid-deal. The pit starts first; a part that dies is started again (:func:`_supervise`), and a
+received message the floor cannot print is shown as malformed: the floor stops only when told to.
+Every process and the temporary work directory go when the floor stops, however it stops
+(:mod:`tabled.tools.procs`).
 """
 
 from __future__ import annotations
