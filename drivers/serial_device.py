@@ -318,6 +318,18 @@ class _PortTransport(serial_asyncio_fast.SerialTransport):
             return
         self._protocol.data_received(data)
 
+    def _fatal_error(self, exc: BaseException,
+                     message: str = "Fatal error on serial transport") -> None:
+        """A port that failed under a read or a write (an unplugged device: EIO, ENXIO) is a
+        routine loss, not a bug: the library reports it to the event loop, which logs it at
+        error level with a traceback, before the connection ends. Here it only ends the
+        connection, with the port's error as its reason (``connection_lost``), which the
+        supervisor reports once (``device_lost``). Anything else is still the loop's."""
+        if isinstance(exc, (serial.SerialException, OSError)):
+            self._abort(exc)
+            return
+        super()._fatal_error(exc, message)
+
 
 #: The URL schemes pyserial opens that a table's serial device can sit behind (``loop://`` is
 #: for tests, ``rfc2217://`` for a serial server).

@@ -54,6 +54,10 @@ T_CONNECT = 10.0
 CARDS_PER_HAND = 3
 #: How many times the demos' dealer sends a command that got no reply.
 AUTO_ATTEMPTS = 3
+#: How long a command waits, after connecting, for the table's retained status (the broker
+#: sends it right after the subscription), seconds: a table that never published one is taken
+#: as it comes.
+T_STATUS = 1.0
 
 
 class ConsoleError(ToolError):
@@ -62,6 +66,10 @@ class ConsoleError(ToolError):
 
 class CommandTimeout(ConsoleError):
     """No reply from the daemon in time."""
+
+
+class TableOffline(ConsoleError):
+    """The table's retained status says it is offline: the command was not sent."""
 
 
 # -- where the console connects, and as whom -----------------------------------------------------
@@ -253,6 +261,7 @@ class TableConsole:
         #: The table's retained ``…/status`` (birth record or last will), when the broker lets
         #: this identity read it.
         self.status: dict[str, Any] | None = None
+        self.status_seen = asyncio.Event()
         self.connected = asyncio.Event()
         self._client: aiomqtt.Client | None = None
         self._pending: list[_Pending] = []
@@ -308,7 +317,8 @@ class TableConsole:
                     backoff.reset()
                     self._watched.put_nowait(("connection", {"connected": True}))
                     async for message in client.messages:
-                        self._received(str(message.topic), message.payload)
+                        with contextlib.suppress(Exception):  # a malformed one: not news
+                            self._received(str(message.topic), message.payload)
             except (aiomqtt.MqttError, OSError) as exc:  # OSError: TLS files, refused sockets
                 self._failure = str(exc) or type(exc).__name__
             self._client = None
@@ -339,6 +349,7 @@ class TableConsole:
             return
         if kind == "status":
             self.status = body
+            self.status_seen.set()
         if self.watching or kind == "status":
             self._watched.put_nowait((kind, body))
 
@@ -357,7 +368,9 @@ class TableConsole:
     async def command(self, name: str, args: dict[str, Any] | None = None, *,
                       wait: float | None = None) -> Reply:
         """Sign, publish and wait for the daemon's reply; CommandTimeout when none comes,
-        ConsoleError when the connection is lost meanwhile."""
+        ConsoleError when the connection is lost meanwhile. TableOffline, and nothing sent,
+        when the table's retained status says it is offline: a daemon that is down takes no
+        command, and the broker would not keep one for it (docs/console.md)."""
         if name not in COMMANDS:
             raise ValueError(f"no command {name!r} (known: {', '.join(COMMANDS)})")
         args = args or {}
@@ -368,6 +381,12 @@ class TableConsole:
         try:
             async with asyncio.timeout(limit):
                 await self.connected.wait()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(T_STATUS):
+                        await self.status_seen.wait()
+                offline = self.offline()
+                if offline is not None:
+                    raise TableOffline(offline)
                 assert self._client is not None
                 await self._client.publish(f"{self.target.base}/cmd/{name}",
                                            json.dumps(body), qos=1)
@@ -378,6 +397,15 @@ class TableConsole:
             raise ConsoleError(f"could not publish {name}: {exc}") from None
         finally:
             self._pending.remove(pending)
+
+    def offline(self) -> str | None:
+        """What to say when the table's retained status says it is offline, else None."""
+        status = self.status or {}
+        if status.get("state") != "offline":
+            return None
+        reason = status.get("reason")
+        return (f"table offline{f' ({reason})' if reason else ''}: not sent, not queued; "
+                "send it again once the table is back online")
 
     def _timeout_text(self, name: str, limit: float) -> str:
         status = self.status or {}
@@ -478,7 +506,14 @@ class RoundView:
 
     def apply(self, kind: str, body: dict[str, Any]) -> list[str]:
         """Take one message; return what is news in it, a line each (for a console on a
-        pipe, which prints news instead of redrawing)."""
+        pipe, which prints news instead of redrawing). A message that is not what its topic
+        promises is news of its own, never the end of the console."""
+        try:
+            return self._apply(kind, body)
+        except Exception as exc:  # a malformed message: said, skipped
+            return [f"malformed {kind} message skipped ({type(exc).__name__}: {exc})"]
+
+    def _apply(self, kind: str, body: dict[str, Any]) -> list[str]:
         if kind == "connection":
             self.connected = bool(body.get("connected"))
             self.connection_error = body.get("error")
@@ -487,11 +522,12 @@ class RoundView:
             self.status = body
             return [self._status_line()]
         if kind == "outcome":
+            said = "outcome: " + describe(body).strip()  # (raises before any change if it must)
             self.last_outcome = body
             if isinstance(body.get("round"), int):
                 self.last_round = body["round"]
             self.phase = "settled"
-            return ["outcome: " + describe(body).strip()]
+            return [said]
         if kind == "event":
             return self._event(body)
         return []
@@ -885,10 +921,20 @@ class AutoDealer:
         self.play_rate = play_rate
         self.said = said or (lambda _: None)
         self.rounds_played = 0
+        #: The seats decided in the round being played, and whether the table went offline
+        #: before it was revealed (the daemon that comes back resumes it: play on then).
+        self._decided: set[int] = set()
+        self._interrupted = False
 
     async def run(self) -> None:
         async for kind, body in self.console.watch():
             self.view.apply(kind, body)
+            if (kind == "event" and body.get("type") == "round_start") or kind == "outcome":
+                self._decided.clear()
+                self._interrupted = False
+            elif kind == "status" and body.get("state") == "online" and self._interrupted \
+                    and self.view.phase == "revealed":
+                self.view.phase = "deciding"  # back, with the round it had: finish it
             if self.view.phase == "deciding":  # the deal is complete
                 await self._play()
 
@@ -898,21 +944,34 @@ class AutoDealer:
         # may end it (a dealer's card exposed) and begin the next, which these are not for
         named = {} if view.round_number is None else {"round": view.round_number}
         view.phase = "revealed"  # this round is ours to finish: never act on it twice
+        self._interrupted = False
         for seat in sorted(view.seats):
+            if seat in self._decided:
+                continue
             if self.think:
                 await asyncio.sleep(self.think * self.rng.uniform(0.5, 1.5))
-            await self._send("decision", {"seat": seat, "play": self.rng.random() < self.play_rate,
-                                          **named})
+            play = self.rng.random() < self.play_rate
+            if not await self._send("decision", {"seat": seat, "play": play, **named}):
+                self._interrupted = True
+                return
+            self._decided.add(seat)
         if self.think:
             await asyncio.sleep(self.think)
-        await self._send("reveal", named)
+        if not await self._send("reveal", named):
+            self._interrupted = True
+            return
         self.rounds_played += 1
 
-    async def _send(self, name: str, args: dict[str, Any]) -> None:
+    async def _send(self, name: str, args: dict[str, Any]) -> bool:
+        """Send until answered (AUTO_ATTEMPTS at most); False when the table is offline (not
+        sent: the round is finished once the table is back)."""
         what = describe_command(name, args)
         for attempt in range(1, AUTO_ATTEMPTS + 1):
             try:
                 reply = await self.console.command(name, args)
+            except TableOffline as exc:
+                self.said(f"{what}: {exc}")
+                return False
             except ConsoleError as exc:  # no reply, or the connection went: try again (a
                 # command that did arrive is then declined, as repeated or for another round:
                 # it names its round, so it changes nothing)
@@ -921,4 +980,5 @@ class AutoDealer:
                 continue
             if not reply.accepted:
                 self.said(f"{what}: {reply.describe()}")
-            return
+            return True
+        return True

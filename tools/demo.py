@@ -27,6 +27,7 @@ from typing import Any
 import aiomqtt
 
 from tabled.daemon.mqtt import BrokerAddress
+from tabled.tools.broker_access import WATCHER, AccessError, BrokerAccess, console_user, daemon_user
 from tabled.tools.console import (
     ROUND_COMMANDS,
     AutoDealer,
@@ -142,11 +143,16 @@ async def _demo(game: str, rounds: int, broker_url: str | None, seed: int, pace:
     table = f"{game}-1"
     daemon: subprocess.Popen[Any] | None = None
     try:
-        if broker_url is None:
-            broker_url = fleet.start_broker()
-            say(f"[demo] private Mosquitto broker at {broker_url}")
-        address = BrokerAddress.parse(broker_url)
         recipe = RECIPES[game]
+        access: BrokerAccess | None = None
+        if broker_url is None:  # a private broker: each client with its own identity
+            access = BrokerAccess()
+            access.add_table(SITE, table, console=recipe.console)
+            access.write(work / "broker", work / "secrets")
+            broker_url = fleet.start_broker(access.config_lines(work / "broker"),
+                                            allow_anonymous=False)
+            say(f"[demo] private Mosquitto broker at {broker_url} (anonymous clients refused)")
+        address = BrokerAddress.parse(broker_url)
         device = dict(recipe.device)
         sim = fleet.spawn("simulator", python("tabled.simulators.cli",
                                               *recipe.sim_args(rounds, seed, pace, work)),
@@ -158,12 +164,14 @@ async def _demo(game: str, rounds: int, broker_url: str | None, seed: int, pace:
         device["url"] = printed
         key_file = keygen(work / "console.key") if recipe.console else None
         config = write_table_config(work / "tabled.toml", SITE, table, game, broker_url, device,
-                                    recipe.rules, work / "journal.sqlite", key_file)
+                                    recipe.rules, work / "journal.sqlite", key_file,
+                                    access=access)
         say(f"[demo] {game}: simulator and daemon starting (work dir {work})")
         daemon = fleet.spawn("daemon", python("tabled.tools.cli", "run", "-c", str(config)),
                              log=work / "daemon.log")
+        watcher = None if access is None else (WATCHER, access.passwords[WATCHER])
         seen = await _watch(address, f"tabled/{SITE}/{table}", recipe, rounds, seed, daemon,
-                            say, sim, config, bets)
+                            say, sim, config, bets, watcher)
         where = (f"journal {work / 'journal.sqlite'}" if fleet.keep else
                  "the work dir is removed at exit; --workdir DIR keeps its journal and logs")
         say(f"[demo] {seen} outcomes published and received; {where}")
@@ -174,7 +182,7 @@ async def _demo(game: str, rounds: int, broker_url: str | None, seed: int, pace:
         say(f"[demo] stopped by {signal.Signals(fleet.signal).name}: stopping the simulator, "
             "the daemon and the broker")
         return 128 + fleet.signal
-    except FleetError as exc:
+    except (FleetError, AccessError) as exc:
         raise DemoError(str(exc)) from None
     except aiomqtt.MqttError as exc:
         raise DemoError(f"cannot reach the broker at {broker_url}: {exc}") from None
@@ -227,32 +235,46 @@ RECIPES: dict[str, TableRecipe] = {
 
 def write_table_config(path: Path, site: str, table: str, game: str, broker_url: str,
                        device: dict[str, Any], rules: dict[str, Any], journal: Path,
-                       key_file: Path | None, *, metrics_interval: float = 2.0) -> Path:
+                       key_file: Path | None, *, metrics_interval: float = 2.0,
+                       access: BrokerAccess | None = None) -> Path:
     """One table's config; with ``key_file``, commands on and the ``[console]`` the dealer
-    console of the demos reads (the name it signs with)."""
+    console of the demos reads (the name it signs with); with ``access``, the daemon's and the
+    console's own broker identities (each a user and a password file)."""
     def value(v: Any) -> str:
         return ("true" if v else "false") if isinstance(v, bool) else json.dumps(v)
+
+    def identity(user: str) -> list[str]:
+        if access is None:
+            return []
+        return [f'username = "{user}"',
+                f"password_file = {json.dumps(str(access.password_file(user)))}"]
 
     lines = ["[table]", f'site = "{site}"', f'id = "{table}"', f'game = "{game}"', "",
              "[rules]", *(f"{k} = {value(v)}" for k, v in rules.items()), "",
              "[[devices]]", *(f"{k} = {value(v)}" for k, v in device.items()), "",
-             "[mqtt]", f'url = "{broker_url}"', f"metrics_interval = {metrics_interval}", "",
+             "[mqtt]", f'url = "{broker_url}"', f"metrics_interval = {metrics_interval}",
+             *identity(daemon_user(table)), "",
              "[journal]", f"path = {json.dumps(str(journal))}", "",
              "[log]", 'format = "json"']
     if key_file is not None:
         lines += ["", "[commands]", "enabled = true",
                   f"hmac_key_file = {json.dumps(str(key_file))}",
-                  "", "[console]", f'id = "console-{table}"']
+                  "", "[console]", f'id = "console-{table}"', *identity(console_user(table))]
+    # FETCH KEY (issue 27, the fetch protocol): at integration, a shared fetch.key (made by
+    # tabled.tools.console.keygen, as the console's key) is wired here as
+    # [fetch] hmac_key_file, and in the pit's config as [reconcile] hmac_key_file.
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 async def _watch(address: BrokerAddress, base: str, recipe: TableRecipe, rounds: int, seed: int,
                  daemon: subprocess.Popen[Any], say: Any, sim: subprocess.Popen[str],
-                 config: Path, bets: BetsShown) -> int:
+                 config: Path, bets: BetsShown, watcher: tuple[str, str] | None) -> int:
     seen = 0
+    user, password = watcher or (None, None)
     async with contextlib.AsyncExitStack() as stack:
-        client = await stack.enter_async_context(aiomqtt.Client(address.host, address.port))
+        client = await stack.enter_async_context(aiomqtt.Client(
+            address.host, address.port, username=user, password=password))
         await client.subscribe(f"{base}/#", qos=1)
         if recipe.console:  # the dealer console, on its own connection, as at a table
             console = await stack.enter_async_context(

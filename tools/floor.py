@@ -1,7 +1,8 @@
 """``tabled floor``: a simulated casino floor on one machine, until interrupted — the README's
 main job (``make demo``).
 
-Owns the orchestration of a floor: a private Mosquitto (or ``--broker``), two tables of each game
+Owns the orchestration of a floor: a private Mosquitto (or ``--broker``) on which each client has
+its own identity (:mod:`tabled.tools.broker_access`), two tables of each game
 (``--per-game``) — baccarat with card-reading shoes, craps with dice sensors on the simulated
 USB bus, Q Poker with shuffler-dealers and the dealer console playing the decisions and the
 reveal through :mod:`tabled.tools.console` — each a real ``tabled-sim`` and a real ``tabled run``,
@@ -12,8 +13,10 @@ The devices play at a *demo pace*: ``--pace`` seconds per round at each table (d
 table takes 30 to 90 s), and each table meets one kind of fault now and then (:data:`FAULTS`),
 chosen to raise the pit's alerts: a shoe unplugged for a few seconds, an unreadable card and a
 dirty sensor, a cocked die, a sensor unplugged from the USB bus, a shuffler jam, a door opened
-mid-deal. Every process and the temporary work directory go when the floor stops, however it
-stops (:mod:`tabled.tools.procs`).
+mid-deal. The pit starts first; a part that dies is started again (:func:`_supervise`), and a
+received message the floor cannot print is shown as malformed: the floor stops only when told to.
+Every process and the temporary work directory go when the floor stops, however it stops
+(:mod:`tabled.tools.procs`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import aiomqtt
 from tabled.contract.faults import SHUFFLER_FAILURES
 from tabled.daemon.broker import free_port
 from tabled.daemon.mqtt import BrokerAddress
+from tabled.tools.broker_access import PIT, WATCHER, AccessError, BrokerAccess
 from tabled.tools.console import AutoDealer, ConsoleError, TableConsole, keygen, load_target
 from tabled.tools.demo import DemoError, first_line, tail, write_table_config
 from tabled.tools.procs import Fleet, FleetError, python, say_safely
@@ -63,6 +67,11 @@ def script_length(game: str, seconds_each: float) -> int:
     return max(low, min(high, int(SCRIPT_HOURS * 3600 / seconds_each)))
 #: The first fault at each table comes after about this many rounds, then every FAULT_EVERY.
 FIRST_FAULT, FAULT_EVERY = 3, 30
+#: Seconds before a part of the floor that died is started again; doubled each time it dies
+#: again within RESTART_STABLE seconds of its start, up to RESTART_MAX.
+RESTART_DELAY, RESTART_STABLE, RESTART_MAX = 3.0, 30.0, 60.0
+#: How long the pit has to subscribe at the broker before the tables start, seconds.
+T_PIT_START = 30.0
 
 
 @dataclass(frozen=True)
@@ -135,8 +144,35 @@ class Table:
     last_outcome_at: float = 0.0
 
 
+@dataclass
+class Part:
+    """A process of the floor that is started again when it dies: its name, how to start it
+    (``start`` also records the new process where the floor keeps it), its log, and the
+    delay before its next start."""
+
+    name: str
+    start: Callable[[], subprocess.Popen[Any]]
+    log: Path
+    proc: subprocess.Popen[Any] | None = None
+    started_at: float = 0.0
+    delay: float = RESTART_DELAY
+    restarts: int = 0
+
+    def launch(self) -> None:
+        self.proc = self.start()
+        self.started_at = time.monotonic()
+
+
+class Malformed(ValueError):
+    """A received message the floor cannot print: the reason, for a person."""
+
+
 def _port_free(port: int) -> bool:
+    """Whether the pit could listen on ``port``: bound as uvicorn binds it (SO_REUSEADDR), so
+    a port whose last server left connections in TIME_WAIT (the floor of a minute ago) is
+    free, and one a server listens on is not."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
@@ -176,26 +212,46 @@ async def _floor(broker_url: str | None, pace: float, per_game: int, web_port: i
     work = fleet.dir
     tables = [Table(game, f"{game.short}-{i + 1}", i, work / f"{game.short}-{i + 1}")
               for game in GAMES for i in range(per_game)]
+    shown = Shown()
+    parts: list[Part] = []
     try:
         own_broker = broker_url is None
-        if broker_url is None:
-            broker_url = fleet.start_broker()
-        port = web_port or (DEFAULT_WEB_PORT if _port_free(DEFAULT_WEB_PORT) else free_port())
+        access: BrokerAccess | None = None
+        if broker_url is None:  # each client with its own identity, as on a floor
+            access = BrokerAccess()
+            for table in tables:
+                access.add_table(SITE, table.name, console=table.game.name == "qpoker")
+            access.write(work / "broker", work / "secrets")
+            broker_url = fleet.start_broker(access.config_lines(work / "broker"),
+                                            allow_anonymous=False)
+            broker_argv = fleet.broker_argv
+            assert broker_argv is not None
+            parts.append(Part("mosquitto", lambda: fleet.spawn(
+                "mosquitto", broker_argv, log=work / "broker" / "mosquitto.log"),
+                work / "broker" / "mosquitto.log", fleet.children[-1][1], time.monotonic()))
         if web_port is not None and not _port_free(web_port):
             raise DemoError(f"--web-port {web_port} is taken")
-        for table in tables:
-            _start_device(fleet, table, pace, faults, seed)
-        for table in tables:
-            await _connect_daemon(fleet, table, broker_url, pace)
+        port = web_port or (DEFAULT_WEB_PORT if _port_free(DEFAULT_WEB_PORT) else free_port())
+        # the pit first: its subscriptions exist before any table says a word
         users = _users()
-        pit_config = _write_pit_config(work, broker_url, port, users, pace)
-        pit = fleet.spawn("pit", python("tabled.tools.cli", "pit", "--config", str(pit_config)),
-                          log=work / "pit.log")
+        pit_config = _write_pit_config(work, broker_url, port, users, pace, access)
+        pit = Part("pit", lambda: fleet.spawn(
+            "pit", python("tabled.tools.cli", "pit", "--config", str(pit_config)),
+            log=work / "pit.log"), work / "pit.log")
+        logged = pit.log.stat().st_size if pit.log.exists() else 0  # (a kept work dir's)
+        pit.launch()
+        parts.append(pit)
+        await _pit_listening(pit, logged)
+        for table in tables:
+            parts.append(_device_part(fleet, table, pace, faults, seed))
+        for table in tables:
+            parts.append(await _connect_daemon(fleet, table, broker_url, pace, access))
         _banner(say, work, fleet.keep, broker_url, own_broker, tables, pace, port, users,
-                pit_config)
+                pit_config, access)
         async with asyncio.timeout(duration):
             try:
-                await _run(fleet, tables, broker_url, pace, seed, port, pit, say)
+                await _run(fleet, tables, parts, broker_url, pace, seed, port, pit, say,
+                           shown, access)
             except BaseExceptionGroup as group:  # a part of the floor failed: say which
                 raise _first(group) from None
         return 0
@@ -208,13 +264,15 @@ async def _floor(broker_url: str | None, pace: float, per_game: int, web_port: i
         say(f"[floor] stopped by {signal.Signals(fleet.signal).name}: stopping the tables, the "
             "devices, the pit and the broker")
         return 0 if fleet.signal == signal.SIGINT else 128 + fleet.signal
-    except FleetError as exc:
+    except (FleetError, AccessError) as exc:
         raise DemoError(str(exc)) from None
     except aiomqtt.MqttError as exc:
         raise DemoError(f"cannot reach the broker at {broker_url}: {exc}") from None
     except ConsoleError as exc:
         raise DemoError(f"the dealer console: {exc}") from None
     finally:
+        if shown.malformed:
+            say(f"[floor] {shown.malformed} malformed message(s) shown and skipped")
         # the daemons first: each says "offline (shutdown)" while the broker and the pit listen
         fleet.stop([t.daemon for t in tables if t.daemon is not None])
         fleet.close()
@@ -233,7 +291,34 @@ def _first(group: BaseExceptionGroup[Any]) -> BaseException:
     return asyncio.CancelledError()
 
 
-def _start_device(fleet: Fleet, table: Table, pace: float, faults: bool, seed: int) -> None:
+async def _pit_listening(pit: Part, logged: int) -> None:
+    """Until the pit has subscribed at the broker (its ``broker_connected`` log line, after
+    the first ``logged`` bytes of its log); a pit that exits or does not connect in time stops
+    the floor: it is what the floor shows."""
+    deadline = time.monotonic() + T_PIT_START
+    while time.monotonic() < deadline:
+        assert pit.proc is not None
+        if pit.proc.poll() is not None:
+            raise DemoError(f"the pit could not start (exit {pit.proc.returncode}): "
+                            f"{tail(pit.log, 2500)}")
+        if b'"broker_connected"' in _log_after(pit.log, logged):
+            return
+        await asyncio.sleep(0.1)
+    raise DemoError(f"the pit did not reach the broker within {T_PIT_START:g} s: "
+                    f"{tail(pit.log, 2500)}")
+
+
+def _log_after(path: Path, offset: int) -> bytes:
+    """What a log holds after its first ``offset`` bytes (nothing, when it cannot be read)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read()
+    except OSError:
+        return b""
+
+
+def _device_part(fleet: Fleet, table: Table, pace: float, faults: bool, seed: int) -> Part:
     table.dir.mkdir(parents=True, exist_ok=True)
     game, index = table.game, table.index
     device_pace = f"{game.device_pace(pace):.3f}"
@@ -256,12 +341,21 @@ def _start_device(fleet: Fleet, table: Table, pace: float, faults: bool, seed: i
         horizon = rounds
     if faults:
         args += fault_args(game.name, index, min(horizon, FAULT_ROUNDS), seed)
-    table.sim = fleet.spawn(f"{table.name} simulator", python("tabled.simulators.cli", *args),
-                            log=table.dir / "simulator.log", stdout=subprocess.PIPE,
-                            stdin=subprocess.PIPE)
+    name, log = f"{table.name} simulator", table.dir / "simulator.log"
+
+    def start() -> subprocess.Popen[Any]:
+        # the same device at the same path: the daemon finds it again there
+        table.sim = fleet.spawn(name, python("tabled.simulators.cli", *args), log=log,
+                                stdout=subprocess.PIPE, stdin=subprocess.PIPE)
+        return table.sim
+
+    part = Part(name, start, log)
+    part.launch()
+    return part
 
 
-async def _connect_daemon(fleet: Fleet, table: Table, broker_url: str, pace: float) -> None:
+async def _connect_daemon(fleet: Fleet, table: Table, broker_url: str, pace: float,
+                          access: BrokerAccess | None) -> Part:
     assert table.sim is not None
     log = table.dir / "simulator.log"
     url = await first_line(table.sim, log)
@@ -270,13 +364,20 @@ async def _connect_daemon(fleet: Fleet, table: Table, broker_url: str, pace: flo
     device: dict[str, Any] = {"id": f"{table.game.family}-1", "family": table.game.family,
                               "url": url, "reconnect_min": 0.2, "reconnect_max": 2.0}
     key_file = keygen(table.dir / "console.key") if table.game.name == "qpoker" else None
-    table.config = write_table_config(
+    config = table.config = write_table_config(
         table.dir / "tabled.toml", SITE, table.name, table.game.name, broker_url, device,
         table.game.rules, table.dir / "journal.sqlite", key_file,
-        metrics_interval=min(5.0, max(1.0, pace)))
-    table.daemon = fleet.spawn(f"{table.name} daemon",
-                               python("tabled.tools.cli", "run", "-c", str(table.config)),
-                               log=table.dir / "daemon.log")
+        metrics_interval=min(5.0, max(1.0, pace)), access=access)
+    name, daemon_log = f"{table.name} daemon", table.dir / "daemon.log"
+
+    def start() -> subprocess.Popen[Any]:
+        table.daemon = fleet.spawn(name, python("tabled.tools.cli", "run", "-c", str(config)),
+                                   log=daemon_log)
+        return table.daemon
+
+    part = Part(name, start, daemon_log)
+    part.launch()
+    return part
 
 
 def _users() -> dict[str, tuple[str, str]]:
@@ -286,15 +387,18 @@ def _users() -> dict[str, tuple[str, str]]:
 
 
 def _write_pit_config(work: Path, broker_url: str, port: int,
-                      users: dict[str, tuple[str, str]], pace: float) -> Path:
+                      users: dict[str, tuple[str, str]], pace: float,
+                      access: BrokerAccess | None) -> Path:
     from tabled.pit.auth import hash_password
 
     secret = work / "pit-session.secret"
     fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write(secrets.token_hex(32) + "\n")
+    identity = [] if access is None else [
+        f'username = "{PIT}"', f"password_file = {json.dumps(str(access.password_file(PIT)))}"]
     lines = ["[pit]", 'id = "floor-demo"', "", "[mqtt]", f'url = "{broker_url}"',
-             'client_id = "tabled-pit-floor-demo"', f'sites = ["{SITE}"]',
+             'client_id = "tabled-pit-floor-demo"', f'sites = ["{SITE}"]', *identity,
              # a fresh floor each run: no session left at the broker for the next one
              "persistent_session = false", "",
              "[store]", f"sqlite = {json.dumps(str(work / 'pit.sqlite'))}", "",
@@ -302,6 +406,9 @@ def _write_pit_config(work: Path, broker_url: str, port: int,
              "[web]", 'host = "127.0.0.1"', f"port = {port}",
              f"session_secret_file = {json.dumps(str(secret))}", "",
              "[log]", 'format = "json"']
+    # FETCH KEY (issue 27, the fetch protocol): at integration, the shared fetch.key of the
+    # tables' [fetch] hmac_key_file (tools/demo.py write_table_config) is wired here as
+    # [reconcile] hmac_key_file.
     for name, (role, password) in users.items():
         lines += ["", "[[users]]", f'name = "{name}"', f'role = "{role}"',
                   f'password_hash = "{hash_password(password)}"']
@@ -312,7 +419,8 @@ def _write_pit_config(work: Path, broker_url: str, port: int,
 
 def _banner(say: Callable[[str], None], work: Path, keep: bool, broker_url: str,
             own_broker: bool, tables: list[Table], pace: float, port: int,
-            users: dict[str, tuple[str, str]], pit_config: Path) -> None:
+            users: dict[str, tuple[str, str]], pit_config: Path,
+            access: BrokerAccess | None) -> None:
     address = BrokerAddress.parse(broker_url)
     by_game: dict[str, list[str]] = {}
     for table in tables:
@@ -320,12 +428,15 @@ def _banner(say: Callable[[str], None], work: Path, keep: bool, broker_url: str,
     qpoker = next(t for t in tables if t.game.name == "qpoker")
     say(f"tabled floor: {len(tables)} simulated tables, their daemons, a broker and the pit "
         f"(work dir {work}{'' if keep else ', removed at exit'})")
-    say(f"  broker   {broker_url}{' (a private Mosquitto)' if own_broker else ''}; watch it: "
-        f"mosquitto_sub -h {address.host} -p {address.port} -v -t 'tabled/#'")
+    login = "" if access is None else f"-u {WATCHER} -P {access.passwords[WATCHER]} "
+    private = " (a private Mosquitto: each table, console and the pit its own identity)"
+    say(f"  broker   {broker_url}{private if own_broker else ''}")
+    say(f"           watch it: mosquitto_sub -h {address.host} -p {address.port} {login}-v "
+        f"-t 'tabled/#'" + ("" if access is None else " (a read-only watcher)"))
     for game in GAMES:
         say(f"  {game.name:<8} {' '.join(by_game[game.name])}: {game.describes}")
     say(f"  pace     a round every ~{pace:g} s at each table (a real table: 30 to 90 s); "
-        "a fault at each table now and then")
+        "a fault at each table now and then; a table that dies is started again")
     say(f"  pit      the floor page: http://127.0.0.1:{port}/")
     say("           sign in: " + " · ".join(f"{name} / {password} ({role})"
                                           for name, (role, password) in users.items()))
@@ -335,16 +446,21 @@ def _banner(say: Callable[[str], None], work: Path, keep: bool, broker_url: str,
     say("Ctrl-C stops everything.")
 
 
-async def _run(fleet: Fleet, tables: list[Table], broker_url: str, pace: float, seed: int,
-               port: int, pit: subprocess.Popen[Any], say: Callable[[str], None]) -> None:
+@dataclass
+class Shown:
+    """What the floor counted of the messages it printed."""
+
+    malformed: int = 0
+
+
+async def _run(fleet: Fleet, tables: list[Table], parts: list[Part], broker_url: str,
+               pace: float, seed: int, port: int, pit: Part, say: Callable[[str], None],
+               shown: Shown, access: BrokerAccess | None) -> None:
     address = BrokerAddress.parse(broker_url)
     by_name = {t.name: t for t in tables}
     width = max(len(t.name) for t in tables)
+    user, password = (None, None) if access is None else (WATCHER, access.passwords[WATCHER])
     async with contextlib.AsyncExitStack() as stack, asyncio.TaskGroup() as group:
-        client = await stack.enter_async_context(
-            aiomqtt.Client(address.host, address.port, identifier=f"tabled-floor-{os.getpid()}"))
-        for topic in ("+/outcome", "+/fault", "+/status", "pit/alert"):
-            await client.subscribe(f"tabled/{SITE}/{topic}", qos=1)
         for table in tables:
             if table.game.name != "qpoker":
                 continue
@@ -354,46 +470,102 @@ async def _run(fleet: Fleet, tables: list[Table], broker_url: str, pace: float, 
             dealer = AutoDealer(console, seed=seed * 100 + table.index, think=pace / 12,
                                 said=_prefixed(say, f"[console] {table.name}: "))
             group.create_task(dealer.run(), name=f"dealer {table.name}")
-        group.create_task(_watch_children(fleet), name="children")
+        group.create_task(_supervise(fleet, parts, say, group), name="children")
         group.create_task(_unstall([t for t in tables if t.game.name == "qpoker"],
                                    max(30.0, 10 * pace), say), name="unstall")
         group.create_task(_web_page(port, pit, say), name="web")
-        async for message in client.messages:
-            parts = str(message.topic).split("/")
-            raw = message.payload
+        connected = False
+        while True:  # the broker may be started again: so is this connection
             try:
-                body = json.loads(raw if isinstance(raw, (bytes, str)) else b"")
-            except ValueError:
-                continue
-            if not isinstance(body, dict) or len(parts) < 4:
-                continue
-            name, kind = parts[2], parts[3]
-            if name == "pit":
-                say(f"[alert] {body.get('severity'):<8} {body.get('table')}: "
-                    f"{body.get('message')} ({body.get('state')})")
-                continue
-            found = by_name.get(name)
-            if found is None:
-                continue
-            table = found
-            if kind == "outcome":
-                table.outcomes += 1
-                table.last_outcome_at = time.monotonic()
-                lines = describe(body).splitlines()
-                say(f"{name:<{width}}  {lines[0]}")
-                if table.game.name == "qpoker" and body.get("round", 0) > table.dealt_after:
-                    # once per round (a QoS 1 re-delivery must not deal twice): the dealer
-                    # clears the table and presses "deal" on the machine
-                    table.dealt_after = int(body["round"])
-                    group.create_task(_deal(table, pace / 5))
-            elif kind == "fault":
-                what = body.get("code") or body.get("type")
-                detail = body.get("detail") or body.get("reason") or body.get("message") or ""
-                say(f"{name:<{width}}  [fault] {what}: {detail}")
-                if table.game.name == "qpoker" and what in SHUFFLER_FAILURES:
-                    group.create_task(_after_halt(table, 2 * pace + 2, say))
-            elif kind == "status" and body.get("state") in ("online", "offline"):
-                say(f"{name:<{width}}  [{body['state']}] {body.get('reason') or ''}".rstrip())
+                async with aiomqtt.Client(address.host, address.port, username=user,
+                                          password=password,
+                                          identifier=f"tabled-floor-{os.getpid()}") as client:
+                    for topic in ("+/outcome", "+/fault", "+/status", "pit/alert"):
+                        await client.subscribe(f"tabled/{SITE}/{topic}", qos=1)
+                    if connected:
+                        say("[floor] connected to the broker again")
+                    connected = True
+                    async for message in client.messages:
+                        topic, raw = str(message.topic), message.payload
+                        try:
+                            _show(topic, raw, by_name, width, pace, say, group)
+                        except Exception as exc:  # any message it cannot print: shown, never fatal
+                            shown.malformed += 1
+                            say(f"[floor] malformed message on {topic} ({_reason(exc)}); "
+                                f"skipped ({shown.malformed} so far)")
+            except aiomqtt.MqttError as exc:
+                if not connected:
+                    raise
+                say(f"[floor] lost the broker ({exc}); connecting again")
+                await asyncio.sleep(1.0)
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, Malformed):
+        return str(exc)
+    if isinstance(exc, KeyError):
+        return f"no {exc.args[0]!r}" if exc.args else "a field is missing"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _text(body: dict[str, Any], key: str) -> str:
+    value = body.get(key)
+    if not isinstance(value, str):
+        raise Malformed(f"{key!r} is {'missing' if value is None else type(value).__name__}, "
+                        "not text")
+    return value
+
+
+def _show(topic: str, raw: Any, by_name: dict[str, Table], width: int, pace: float,
+          say: Callable[[str], None], group: asyncio.TaskGroup) -> None:
+    """Print one received message (and act on it); Malformed (or any error) when it is not
+    what its topic promises."""
+    parts = topic.split("/")
+    if len(parts) < 4:
+        return
+    try:
+        body = json.loads(raw if isinstance(raw, (bytes, bytearray, str)) else b"")
+    except ValueError:
+        raise Malformed("not JSON") from None
+    if not isinstance(body, dict):
+        raise Malformed(f"a JSON {type(body).__name__}, not an object")
+    name, kind = parts[2], parts[3]
+    if name == "pit":
+        severity, table_name = _text(body, "severity"), _text(body, "table")
+        text, now = _text(body, "message"), _text(body, "state")
+        say(f"[alert] {severity:<8} {table_name}: {text} ({now})")
+        return
+    table = by_name.get(name)
+    if table is None:
+        return
+    if kind == "outcome":
+        number = body.get("round")
+        if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+            raise Malformed(f"round {number!r} is not a round number")
+        if body.get("game") != table.game.name:
+            raise Malformed(f"game {body.get('game')!r} is not {table.name}'s")
+        lines = describe(body).splitlines()
+        say(f"{name:<{width}}  {lines[0]}")
+        table.outcomes += 1
+        table.last_outcome_at = time.monotonic()
+        if table.game.name == "qpoker" and number > table.dealt_after:
+            # once per round (a QoS 1 re-delivery must not deal twice): the dealer clears the
+            # table and presses "deal" on the machine
+            table.dealt_after = number
+            group.create_task(_deal(table, pace / 5))
+    elif kind == "fault":
+        what = body.get("code") or body.get("type")
+        if not isinstance(what, str):
+            raise Malformed("a fault without a code")
+        detail = body.get("detail") or body.get("reason") or body.get("message") or ""
+        say(f"{name:<{width}}  [fault] {what}: {detail}")
+        if table.game.name == "qpoker" and what in SHUFFLER_FAILURES:
+            group.create_task(_after_halt(table, 2 * pace + 2, say))
+    elif kind == "status":
+        state, said = body.get("state"), body.get("reason")
+        if isinstance(state, str) and state in ("online", "offline"):
+            why = said if isinstance(said, str) else ""
+            say(f"{name:<{width}}  [{state}] {why}".rstrip())
 
 
 def _prefixed(say: Callable[[str], None], prefix: str) -> Callable[[str], None]:
@@ -434,23 +606,55 @@ async def _unstall(tables: list[Table], after: float, say: Callable[[str], None]
                 await _deal(table, 0)
 
 
-async def _watch_children(fleet: Fleet) -> None:
-    """A part of the floor that ends by itself is a fault of the demo: say which and why."""
+async def _supervise(fleet: Fleet, parts: list[Part], say: Callable[[str], None],
+                    group: asyncio.TaskGroup) -> None:
+    """A part of the floor that ends by itself (a daemon killed, a simulator crashed) is said,
+    with the end of its log, and started again after RESTART_DELAY seconds, twice as long each
+    time it dies again within RESTART_STABLE seconds of its start (at most RESTART_MAX): the
+    pit shows the table offline, alerted, then back, while the rest of the floor plays on."""
     while True:
-        await asyncio.sleep(1.0)
-        for name, code in fleet.exited():
-            log = {"pit": fleet.dir / "pit.log", "mosquitto": fleet.dir / "broker" /
-                   "mosquitto.log"}.get(name)
-            if log is None:
-                table, _, part = name.partition(" ")
-                log = fleet.dir / table / f"{part}.log"
-            raise DemoError(f"{name} exited with {code}: {tail(log, 2500)}")
+        await asyncio.sleep(0.5)
+        for part in parts:
+            proc = part.proc
+            if proc is None or proc.poll() is None:
+                continue
+            code = proc.returncode
+            fleet.reap(proc)
+            part.proc = None
+            ran = time.monotonic() - part.started_at
+            part.delay = (RESTART_DELAY if part.restarts == 0 or ran >= RESTART_STABLE
+                          else min(RESTART_MAX, part.delay * 2))
+            how = f"exited with {code}"
+            if code < 0:
+                with contextlib.suppress(ValueError):
+                    how = f"killed by {signal.Signals(-code).name}"
+            last = tail(part.log, 300).strip().splitlines()
+            said = f"; its log ends: {last[-1][:200]}" if last and code >= 0 else ""
+            say(f"[floor] {part.name} {how} after {ran:.0f} s{said}: starting it again in "
+                f"{part.delay:g} s")
+            group.create_task(_restart(part, say), name=f"restart {part.name}")
 
 
-async def _web_page(port: int, pit: subprocess.Popen[Any], say: Callable[[str], None]) -> None:
+async def _restart(part: Part, say: Callable[[str], None]) -> None:
+    await asyncio.sleep(part.delay)
+    try:
+        part.launch()
+    except FleetError as exc:  # could not even start: tried again after the next delay
+        say(f"[floor] {exc}")
+        part.started_at = time.monotonic()
+        part.proc = None
+        part.restarts += 1
+        part.delay = min(RESTART_MAX, part.delay * 2)
+        await _restart(part, say)
+        return
+    part.restarts += 1
+    say(f"[floor] {part.name} started again (restart {part.restarts})")
+
+
+async def _web_page(port: int, pit: Part, say: Callable[[str], None]) -> None:
     """Say once whether the pit serves its page."""
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and pit.poll() is None:
+    while time.monotonic() < deadline and pit.proc is not None and pit.proc.poll() is None:
         if await asyncio.to_thread(_serving, port):
             say(f"[floor] the pit serves the floor page: http://127.0.0.1:{port}/")
             return

@@ -63,6 +63,8 @@ class Fleet:
         #: The signal that stopped the demo, if one did.
         self.signal: int | None = None
         self._closed = False
+        #: How the private broker was started (to start it again on the same port).
+        self.broker_argv: list[str] | None = None
         self._reaper: subprocess.Popen[str] | None = subprocess.Popen(
             python("tabled.tools.reaper"), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
             text=True, start_new_session=True)
@@ -85,12 +87,15 @@ class Fleet:
         self._tell(f"group {proc.pid} {start_time(proc.pid)}")
         return proc
 
-    def start_broker(self) -> str:
-        """A private Mosquitto on a free loopback port (its files in ``broker/``); its URL."""
-        broker = Mosquitto(workdir=self.dir / "broker")
+    def start_broker(self, extra_config: Iterable[str] = (), *,
+                     allow_anonymous: bool = True) -> str:
+        """A private Mosquitto on a free loopback port (its files in ``broker/``); its URL.
+        ``extra_config``: its password and ACL files (:mod:`tabled.tools.broker_access`)."""
+        broker = Mosquitto(workdir=self.dir / "broker", extra_config=extra_config,
+                           allow_anonymous=allow_anonymous)
         conf = broker.write_config()
-        proc = self.spawn("mosquitto", [find_mosquitto(), "-c", str(conf)],
-                          log=broker.log_path)
+        self.broker_argv = [find_mosquitto(), "-c", str(conf)]
+        proc = self.spawn("mosquitto", self.broker_argv, log=broker.log_path)
         deadline = time.monotonic() + T_BROKER
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -123,6 +128,15 @@ class Fleet:
                         stream.close()
             self._tell(f"forget {proc.pid}")
         self.children = [(n, p) for n, p in self.children if p not in procs]
+
+    def reap(self, proc: subprocess.Popen[Any]) -> None:
+        """Forget a child that ended by itself (it is to be started again, or not)."""
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self._tell(f"forget {proc.pid}")
+        self.children = [(n, p) for n, p in self.children if p is not proc]
 
     def exited(self) -> list[tuple[str, int]]:
         """Children that ended by themselves: (name, status)."""

@@ -16,6 +16,7 @@ pseudo-terminal — with a key that ``tabled console keygen`` made.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import pty
@@ -33,6 +34,7 @@ import pytest
 from tabled.daemon.broker import Mosquitto
 from tests.integration.harness import Daemon, Simulator, Subscriber, write_config
 from tests.integration.tls import example_acl, password_file, secret_file
+from tests.waiting import until
 
 BASE = "tabled/lab/t1"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -320,3 +322,45 @@ def test_check_config_warns_when_a_qpoker_table_cannot_take_commands(
     assert ("warning" in proc.stderr) == warned
     if warned:
         assert "qpoker.art11.1" in proc.stderr and "enabled = true" in proc.stderr
+
+
+async def test_a_command_for_a_table_that_is_down_is_not_sent_and_says_so(
+        tmp_path: Path, broker: Mosquitto) -> None:
+    """The daemon killed (its last will: the retained status says offline): a command is not
+    sent (the broker would not keep it for the daemon, so it would be lost without a word), the
+    console says so and exits 1; once the daemon is back, commands go again."""
+    sim, daemon, config = table(tmp_path, broker, "--seed", "5", "--rounds", "2",
+                                "--seats", "1,3")
+
+    def state() -> object:
+        said = [p for t, p, _ in sub.messages if t == f"{BASE}/status"]
+        return said[-1].get("state") if said else None
+
+    try:
+        async with Subscriber("127.0.0.1", broker.port, f"{BASE}/#") as sub:
+            daemon.start()
+            await dealt(sub)
+            daemon.kill9()
+            async with asyncio.timeout(20):
+                await until(lambda: state() == "offline")
+            down = tabled("console", "--config", str(config), "reveal", "--round", "1")
+            await asyncio.sleep(0.5)  # a command sent would have reached the subscriber by now
+            sent_while_down = sub.on("/cmd/reveal")
+            daemon.start()
+            async with asyncio.timeout(30):
+                await until(lambda: state() == "online")
+            back = tabled("console", "--config", str(config), "decision", "--seat", "1",
+                          "--play")
+            async with asyncio.timeout(10):  # sent, this time
+                await until(lambda: bool(sub.on("/cmd/decision")))
+    finally:
+        sim.stop()
+        assert daemon.stop() == 0
+    assert down.returncode == 1, down.stdout + down.stderr
+    assert down.stdout.strip().startswith("reveal: table offline (")
+    assert "not sent, not queued" in down.stdout
+    assert sent_while_down == []
+    # back online: the command is sent and answered (whatever the rules make of it)
+    assert "offline" not in back.stdout, back.stdout
+    assert back.stdout.startswith("seat 1 play: "), back.stdout
+    assert "no reply" not in back.stdout, back.stdout
