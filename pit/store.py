@@ -105,6 +105,16 @@ class StoredMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class Holdings:
+    """What the record holds of one stream (:meth:`Store.holes`): ``high`` the highest number
+    recorded (-1: none), ``holes`` the missing runs below it as ``(first, last)``, lowest first
+    (the numbers below the lowest recorded one included, from 0)."""
+
+    high: int
+    holes: list[tuple[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
 class RecalledRound:
     """One round for game recall: its outcome and every event the table published for it."""
 
@@ -233,6 +243,12 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def missing(self, site: str, table: str, stream: str, first: int,
                       last: int) -> list[int]: ...
+
+    @abc.abstractmethod
+    async def holes(self, site: str, table: str, stream: str,
+                    limit: int = 10_000) -> Holdings:
+        """What the record holds of one numbered stream: its highest number and the runs of
+        numbers missing below it (from 0), at most ``limit`` of them, lowest first."""
 
     @abc.abstractmethod
     async def high_water(self) -> dict[tuple[str, str, str], int]: ...
@@ -571,6 +587,27 @@ class SqlStore(Store):
             return [n for n in range(first, last + 1) if n not in have]
 
         return await self._run("missing", body, write=False)
+
+    async def holes(self, site: str, table: str, stream: str,
+                    limit: int = 10_000) -> Holdings:
+        """One pass over the stream's numbers in the index ``messages_seq``, each compared with
+        the one before it (``LAG``; the one before the first is -1): a step of more than one is
+        a hole. Nothing is enumerated here, however long the stream."""
+
+        async def body(tx: Tx) -> Holdings:
+            rows = await tx.fetchall(
+                "SELECT prev + 1, table_seq - 1 FROM (SELECT table_seq, LAG(table_seq, 1, -1) "
+                "OVER (ORDER BY table_seq) AS prev FROM messages WHERE site = ? AND "
+                "table_id = ? AND topic = ? AND table_seq IS NOT NULL) AS numbered "
+                "WHERE table_seq > prev + 1 ORDER BY table_seq LIMIT ?",
+                (site, table, stream, limit))
+            top = await tx.fetchone(
+                "SELECT MAX(table_seq) FROM messages WHERE site = ? AND table_id = ? AND "
+                "topic = ? AND table_seq IS NOT NULL", (site, table, stream))
+            high = int(top[0]) if top is not None and top[0] is not None else -1
+            return Holdings(high, [(int(a), int(b)) for a, b in rows])
+
+        return await self._run("holes", body, write=False)
 
     async def high_water(self) -> dict[tuple[str, str, str], int]:
         async def body(tx: Tx) -> dict[tuple[str, str, str], int]:
