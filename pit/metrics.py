@@ -79,6 +79,9 @@ class PitMetrics:
                                  registry=r)
         self.gaps = Counter("pit_seq_gaps", "table_seq gaps still open after the grace time",
                             registry=r)
+        self.backfilled = Counter("pit_backfilled_total",
+                                  "Messages a table served from its journal that the record "
+                                  "lacked (reconciliation), by stream", ["stream"], registry=r)
         self.store_seconds = Histogram("pit_store_seconds", "Store operation latency",
                                        ["operation"], buckets=STORE_BUCKETS, registry=r)
         self.store_errors = Counter("pit_store_errors", "Store operations that failed",

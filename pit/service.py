@@ -40,6 +40,7 @@ from tabled.pit.ingest import Ingest, wait_connected
 from tabled.pit.messages import Malformed, Message, parse_message
 from tabled.pit.metrics import PitMetrics
 from tabled.pit.model import ChangeFeed, Floor
+from tabled.pit.reconcile import Reconciler
 from tabled.pit.store import Alert, AlertChange, AuditEntry, Recorded, Store, StoreError
 from tabled.pit.watch import IntegrityWatch
 
@@ -116,6 +117,14 @@ class PitService:
         self.watch = IntegrityWatch(config.integrity, self.engine, self.floor, self.store)
         self.ingest = Ingest(config.mqtt, client_id=config.client_id,
                              on_message=self.received_batch, on_connect=self._connected)
+        #: fetches what the record lacks from the tables (``[reconcile]``; None: off)
+        self.reconciler: Reconciler | None = None
+        if config.reconcile.enabled:
+            self.reconciler = Reconciler(
+                config.reconcile, config.mqtt, config.pit.id, self.store, self.engine,
+                self.floor, self.ingest.publish, self.ingest.connected.is_set)
+            self.engine.on_gap = self.reconciler.gap
+            self.ingest.extra_subscriptions = self.reconciler.subscriptions()
         self.store_failure: str | None = None
         self.handler_errors = 0
         self._stop = asyncio.Event()
@@ -143,6 +152,8 @@ class PitService:
         recent = await self.store.audit(limit=1)
         self._audit_cursor = recent[0].id if recent else 0
         self._record_cursor = await self.store.last_message_id()
+        if self.reconciler is not None:
+            await self.reconciler.start()
         log.info("store_open", store=self.store.description, tables=tables,
                  alerts=len(self.floor.alerts()))
 
@@ -171,6 +182,8 @@ class PitService:
                 ]
                 if cfg.mqtt.share_group:
                     tasks.append(start_part(group, log, "share", self._follow_records))
+                if self.reconciler is not None:
+                    tasks.append(start_part(group, log, "reconcile", self.reconciler.run))
                 web = None
                 if self.web is not None:
                     web = start_part(group, log, "web", self.web.run)
@@ -215,11 +228,35 @@ class PitService:
         """Messages that arrived together (``(topic, payload, retained)``, in arrival order):
         checked, recorded in one transaction, then each applied to the live model, the alert
         rules and the integrity monitors, in arrival order. Never raises (a bug is logged and
-        counted, and costs only its own message)."""
+        counted, and costs only its own message). Fetch replies (:mod:`pit.reconcile`) go
+        to the reconciler, and the messages they serve through the same path, after."""
+        replies: list[tuple[str, bytes]] = []
+        if self.reconciler is not None:
+            live = []
+            for topic, payload, retained in batch:
+                if self.reconciler.is_reply(topic):
+                    replies.append((topic, payload))
+                else:
+                    live.append((topic, payload, retained))
+            batch = live
+        await self._process(batch, backfill=False)
+        for topic, payload in replies:
+            assert self.reconciler is not None
+            served = self.reconciler.reply(topic, payload)
+            if served:
+                await self._process(served, backfill=True)
+
+    async def _process(self, batch: Sequence[tuple[str, bytes, bool]], *,
+                       backfill: bool) -> None:
+        """:meth:`received_batch` for live messages, or for messages a table served from its
+        journal (``backfill``): recorded the same way, judged alone, applied to the live
+        model only when they come after what it has (an old number would confuse it)."""
+        if not batch:
+            return
         messages: list[Message | None] = []
         for topic, payload, retained in batch:
             try:
-                messages.append(await self._parse(topic, payload, retained))
+                messages.append(await self._parse(topic, payload, retained, backfill))
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -246,7 +283,10 @@ class PitService:
                 if message.topic.channel == "metrics":
                     await self._sample(message)
                 else:
-                    await self._recorded(message, next(results))
+                    await self._recorded(message, next(results), backfill)
+                if self.reconciler is not None and message.topic.channel in ("status",
+                                                                             "metrics"):
+                    self.reconciler.announce(message)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -254,7 +294,8 @@ class PitService:
                 log.exception("message_failed", topic=f"{message.site}/{message.table}/"
                               f"{message.stream}", table_seq=message.table_seq)
 
-    async def _parse(self, topic: str, payload: bytes, retained: bool) -> Message | None:
+    async def _parse(self, topic: str, payload: bytes, retained: bool,
+                     backfill: bool = False) -> Message | None:
         """The message checked, or None if malformed (then recorded as such)."""
         now = time.time()
         try:
@@ -267,7 +308,8 @@ class PitService:
             await self._retrying("record_malformed", lambda: self.store.record_malformed(
                 topic, reason, payload, now, self.actor))
             return None
-        self.metrics.received.labels(message.topic.channel).inc()
+        if not backfill:
+            self.metrics.received.labels(message.topic.channel).inc()
         return message
 
     async def _sample(self, message: Message) -> None:
@@ -275,12 +317,16 @@ class PitService:
         self.floor.apply(message)
         await self._retrying("alerts", lambda: self.engine.message(message, None, False))
 
-    async def _recorded(self, message: Message, recorded: Recorded) -> None:
+    async def _recorded(self, message: Message, recorded: Recorded,
+                        backfill: bool = False) -> None:
         """What follows the record of one message: counters, the live model, the alert rules,
-        the integrity monitors."""
+        the integrity monitors (which put each stream in order themselves and see a number
+        once: only a new record feeds them)."""
         channel = message.topic.channel
         if recorded.new:
             self.metrics.recorded.labels(channel).inc()
+            if backfill:
+                self.metrics.backfilled.labels(channel).inc()
         elif recorded.status == "duplicate":
             self.metrics.duplicates.labels(channel).inc()
         else:
@@ -288,7 +334,11 @@ class PitService:
             log.error("seq_conflict", site=message.site, table=message.table,
                       stream=message.stream, table_seq=message.table_seq)
         applied = False
-        if recorded.new:
+        if recorded.new and backfill and message.table_seq is not None and \
+                message.table_seq < self.engine.highest(message.site, message.table,
+                                                        message.stream):
+            pass  # older than what the live model shows: the record has it, the tile not
+        elif recorded.new:
             applied = self.floor.apply(message)
             if recorded.id is not None and self.config.mqtt.share_group:
                 self._applied[recorded.id] = time.monotonic()
@@ -363,6 +413,8 @@ class PitService:
     def _connected(self) -> None:
         self.metrics.broker_connects.inc()
         self._outbox_wake.set()
+        if self.reconciler is not None:
+            self.reconciler.on_connected()
 
     async def _outbox(self) -> None:
         while True:
