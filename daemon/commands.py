@@ -14,8 +14,6 @@ caller. Pure apart from the clock, which is injected.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import time
 from collections import OrderedDict
@@ -24,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from tabled.contract import signing
 from tabled.contract.events import (
     Decision,
     Declare,
@@ -61,15 +60,16 @@ class Command:
     event: Event
 
 
-def canonical(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+#: The canonical form a MAC is computed over (:mod:`tabled.contract.signing`, shared with the
+#: pit's fetch requests).
+canonical = signing.canonical
 
 
 def sign(body: dict[str, Any], key: bytes) -> dict[str, Any]:
-    """``body`` with its ``mac`` (what a dealer console does before publishing)."""
+    """``body`` with its ``mac`` (what a dealer console does before publishing): the MAC of
+    :func:`tabled.contract.signing.sign`."""
     unsigned = {k: v for k, v in body.items() if k != "mac"}
-    mac = hmac.new(key, canonical(unsigned), hashlib.sha256).hexdigest()
-    return {**unsigned, "mac": mac}
+    return {**unsigned, "mac": signing.sign(unsigned, key)}
 
 
 def parse_ts(text: Any) -> float:
@@ -154,13 +154,11 @@ class CommandGate:
         # compare_digest takes ASCII text only; a MAC is hex, so anything else is no MAC.
         if not isinstance(mac, str) or not mac.isascii():
             raise CommandRejected("forged", "no mac")
-        unsigned = {k: v for k, v in body.items() if k != "mac"}
         try:
-            content = canonical(unsigned)
+            canonical(body)
         except UnicodeEncodeError:  # a lone surrogate, spelt with a JSON \u escape
             raise CommandRejected("malformed", "text that is not valid Unicode") from None
-        expected = hmac.new(self._key, content, hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(mac, expected):
+        if not signing.verify(body, self._key):
             raise CommandRejected("forged", "the mac does not match the content")
         # From here on the content is the console's own words.
         if body.get("cmd") != name:

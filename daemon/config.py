@@ -186,6 +186,27 @@ class CommandSettings(_Strict):
         return self
 
 
+class FetchSettings(_Strict):
+    """Serving the journal's published streams on request (``…/fetch``, docs/mqtt.md
+    "Reconciliation"); off without ``hmac_key_file``: then the table does not subscribe."""
+
+    #: File holding the HMAC key shared with the pit (``[reconcile] hmac_key_file`` there),
+    #: readable by the service only; the file's text, stripped, is the key.
+    hmac_key_file: Path | None = None
+    #: The most numbers one request is served: a longer range is clipped, and the reply says
+    #: where it stopped (``next``).
+    max_messages: Annotated[int, Field(ge=1, le=10_000)] = 500
+    #: Requests served per second (a token bucket with a burst of 10); more are refused as
+    #: ``rate_limited``.
+    rate: Annotated[float, Field(gt=0, le=100)] = 5.0
+    #: A request whose timestamp is further than this from our clock is stale, seconds.
+    max_skew: Annotated[float, Field(gt=0, le=600)] = 30.0
+
+    @property
+    def enabled(self) -> bool:
+        return self.hmac_key_file is not None
+
+
 class ConsoleTLSSettings(ClientCertificate):
     """The dealer console's TLS: the floor's CA (default: ``[mqtt.tls] ca_file``) and the
     console's own client certificate, never the daemon's."""
@@ -243,6 +264,7 @@ class Config(_Strict):
     devices: list[DeviceSettings] = Field(default_factory=list)
     mqtt: MQTTSettings = MQTTSettings()
     commands: CommandSettings = CommandSettings()
+    fetch: FetchSettings = FetchSettings()
     console: ConsoleSettings = ConsoleSettings()
     journal: JournalSettings = JournalSettings()
     log: LogSettings = LogSettings()
@@ -327,9 +349,9 @@ def check_config(path: str | os.PathLike[str]) -> Config:
 def run_problems(config: Config) -> list[tuple[str, str]]:
     """What a valid config still lacks for ``tabled run``, as ``(key, reason)`` pairs: a
     broker (``[mqtt] url``; a private one only if asked for); a secret (the broker password,
-    the dealer console's HMAC key, the TLS client key) that is missing, empty, or readable by
-    group or others (never its content); TLS files that do not load together; Mosquitto, for
-    an embedded broker."""
+    the dealer console's and the pit's HMAC keys, the TLS client key) that is missing, empty,
+    or readable by group or others (never its content); TLS files that do not load together;
+    Mosquitto, for an embedded broker."""
     problems: list[tuple[str, str]] = []
     if config.mqtt.url is None:
         problems.append(("mqtt.url", MISSING_BROKER))
@@ -338,6 +360,7 @@ def run_problems(config: Config) -> list[tuple[str, str]]:
         ("mqtt.password_file", config.mqtt.password_file),
         ("commands.hmac_key_file",
          config.commands.hmac_key_file if config.commands.enabled else None),
+        ("fetch.hmac_key_file", config.fetch.hmac_key_file),
         ("mqtt.tls.key_file", tls.key_file if tls is not None else None),
     ])
     if tls is not None and not any(key == "mqtt.tls.key_file" for key, _ in problems):

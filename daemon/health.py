@@ -23,7 +23,8 @@ from tabled.contract.faults import JOURNAL_FAILURE
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon import __version__
 from tabled.daemon.config import Config
-from tabled.daemon.journal import Journal, JournalError
+from tabled.daemon.journal import DURABLE_TOPICS, FIRST_NUMBER, Journal, JournalError
+from tabled.daemon.mqtt.fetch import FetchServer
 from tabled.daemon.mqtt.publisher import DurablePublisher
 from tabled.daemon.mqtt.session import BrokerSession
 from tabled.daemon.mqtt.volatile import VolatilePublisher
@@ -76,6 +77,8 @@ class TableHealth:
         self.started_at = rfc3339_now()
         self.started = time.monotonic()
         self._degraded_reported = False
+        #: The fetch server, where the table serves its journal (``[fetch]``).
+        self.fetch: FetchServer | None = None
 
     def birth(self) -> dict[str, Any]:
         """The retained birth record's body (the session adds state and numbers)."""
@@ -86,17 +89,29 @@ class TableHealth:
             "devices": [{"id": d.id, "family": d.family} for d in cfg.devices],
             "started_at": self.started_at, "pid": os.getpid(),
             "commands": cfg.commands.enabled,
+            "fetch": cfg.fetch.enabled,
             "journal": self._journal_head(),
+            "high_water": self._high_water(),
         }
 
     def _journal_head(self) -> dict[str, Any] | None:
         """The journal's head (row count and last hash) for a witness to hold: a journal cut
-        back behind it fails ``tabled journal verify --expect-head HASH@ROWS``."""
+        back behind it fails ``tabled journal verify --expect-head HASH@ROWS``; and its
+        identity, with the lowest number of each stream it can serve on ``…/fetch``."""
         try:
             head = self.journal.head()
         except JournalError:
             return None
-        return {"rows": head.rows, "head": head.hash, "witness": str(head)}
+        return {"rows": head.rows, "head": head.hash, "witness": str(head),
+                "id": self.journal.id, "first": dict.fromkeys(DURABLE_TOPICS, FIRST_NUMBER)}
+
+    def _high_water(self) -> dict[str, int] | None:
+        """Each durable stream's highest number the broker acknowledged (everything up to it
+        was published); None if the journal cannot say."""
+        try:
+            return self.journal.high_water_upto(self.publisher.acked_id)
+        except JournalError:
+            return None
 
     def metrics(self) -> dict[str, Any]:
         """The body of ``…/metrics`` (latencies over the last interval)."""
@@ -112,6 +127,8 @@ class TableHealth:
             "queue_depth": self.publisher.backlog,
             "journal_bytes": self.journal.size_bytes(),
             "journal": self._journal_head(),
+            "high_water": self._high_water(),
+            "fetch": self.fetch.counters() if self.fetch is not None else None,
             "broker_connects": self.session.counters["connects"],
             "published": self.publisher.counters["published"],
             "commit_latency": percentiles(runtime.commit_latency.take()),

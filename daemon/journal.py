@@ -30,6 +30,11 @@ command gate and start-up the :class:`AuditLog` (starts, refused commands, spent
 The file's format is versioned (SQLite's ``user_version``): opening a journal written by an
 older release migrates it in place (:data:`MIGRATIONS`), one written by a newer one is refused.
 
+Each file has an identity, a random id made when the file is created (one made before it is
+given one when a writer first opens it), kept in ``meta``: a replaced journal has another. Any
+stretch of a published stream can be read back, byte for byte as it was published
+(:meth:`Journal.published_range`, what a table serves on ``…/fetch``).
+
 It never publishes, never reads the rules, and never logs a row's body (it may hold face-down
 cards).
 """
@@ -42,6 +47,7 @@ import functools
 import hashlib
 import json
 import os
+import secrets
 import sqlite3
 import threading
 import time
@@ -130,6 +136,13 @@ MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
 # The meta keys, all here: the publisher's and the numbering's positions (their values are
 # decimal integers). "seq:<kind>" is each non-durable sequence's last number.
 _ACKED_KEY: Final = "acked_id"
+#: The journal file's identity (random hex), written once, by the writer that made the file or
+#: first opened it: an addition to ``meta`` that releases before it never read, so not a format
+#: change (an older release still opens the file, and keeps the id).
+_ID_KEY: Final = "journal_id"
+#: The lowest number of each stream a journal can serve: it keeps every row since the file was
+#: made (no retention yet; the place a future one says how far back it reaches).
+FIRST_NUMBER: Final = 0
 _PROBE_KEY: Final = "probe"
 _STATUS_KIND: Final = "status"
 
@@ -386,6 +399,8 @@ class Journal:
                 if "acked" not in columns:  # a journal from before the column
                     self._db.execute("ALTER TABLE journal ADD COLUMN acked INTEGER")
                 self._migrate()
+                self._db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                                 (_ID_KEY, secrets.token_hex(16)))
         except (sqlite3.Error, OSError) as exc:
             self._unlock()
             raise JournalError(f"{self.path}: cannot open: {exc}") from exc
@@ -409,8 +424,13 @@ class Journal:
         self._stale = False
         #: How often the positions were read again from the file after a failure or a move.
         self.resyncs = 0
+        #: The last row id whose streams' numbers :meth:`high_water_upto` found, and those.
+        self._marks: tuple[int, dict[str, int]] | None = None
         try:
             self._read_positions()
+            #: The file's identity (None: a journal no writer has opened since identities
+            #: were made, read without writing).
+            self.id: str | None = self._get_meta(_ID_KEY)
         except JournalError:
             self._db.close()
             self._unlock()
@@ -601,6 +621,83 @@ class Journal:
         rows = self._read("SELECT COUNT(*) FROM journal WHERE topic IS NOT NULL AND id > ?",
                           (after_id,))
         return int(rows[0][0])
+
+    def high_water(self) -> dict[str, int]:
+        """Each durable stream's last number so far (-1: none yet)."""
+        return {topic: self._next_seq[topic] - 1 for topic in DURABLE_TOPICS}
+
+    def high_water_upto(self, row_id: int) -> dict[str, int]:
+        """Each durable stream's highest number among the rows up to ``row_id`` (-1: none),
+        e.g. what the broker acknowledged. Remembered between calls: a later position reads
+        only the rows after the one before (a range of the primary key)."""
+        known = self._marks
+        if known is not None and known[0] <= row_id:
+            since, marks = known[0], dict(known[1])
+            rows = self._read("SELECT topic, MAX(stream_seq) FROM journal WHERE id > ? AND "
+                              "id <= ? AND topic IS NOT NULL GROUP BY topic", (since, row_id))
+            for topic, number in rows:
+                marks[topic] = max(marks.get(topic, -1), int(number))
+        else:
+            marks = {topic: self._number_upto(topic, row_id) for topic in DURABLE_TOPICS}
+        self._marks = (row_id, marks)
+        return dict(marks)
+
+    def _number_upto(self, topic: str, row_id: int) -> int:
+        """The last number of ``topic`` among the rows up to ``row_id`` (-1: none): the
+        indexed streams' from their index (``+id``: not a scan of the primary key), the
+        unindexed one's from its last row at or before ``row_id``."""
+        if topic == UNINDEXED_TOPIC:
+            rows = self._read("SELECT stream_seq FROM journal WHERE topic = ? AND id <= ? "
+                              "ORDER BY id DESC LIMIT 1", (topic, row_id))
+        else:
+            rows = self._read("SELECT stream_seq FROM journal WHERE kind = 'output' AND "
+                              f"topic = ? AND topic <> '{UNINDEXED_TOPIC}' AND +id <= ? "
+                              "ORDER BY stream_seq DESC LIMIT 1", (topic, row_id))
+        return -1 if not rows else int(rows[0][0])
+
+    def published_range(self, topic: str, first: int, last: int,
+                        limit: int) -> list[StoredOutput]:
+        """The messages of ``topic``'s stream numbered ``first`` to ``last``, in order, at most
+        ``limit`` of them, each the text that was published (the same as
+        :meth:`_outputs_after` gives the publisher): only rows that are published messages,
+        so never a withheld card. A number the journal does not have is simply absent.
+
+        The ``event`` stream's numbers have no index (:data:`UNINDEXED_TOPIC`, kept off the
+        commit path): its numbers rise with the row ids, so the first row is found by a binary
+        search over the primary key, a few short indexed reads, and the rest are read from
+        there in id order."""
+        if limit <= 0 or last < first or topic not in DURABLE_TOPICS:
+            return []
+        if topic != UNINDEXED_TOPIC:
+            rows = self._read(
+                "SELECT id, kind, stream_seq, round, body FROM journal WHERE kind = 'output' "
+                f"AND topic = ? AND topic <> '{UNINDEXED_TOPIC}' AND stream_seq >= ? AND "
+                "stream_seq <= ? ORDER BY stream_seq LIMIT ?", (topic, first, last, limit))
+        else:
+            start = self._first_row_numbered(topic, first)
+            # the stream's numbers run 0, 1, 2 ... (verify checks it): [first, last] is at
+            # most the next last - first + 1 rows of the stream
+            rows = self._read(
+                "SELECT id, kind, stream_seq, round, body FROM journal WHERE id >= ? AND "
+                "topic = ? ORDER BY id LIMIT ?", (start, topic, min(limit, last - first + 1)))
+        return [StoredOutput(row_id, topic, seq,
+                             body if kind == "output" else _message(body, round_no, seq))
+                for row_id, kind, seq, round_no, body in rows if first <= seq <= last]
+
+    def _first_row_numbered(self, topic: str, number: int) -> int:
+        """The smallest row id from which ``topic``'s next row has a number of at least
+        ``number`` (past the last row if none has): a binary search over the primary key,
+        each probe the stream's first row at or after an id."""
+        low, high = 1, self._last_id + 1
+        while low < high:
+            middle = (low + high) // 2
+            rows = self._read("SELECT id, stream_seq FROM journal WHERE id >= ? AND id < ? AND "
+                              "topic = ? ORDER BY id LIMIT 1", (middle, high, topic))
+            if not rows or rows[0][1] >= number:
+                high = middle
+            else:
+                low = int(rows[0][0]) + 1
+        return low
 
     def _acked_id(self) -> int:
         """Every output with an id up to this one was acknowledged by the broker: the later

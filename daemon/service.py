@@ -3,10 +3,11 @@
 Owns start-up order and shutdown, and nothing else: the journal (opened first: its lock is this
 daemon's), the table runtime over the journal's event log (rules state rebuilt from it), one
 supervisor per device, the broker session with its parts (durable publisher, non-durable
-publisher, metrics, console commands), a private broker when the config asks for one (``[mqtt]
-url = "embedded"``), the table's account of itself (:mod:`~tabled.daemon.health`) and systemd's
-notify protocol (READY, STATUS, WATCHDOG). The regulated options are logged at start, journaled,
-and published in the birth record; nothing changes them while it runs.
+publisher, metrics, console commands, the journal served back to the pit), a private broker
+when the config asks for one (``[mqtt] url = "embedded"``), the table's account of itself
+(:mod:`~tabled.daemon.health`) and systemd's notify protocol (READY, STATUS, WATCHDOG). The
+regulated options are logged at start, journaled, and published in the birth record; nothing
+changes them while it runs.
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ from tabled.daemon.backoff import cancel_all, start_part
 from tabled.daemon.broker import Mosquitto
 from tabled.daemon.commands import CommandGate
 from tabled.daemon.config import Config
+from tabled.daemon.fetch import FetchGate
 from tabled.daemon.gate import ConsoleGate
 from tabled.daemon.health import TableHealth
 from tabled.daemon.journal import Journal
 from tabled.daemon.mqtt.commands import CommandListener
+from tabled.daemon.mqtt.fetch import FetchServer
 from tabled.daemon.mqtt.numbers import Sequences, StatusNumbers
 from tabled.daemon.mqtt.publisher import DurablePublisher
 from tabled.daemon.mqtt.reporter import MetricsReporter
@@ -110,6 +113,12 @@ class Service:
                                runtime, self.journal.audit, journaled=publisher.notify)
             gate.remember_nonces()
             CommandListener(session, volatile, gate.handle)
+        if cfg.fetch.hmac_key_file is not None:  # else no subscription at all
+            fetch = FetchGate(read_secret(cfg.fetch.hmac_key_file), self.topics.base,
+                              max_messages=cfg.fetch.max_messages, rate=cfg.fetch.rate,
+                              max_skew=cfg.fetch.max_skew)
+            health.fetch = FetchServer(session, self.journal, fetch, puback_timeout=T_PUBACK)
+            session.add(health.fetch)
 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -19,6 +19,8 @@ class Topics:
         self.fault = f"{self.base}/fault"
         self.metrics = f"{self.base}/metrics"
         self.commands = f"{self.base}/cmd/+"
+        #: The pit's requests for numbers it lacks; each answered on ``…/fetch/reply/<pit>``.
+        self.fetch = f"{self.base}/fetch"
 
     def durable(self, topic: str) -> str:
         """The topic of a journaled message's stream (``event``, ``outcome``, ``fault``)."""

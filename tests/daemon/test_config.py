@@ -99,6 +99,10 @@ def test_every_key_of_the_schema_appears_in_the_example() -> None:
         (minimal(commands={"enabled": True}), "commands", "hmac_key_file"),
         (minimal(journal={"path": "/j", "size": 3}), "journal.size", "Extra inputs"),
         (minimal(tabel={}), "tabel", "Extra inputs"),
+        (minimal(fetch={"max_messages": 0}), "fetch.max_messages", "greater than or equal to 1"),
+        (minimal(fetch={"rate": -1}), "fetch.rate", "greater than 0"),
+        (minimal(fetch={"max_skew": "soon"}), "fetch.max_skew", "valid number"),
+        (minimal(fetch={"key_file": "/k"}), "fetch.key_file", "Extra inputs"),
     ],
 )
 def test_errors_name_the_key_and_the_reason(doc: dict, key: str, reason: str) -> None:
@@ -285,3 +289,19 @@ def test_embedded_is_a_word_of_its_own(mqtt: dict, key: str, reason: str) -> Non
     with pytest.raises(ConfigError) as info:
         parse_config(minimal(mqtt=mqtt))
     assert any(k == key and reason in r for k, r in info.value.errors), info.value.errors
+
+
+def test_fetch_is_off_without_its_key_and_its_key_must_be_private(tmp_path: Path) -> None:
+    assert not parse_config(minimal()).fetch.enabled
+    key = private(tmp_path / "fetch.key", "f" * 64 + "\n", 0o644)
+    path = config_file(tmp_path, 'url = "mqtt://127.0.0.1:1883"\n',
+                       extra=f'[fetch]\nhmac_key_file = "{key}"\n')
+    checked = tabled("check-config", str(path))
+    assert checked.returncode == 2
+    assert checked.stderr.splitlines() == [
+        f"{path}: fetch.hmac_key_file: {key} is accessible by group or others "
+        "(mode -rw-r--r--); chmod 600 it"]
+    os.chmod(key, 0o600)
+    config = check_config(path)
+    assert config.fetch.enabled
+    assert (config.fetch.max_messages, config.fetch.rate, config.fetch.max_skew) == (500, 5, 30)

@@ -43,7 +43,8 @@ def toml_value(value: Any) -> str:
 def write_config(path: Path, *, game: str, journal: Path, broker_url: str,
                  devices: Iterable[dict[str, Any]] = (), rules: dict[str, Any] | None = None,
                  mqtt: dict[str, Any] | None = None, commands: dict[str, Any] | None = None,
-                 tls: dict[str, Any] | None = None, site: str = "lab", table: str = "t1") -> Path:
+                 tls: dict[str, Any] | None = None, site: str = "lab", table: str = "t1",
+                 fetch: dict[str, Any] | None = None) -> Path:
     lines = ["[table]", f'site = "{site}"', f'id = "{table}"', f'game = "{game}"', "",
              "[rules]"]
     lines += [f"{k} = {toml_value(v)}" for k, v in (rules or {}).items()]
@@ -57,6 +58,8 @@ def write_config(path: Path, *, game: str, journal: Path, broker_url: str,
         lines += ["", "[mqtt.tls]"] + [f"{k} = {toml_value(v)}" for k, v in tls.items()]
     if commands:
         lines += ["", "[commands]"] + [f"{k} = {toml_value(v)}" for k, v in commands.items()]
+    if fetch:
+        lines += ["", "[fetch]"] + [f"{k} = {toml_value(v)}" for k, v in fetch.items()]
     lines += ["", "[journal]", f'path = "{journal}"', "", "[log]", 'format = "json"',
               'level = "debug"']
     path.write_text("\n".join(lines) + "\n")
