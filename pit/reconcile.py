@@ -167,6 +167,8 @@ class _Table:
     retry_at: float = 0.0
     failures: int = 0
     why: str = "being fetched"
+    #: False once its birth record says it serves no fetches (no ``[fetch]`` key)
+    serves: bool = True
 
 
 class Reconciler:
@@ -258,6 +260,12 @@ class Reconciler:
                 if value > self.engine.highest(t.site, t.table, stream):
                     self._want(t, now + self.settings.high_water_grace)
         if message.topic.channel == "status" and p.get("state") in ("online", "degraded"):
+            serves = p.get("fetch") is not False
+            if not serves:
+                t.why = "the table serves no fetches (no [fetch] key)"
+            elif not t.serves:
+                t.why = "being fetched"
+            t.serves = serves
             self._want(t, now)  # a retained status at start, or a table back
 
     def reply(self, topic: str, payload: bytes) -> list[Item]:
@@ -384,6 +392,8 @@ class Reconciler:
                 why="below the first number its journal keeps, or of a journal replaced")
 
     async def _ask(self, t: _Table, stream: str, wanted: list[Span], now: float) -> None:
+        if not t.serves:
+            return
         size = self.settings.request_size
         for a, b in wanted:
             while a <= b:
