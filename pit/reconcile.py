@@ -251,14 +251,17 @@ class Reconciler:
         if isinstance(journal, dict):
             self._journal(t, journal.get("id"), journal.get("first"), now)
         marks = p.get("high_water")
+        # a retained status is old news: what it announces is not on its way any more
+        grace = 0.0 if message.retained else self.settings.high_water_grace
         if isinstance(marks, dict):
             for stream, value in marks.items():
                 s = t.streams.get(stream)
                 if s is None or not _int(value) or value <= s.announced:
                     continue
-                s.announced, s.announced_at = value, now
+                s.announced, s.announced_at = value, now - (self.settings.high_water_grace
+                                                           - grace)
                 if value > self.engine.highest(t.site, t.table, stream):
-                    self._want(t, now + self.settings.high_water_grace)
+                    self._want(t, now + grace)
         if message.topic.channel == "status" and p.get("state") in ("online", "degraded"):
             serves = p.get("fetch") is not False
             if not serves:
