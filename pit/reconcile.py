@@ -40,7 +40,7 @@ import structlog
 from tabled.contract.signing import sign
 from tabled.daemon.secrets import read_secret
 from tabled.pit.alerts import AlertEngine
-from tabled.pit.config import MQTTSettings, ReconcileSettings
+from tabled.pit.config import MQTTSettings, ReconcileSettings, RetentionSettings
 from tabled.pit.messages import DURABLE, Message
 from tabled.pit.model import Floor
 from tabled.pit.store import Store, StoreError
@@ -148,6 +148,8 @@ class _Stream:
     first: int = 0
     #: numbers up to this are of a journal that was replaced: never asked for again
     barrier: int = -1
+    #: every number up to this is in the record (or beyond it: retention): not looked at again
+    prefix: int = -1
     #: missing spans with the time each was first known missing
     known: list[tuple[int, int, float]] = field(default_factory=list)
     #: spans asked for and answered without them, with when: not asked again soon
@@ -177,6 +179,7 @@ class Reconciler:
     def __init__(self, settings: ReconcileSettings, mqtt: MQTTSettings, pit_id: str,
                  store: Store, engine: AlertEngine, floor: Floor, publish: Publish,
                  connected: Callable[[], bool], *,
+                 retention: RetentionSettings | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         assert settings.hmac_key_file is not None
         self.settings = settings
@@ -193,6 +196,7 @@ class Reconciler:
         self._requests: dict[str, _Request] = {}
         self._wake = asyncio.Event()
         self._connected = connected
+        self.retention = retention or RetentionSettings()
         self.counters = {"requests": 0, "refused": 0, "timeouts": 0, "served": 0}
 
     # -- what the service tells it ------------------------------------------------------------
@@ -357,8 +361,11 @@ class Reconciler:
     async def _pass(self, t: _Table, now: float) -> None:
         """What the record lacks of each stream, asked for; the alerts brought up to date."""
         for stream, s in t.streams.items():
-            held = await self.store.holes(t.site, t.table, stream)
+            held = await self.store.holes(t.site, t.table, stream, after=s.prefix)
             missing = list(held.holes)
+            if missing and s.prefix < 0 and missing[0][0] == 0 and held.low_at is not None \
+                    and self._purged(held.low_at, now):
+                missing.pop(0)  # below the record's lowest number: retention purged it
             tail = s.announced
             if tail > held.high and s.announced_at + self.settings.high_water_grace > now:
                 self._want(t, s.announced_at + self.settings.high_water_grace)
@@ -374,6 +381,9 @@ class Reconciler:
                 + [(a, min(b, s.barrier)) for a, b in missing if a <= s.barrier])
             if lost:
                 await self._unrecoverable(t, stream, lost)
+            # the record is complete up to the first number missing (lost ones included: their
+            # alert is brought up to date by the passes that follow)
+            s.prefix = max(s.prefix, missing[0][0] - 1 if missing else held.high)
             missing = subtract(missing, lost)
             s.known = carry(s.known, missing, now)
             s.unserved = [u for u in s.unserved if u[2] + T_UNSERVED > now]
@@ -383,6 +393,13 @@ class Reconciler:
             await self._ask(t, stream, subtract(missing, asked), now)
             if s.known:  # looked at again: late arrivals close the alerts, failures retry
                 self._want(t, now + 1.0)
+
+    def _purged(self, low_at: float, now: float) -> bool:
+        """Whether the record's lowest number was received so long ago that what lies below it
+        was purged by ``[retention]`` (not never heard): then it is not fetched again."""
+        r = self.retention
+        horizon = r.days * 86400
+        return low_at < now - horizon + min(86400.0, horizon / 10) + 2 * r.interval
 
     async def _unrecoverable(self, t: _Table, stream: str, lost: list[Span]) -> None:
         for alert in self._open_gaps(t, stream):

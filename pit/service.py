@@ -122,7 +122,8 @@ class PitService:
         if config.reconcile.enabled:
             self.reconciler = Reconciler(
                 config.reconcile, config.mqtt, config.pit.id, self.store, self.engine,
-                self.floor, self.ingest.publish, self.ingest.connected.is_set)
+                self.floor, self.ingest.publish, self.ingest.connected.is_set,
+                retention=config.retention)
             self.engine.on_gap = self.reconciler.gap
             self.ingest.extra_subscriptions = self.reconciler.subscriptions()
         self.store_failure: str | None = None

@@ -108,10 +108,12 @@ class StoredMessage:
 class Holdings:
     """What the record holds of one stream (:meth:`Store.holes`): ``high`` the highest number
     recorded (-1: none), ``holes`` the missing runs below it as ``(first, last)``, lowest first
-    (the numbers below the lowest recorded one included, from 0)."""
+    (the numbers below the lowest recorded one included), ``low_at`` when the lowest recorded
+    number was received (None: none; retention purges by that time)."""
 
     high: int
     holes: list[tuple[int, int]]
+    low_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,10 +247,11 @@ class Store(abc.ABC):
                       last: int) -> list[int]: ...
 
     @abc.abstractmethod
-    async def holes(self, site: str, table: str, stream: str,
+    async def holes(self, site: str, table: str, stream: str, after: int = -1,
                     limit: int = 10_000) -> Holdings:
-        """What the record holds of one numbered stream: its highest number and the runs of
-        numbers missing below it (from 0), at most ``limit`` of them, lowest first."""
+        """What the record holds of one numbered stream above ``after`` (a prefix known
+        complete): its highest number and the runs of numbers missing below it (from
+        ``after + 1``), at most ``limit`` of them, lowest first."""
 
     @abc.abstractmethod
     async def high_water(self) -> dict[tuple[str, str, str], int]: ...
@@ -588,24 +591,28 @@ class SqlStore(Store):
 
         return await self._run("missing", body, write=False)
 
-    async def holes(self, site: str, table: str, stream: str,
+    async def holes(self, site: str, table: str, stream: str, after: int = -1,
                     limit: int = 10_000) -> Holdings:
-        """One pass over the stream's numbers in the index ``messages_seq``, each compared with
-        the one before it (``LAG``; the one before the first is -1): a step of more than one is
-        a hole. Nothing is enumerated here, however long the stream."""
+        """One pass over the stream's numbers above ``after`` in the index ``messages_seq``,
+        each compared with the one before it (``LAG``; the one before the first is ``after``):
+        a step of more than one is a hole. Nothing is enumerated here, however long the
+        stream."""
+        where = "site = ? AND table_id = ? AND topic = ? AND table_seq IS NOT NULL"
 
         async def body(tx: Tx) -> Holdings:
             rows = await tx.fetchall(
-                "SELECT prev + 1, table_seq - 1 FROM (SELECT table_seq, LAG(table_seq, 1, -1) "
-                "OVER (ORDER BY table_seq) AS prev FROM messages WHERE site = ? AND "
-                "table_id = ? AND topic = ? AND table_seq IS NOT NULL) AS numbered "
-                "WHERE table_seq > prev + 1 ORDER BY table_seq LIMIT ?",
-                (site, table, stream, limit))
+                "SELECT prev + 1, table_seq - 1 FROM (SELECT table_seq, "
+                "LAG(table_seq, 1, CAST(? AS BIGINT)) OVER (ORDER BY table_seq) AS prev "
+                f"FROM messages WHERE {where} AND "
+                "table_seq > ?) AS numbered WHERE table_seq > prev + 1 ORDER BY table_seq "
+                "LIMIT ?", (after, site, table, stream, after, limit))
             top = await tx.fetchone(
-                "SELECT MAX(table_seq) FROM messages WHERE site = ? AND table_id = ? AND "
-                "topic = ? AND table_seq IS NOT NULL", (site, table, stream))
+                f"SELECT MAX(table_seq), (SELECT received_at FROM messages WHERE {where} "
+                f"ORDER BY table_seq LIMIT 1) FROM messages WHERE {where}",
+                (site, table, stream, site, table, stream))
             high = int(top[0]) if top is not None and top[0] is not None else -1
-            return Holdings(high, [(int(a), int(b)) for a, b in rows])
+            low_at = float(top[1]) if top is not None and top[1] is not None else None
+            return Holdings(high, [(int(a), int(b)) for a, b in rows], low_at)
 
         return await self._run("holes", body, write=False)
 

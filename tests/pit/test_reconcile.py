@@ -277,3 +277,40 @@ async def test_a_wrong_key_is_refused_and_reported(broker: Mosquitto, tmp_path: 
             found = await until(lambda: asyncio.sleep(0, gaps(service, table)), 15,
                                 "a seq_gap")
             assert f"refused the fetch: {bad}" in found[0].message
+
+
+async def test_what_retention_purged_is_not_fetched_again(
+        broker: Mosquitto, tmp_path: Path) -> None:
+    path, key = key_file(tmp_path)
+    async with serving(broker, key, tmp_path) as table:
+        await table.play(100)
+        await table.birth()
+        service = PitService(pit_config(broker, tmp_path, path))
+        async with running(service):
+            await until(lambda: complete(service, table), 30, "a complete record")
+        # the record as 90 days later: the first 50 events were received 91 days ago (the
+        # retention, 90 days, purges them), the rest 89.5 days ago
+        store = SqliteStore(tmp_path / "pit.sqlite")
+        await store.open()
+        try:
+            await store.call(lambda db: db.execute(
+                "UPDATE messages SET received_at = received_at - (CASE WHEN topic = 'event' "
+                "AND table_seq < 50 THEN 91 ELSE 89.5 END) * 86400"))
+            now = time.time()
+            gone = await store.purge(now - 90 * 86400, now - 365 * 86400)
+            assert gone["messages"] == 50
+        finally:
+            await store.close()
+        asked = len(table.requests)
+        again = PitService(pit_config(broker, tmp_path, path))
+        async with running(again):
+            await table.metrics()
+            await table.play(10)
+            await until(lambda: asyncio.sleep(0, again.reconciler is not None and all(
+                t.due is None for t in again.reconciler._tables.values())), 10, "the passes")
+            await asyncio.sleep(3.0)
+            assert [r for r in table.requests[asked:] if r["stream"] == "event"
+                    and r["from"] < 50] == []
+            assert gaps(again, table) == []
+            rows = await again.store.messages(table.site, table.name, "event", limit=100_000)
+            assert min(r.table_seq or 0 for r in rows) == 50

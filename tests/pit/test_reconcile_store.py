@@ -20,27 +20,27 @@ from tests.pit.conftest import PgServer, fault
 _tables = itertools.count(1)
 
 
-def brute(numbers: set[int]) -> Holdings:
-    """The holes of a set of numbers, enumerated one by one."""
+def brute(numbers: set[int], after: int = -1) -> tuple[int, list[tuple[int, int]]]:
+    """The holes of a set of numbers above ``after``, enumerated one by one."""
     if not numbers:
-        return Holdings(-1, [])
+        return -1, []
     high = max(numbers)
     holes: list[tuple[int, int]] = []
-    for n in range(high + 1):
+    for n in range(after + 1, high + 1):
         if n in numbers:
             continue
         if holes and holes[-1][1] == n - 1:
             holes[-1] = (holes[-1][0], n)
         else:
             holes.append((n, n))
-    return Holdings(high, holes)
+    return high, holes
 
 
 numbers_sets = st.sets(st.integers(min_value=0, max_value=300), max_size=120) | st.sets(
     st.sampled_from([0, 1, 2, 5, 2**40, 2**40 + 1, 2**53 - 1]), max_size=7)
 
 
-async def _check(store: Store, numbers: set[int], other: set[int]) -> None:
+async def _check(store: Store, numbers: set[int], other: set[int], after: int) -> None:
     table = f"t{next(_tables)}"
     messages = [fault("sensor_fault", n, table=table) for n in sorted(numbers)]
     # the same numbers of another table and another stream must not count
@@ -55,20 +55,24 @@ async def _check(store: Store, numbers: set[int], other: set[int]) -> None:
             (a + 1, b - 1) for a, b in itertools.pairwise(ordered) if b > a + 1]
         assert got.holes == expect
     else:
-        assert got == brute(numbers)
-    assert await store.holes("lab", table, "event") == Holdings(-1, [])
+        assert (got.high, got.holes) == brute(numbers)
+        above = await store.holes("lab", table, "fault", after=after)
+        assert (above.high, above.holes) == brute(numbers, after)
+    assert (got.low_at is None) == (not numbers)
+    assert await store.holes("lab", table, "event") == Holdings(-1, [], None)
 
 
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(numbers=numbers_sets, other=st.sets(st.integers(0, 300), max_size=30))
+@given(numbers=numbers_sets, other=st.sets(st.integers(0, 300), max_size=30),
+       after=st.integers(-1, 320))
 def test_holes_match_brute_force_sqlite(tmp_path: Path, numbers: set[int],
-                                        other: set[int]) -> None:
+                                        other: set[int], after: int) -> None:
     async def run() -> None:
         store = SqliteStore(tmp_path / "pit.sqlite")
         await store.open()
         try:
-            await _check(store, numbers, other)
+            await _check(store, numbers, other, after)
         finally:
             await store.close()
 
@@ -82,14 +86,15 @@ def pg_database(postgres: PgServer) -> str:
 
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(numbers=numbers_sets, other=st.sets(st.integers(0, 300), max_size=30))
+@given(numbers=numbers_sets, other=st.sets(st.integers(0, 300), max_size=30),
+       after=st.integers(-1, 320))
 def test_holes_match_brute_force_postgres(pg_database: str, numbers: set[int],
-                                          other: set[int]) -> None:
+                                          other: set[int], after: int) -> None:
     async def run() -> None:
         store = PostgresStore(PostgresSettings(conninfo=pg_database))
         await store.open()
         try:
-            await _check(store, numbers, other)
+            await _check(store, numbers, other, after)
         finally:
             await store.close()
 
