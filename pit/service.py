@@ -135,6 +135,8 @@ class PitService:
         #: ids of the records already applied to the floor (a shared subscription's follower)
         self._applied: dict[int, float] = {}
         self._record_cursor = 0
+        #: tables whose live model is built again after a batch (fetched messages)
+        self._reload: set[tuple[str, str]] = set()
         self._metrics_server: Any = None
         #: the web page (:mod:`tabled.pit.web`), when the config has a ``[web]`` section
         self.web: Any = None
@@ -250,10 +252,12 @@ class PitService:
     async def _process(self, batch: Sequence[tuple[str, bytes, bool]], *,
                        backfill: bool) -> None:
         """:meth:`received_batch` for live messages, or for messages a table served from its
-        journal (``backfill``): recorded the same way, judged alone, applied to the live
-        model only when they come after what it has (an old number would confuse it)."""
+        journal (``backfill``): recorded the same way, judged alone; the live model of a table
+        that got fetched outcomes or shoes is then built again from the record, in the table's
+        order (applied one by one, old hands would land on today's roads)."""
         if not batch:
             return
+        self._reload = set()
         messages: list[Message | None] = []
         for topic, payload, retained in batch:
             try:
@@ -294,6 +298,9 @@ class PitService:
                 self.handler_errors += 1
                 log.exception("message_failed", topic=f"{message.site}/{message.table}/"
                               f"{message.stream}", table_seq=message.table_seq)
+        for site, table in sorted(self._reload):
+            await self._retrying("reload", lambda s=site, t=table: self.floor.reload(
+                self.store, s, t))
 
     async def _parse(self, topic: str, payload: bytes, retained: bool,
                      backfill: bool = False) -> Message | None:
@@ -335,10 +342,9 @@ class PitService:
             log.error("seq_conflict", site=message.site, table=message.table,
                       stream=message.stream, table_seq=message.table_seq)
         applied = False
-        if recorded.new and backfill and message.table_seq is not None and \
-                message.table_seq < self.engine.highest(message.site, message.table,
-                                                        message.stream):
-            pass  # older than what the live model shows: the record has it, the tile not
+        if recorded.new and backfill:
+            if channel == "outcome" or (channel == "event" and message.kind == "shoe_start"):
+                self._reload.add((message.site, message.table))
         elif recorded.new:
             applied = self.floor.apply(message)
             if recorded.id is not None and self.config.mqtt.share_group:

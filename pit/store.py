@@ -32,6 +32,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal, TypeVar
 
 from tabled.pit.errors import PitError
@@ -427,6 +428,36 @@ def _audit(row: Row) -> AuditEntry:
                       action=row[4], state=row[5], note=row[6])
 
 
+def _in_table_order(arrived: list[StoredMessage]) -> list[StoredMessage]:
+    """Messages in arrival order with the ones that arrived late (a number below one of its
+    stream already seen: fetched from the table's journal) moved back to where the table's
+    time (``ts``) puts them. The others keep their arrival order, which is the table's."""
+    out: list[StoredMessage] = []
+    high: dict[str, int] = {}
+    for m in arrived:
+        seq = m.table_seq
+        if seq is not None and seq < high.get(m.stream, -1):
+            at = _table_time(m)
+            where = next((i for i, o in enumerate(out) if _table_time(o) > at), len(out))
+            out.insert(where, m)
+            continue
+        if seq is not None:
+            high[m.stream] = seq
+        out.append(m)
+    return out
+
+
+def _table_time(m: StoredMessage) -> float:
+    """When the table says a message was made (its ``ts``), else when it was received."""
+    ts = m.payload.get("ts")
+    if isinstance(ts, str):
+        try:
+            return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    return m.received_at
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
@@ -713,9 +744,11 @@ class SqlStore(Store):
 
     async def rebuild_records(self, site: str, table: str,
                               limit: int = 5000) -> list[StoredMessage]:
-        """What the live model needs after a restart, in arrival order: the latest birth
+        """What the live model needs after a restart, in the table's order: the latest birth
         record, the latest status, each device's latest status, and the last ``limit``
-        outcomes and ``shoe_start`` events (a new shoe starts the baccarat roads)."""
+        outcomes and ``shoe_start`` events (a new shoe starts the baccarat roads). Messages
+        fetched from a table's journal (pit.reconcile) arrive after newer ones: they are put
+        back where the table's time puts them."""
 
         async def body(tx: Tx) -> list[StoredMessage]:
             key = (site, table)
@@ -736,7 +769,7 @@ class SqlStore(Store):
                     "AND (topic = 'outcome' OR (topic = 'event' AND kind = 'shoe_start')) "
                     "ORDER BY id DESC LIMIT ?", (site, table, limit)):
                 rows[int(row[0])] = row
-            return [_message(rows[i]) for i in sorted(rows)]
+            return _in_table_order([_message(rows[i]) for i in sorted(rows)])
 
         return await self._run("rebuild_records", body, write=False)
 

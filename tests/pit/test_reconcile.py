@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import secrets
 import time
@@ -114,7 +115,7 @@ async def test_a_pit_started_after_the_table_played_fetches_every_message(
         broker: Mosquitto, tmp_path: Path) -> None:
     path, key = key_file(tmp_path)
     async with serving(broker, key, tmp_path) as table:
-        await table.play(400)  # nobody listens: what a pit started late never heard
+        await table.play(1000)  # nobody listens: what a pit started late never heard
         await table.birth()    # the retained status, with its high-water marks
         assert table.rounds() > 20
         service = PitService(pit_config(broker, tmp_path, path))
@@ -130,10 +131,21 @@ async def test_a_pit_started_after_the_table_played_fetches_every_message(
             assert service.handler_errors == 0
             assert all(r["requester"] == "pit-r" for r in table.requests)
             assert len(table.requests) <= 40  # bounded: 500 numbers a request at most
-            # the live model shows the table's latest outcome, not an old fetched one
+            # the live model shows the table's latest outcome and its shoes in the table's
+            # order, not the fetched ones in the order they came
             tile = service.floor.tile(table.site, table.name)
             assert tile is not None and tile["last_outcome"] is not None
             assert tile["last_outcome"]["round"] == table.rounds()
+            shoes = [json.loads(t) for t in table.journal["event"]]
+            starts = [e["table_seq"] for e in shoes if e["type"] == "shoe_start"]
+            assert len(starts) >= 2
+            panel = service.floor.panel(table.site, table.name)
+            assert panel is not None and panel["shoe"] == len(starts)
+            this_shoe = [json.loads(t)["round"] for t in table.journal["outcome"]
+                         if json.loads(t)["round"] > max(
+                             e.get("round", 0) for e in shoes if e["table_seq"] < starts[-1])]
+            assert [h["round"] for h in panel["hands"] if h["shoe"] == panel["shoe"]][
+                -len(this_shoe):] == this_shoe
 
 
 async def test_a_jump_heard_live_is_fetched_and_raises_nothing(
