@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import signal
 import time
@@ -299,8 +300,8 @@ class PitService:
                 log.exception("message_failed", topic=f"{message.site}/{message.table}/"
                               f"{message.stream}", table_seq=message.table_seq)
         for site, table in sorted(self._reload):
-            await self._retrying("reload", lambda s=site, t=table: self.floor.reload(
-                self.store, s, t))
+            await self._retrying("reload", functools.partial(self.floor.reload, self.store,
+                                                             site, table))
 
     async def _parse(self, topic: str, payload: bytes, retained: bool,
                      backfill: bool = False) -> Message | None:
