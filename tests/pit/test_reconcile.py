@@ -326,3 +326,25 @@ async def test_what_retention_purged_is_not_fetched_again(
             assert gaps(again, table) == []
             rows = await again.store.messages(table.site, table.name, "event", limit=100_000)
             assert min(r.table_seq or 0 for r in rows) == 50
+
+
+async def test_a_bad_served_message_is_filed_as_malformed_and_reported_missing(
+        broker: Mosquitto, tmp_path: Path) -> None:
+    path, key = key_file(tmp_path)
+    async with serving(broker, key, tmp_path) as table:
+        await table.birth()
+        service = PitService(pit_config(broker, tmp_path, path))
+        async with running(service):
+            await table.play(30)
+            hole = len(table.journal["event"])
+            await table.play(1, drop={("event", hole)})
+            table.journal["event"][hole] = '{"table_seq": 1e400'  # what it serves is broken
+            await table.play(10)
+            found = await until(lambda: asyncio.sleep(0, gaps(service, table)), 15,
+                                "a seq_gap")
+            assert found[0].detail["numbers"] == [hole]
+            assert await service.store.malformed_count() >= 1
+            assert service.handler_errors == 0
+            rows = await service.store.messages(table.site, table.name, "event", limit=1000)
+            assert sorted(r.table_seq or 0 for r in rows) == [
+                n for n in range(len(table.journal["event"])) if n != hole]
