@@ -171,6 +171,8 @@ class _Table:
     why: str = "being fetched"
     #: False once its birth record says it serves no fetches (no ``[fetch]`` key)
     serves: bool = True
+    #: when the table last answered a fetch (a part of a reply that was not a refusal)
+    answered: float = 0.0
 
 
 class Reconciler:
@@ -463,11 +465,17 @@ class Reconciler:
                                           unrecoverable=False, why=t.why)
 
     def _overdue(self, t: _Table, now: float) -> dict[str, list[Span]]:
-        """Per stream, the numbers missing longer than the deadline that no open alert names."""
+        """Per stream, the numbers missing longer than the deadline that no open alert names.
+        While the table is answering (a long backlog being fetched), only the numbers it was
+        asked for and did not serve are: the others are on their way."""
+        serving = t.failures == 0 and now - t.answered < 2 * self.settings.request_timeout
         out: dict[str, list[Span]] = {}
         for stream, s in t.streams.items():
             overdue = normalise([(a, b) for a, b, since in s.known
                                  if since + self.settings.gap_deadline <= now])
+            if serving:
+                unserved = normalise([(a, b) for a, b, _ in s.unserved])
+                overdue = subtract(overdue, subtract(overdue, unserved))
             if not overdue:
                 continue
             for alert in self._open_gaps(t, stream):
@@ -519,6 +527,7 @@ class Reconciler:
             topic_of = f"{self.prefix}/{site}/{table}/{stream}"
             items = [(topic_of, text.encode(), False) for text in texts if isinstance(text, str)]
             self.counters["served"] += len(items)
+        t.answered = now
         if request is not None:
             request.deadline = now + self.settings.request_timeout
             if body.get("last") is True:
