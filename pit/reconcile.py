@@ -301,6 +301,9 @@ class Reconciler:
             except StoreError as exc:
                 log.warning("reconcile_store_error", error=str(exc))
                 await asyncio.sleep(1.0)
+            except Exception:  # a bug here must not stop the pit's record
+                log.exception("reconcile_failed")
+                await asyncio.sleep(1.0)
 
     async def tick(self) -> None:
         """Requests that timed out, tables due for a pass, spans past their deadline."""
