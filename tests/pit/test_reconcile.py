@@ -25,6 +25,7 @@ from tabled.pit.config import parse_config
 from tabled.pit.service import PitService
 from tabled.pit.store import Alert
 from tabled.pit.store_sqlite import SqliteStore
+from tests.pit.conftest import PgServer
 from tests.pit.fetchtable import STREAMS, ServingTable
 
 
@@ -83,9 +84,9 @@ async def until(check: Callable[[], Awaitable[Any]], timeout: float, what: str) 
         await asyncio.sleep(0.1)
 
 
-async def recorded(service: PitService, table: ServingTable) -> dict[str, list[str]]:
-    """Each stream's recorded texts in number order (``None`` where a number is missing)."""
-    out: dict[str, list[str]] = {}
+async def recorded(service: PitService, table: ServingTable) -> dict[str, list[Any]]:
+    """Each stream's recorded payloads in number order."""
+    out: dict[str, list[Any]] = {}
     for stream in STREAMS:
         rows = await service.store.messages(table.site, table.name, stream, limit=100_000)
         out[stream] = [r.payload for r in sorted(rows, key=lambda r: r.table_seq or 0)]
@@ -348,3 +349,28 @@ async def test_a_bad_served_message_is_filed_as_malformed_and_reported_missing(
             rows = await service.store.messages(table.site, table.name, "event", limit=1000)
             assert sorted(r.table_seq or 0 for r in rows) == [
                 n for n in range(len(table.journal["event"])) if n != hole]
+
+
+async def test_a_pit_started_late_on_postgresql_fetches_every_message(
+        broker: Mosquitto, tmp_path: Path, postgres: PgServer) -> None:
+    path, key = key_file(tmp_path)
+    conninfo = postgres.conninfo(postgres.new_database())
+    async with serving(broker, key, tmp_path) as table:
+        await table.play(300)
+        await table.birth()
+        config = pit_config(broker, tmp_path, path)
+        config = config.model_copy(update={"store": parse_config({
+            "mqtt": {"url": broker.url},
+            "store": {"postgres": {"conninfo": conninfo}}}).store})
+        service = PitService(config)
+
+        async def done() -> bool:
+            got = await recorded(service, table)
+            return all([json.dumps(p, sort_keys=True) for p in got[s]] == [
+                json.dumps(json.loads(t), sort_keys=True) for t in table.journal[s]]
+                for s in STREAMS)
+
+        async with running(service):
+            await until(done, 30, "a complete record")
+            await asyncio.sleep(2.5)
+            assert gaps(service, table) == []
