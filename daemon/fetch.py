@@ -207,12 +207,22 @@ class FetchGate:
             nonces.popitem(last=False)
 
 
-def part_size(payloads: Sequence[str]) -> int:
-    """How many of ``payloads`` (at least one, if any) go into one reply message: at most
-    :data:`PART_MESSAGES`, and at most :data:`PART_BYTES` as JSON strings."""
-    size = 0
-    for count, payload in enumerate(payloads[:PART_MESSAGES]):
-        size += len(json.dumps(payload, ensure_ascii=False).encode())
-        if size > PART_BYTES and count > 0:
+def escaped_size(payload: str) -> int:
+    """The bytes ``payload`` takes in a reply: as a JSON string, UTF-8."""
+    return len(json.dumps(payload, ensure_ascii=False).encode())
+
+
+def part_count(sizes: Sequence[int]) -> int:
+    """How many messages of these :func:`escaped_size` go into one reply message (at least
+    one, if any): at most :data:`PART_MESSAGES`, and at most :data:`PART_BYTES` of them."""
+    total = 0
+    for count, size in enumerate(sizes[:PART_MESSAGES]):
+        total += size
+        if total > PART_BYTES and count > 0:
             return count
-    return min(len(payloads), PART_MESSAGES)
+    return min(len(sizes), PART_MESSAGES)
+
+
+def part_size(payloads: Sequence[str]) -> int:
+    """How many of ``payloads`` go into one reply message (:func:`part_count`)."""
+    return part_count([escaped_size(payload) for payload in payloads])

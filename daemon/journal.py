@@ -430,7 +430,7 @@ class Journal:
             self._read_positions()
             #: The file's identity (None: a journal no writer has opened since identities
             #: were made, read without writing).
-            self.id: str | None = self._get_meta(_ID_KEY)
+            self.id: str | None = self._identity()
         except JournalError:
             self._db.close()
             self._unlock()
@@ -621,6 +621,16 @@ class Journal:
         rows = self._read("SELECT COUNT(*) FROM journal WHERE topic IS NOT NULL AND id > ?",
                           (after_id,))
         return int(rows[0][0])
+
+    def _identity(self) -> str | None:
+        """The file's id from ``meta``; a reader of a file without one (or without ``meta``:
+        nothing reads it from a writer before identities) finds None."""
+        try:
+            return self._get_meta(_ID_KEY)
+        except JournalError:
+            if self.read_only:
+                return None
+            raise
 
     def high_water(self) -> dict[str, int]:
         """Each durable stream's last number so far (-1: none yet)."""

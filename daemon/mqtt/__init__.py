@@ -10,6 +10,7 @@ Each part owns one thing:
   journal failure), each numbered as it is sent;
 - :mod:`~tabled.daemon.mqtt.reporter` — ``…/metrics``;
 - :mod:`~tabled.daemon.mqtt.commands` — dealer-console commands in, replies out;
+- :mod:`~tabled.daemon.mqtt.fetch` — the pit's fetch requests in, the journal's messages out;
 - :mod:`~tabled.daemon.mqtt.numbers` — the numbers of non-durable messages;
 - :mod:`~tabled.daemon.mqtt.topics` — the topic tree and the broker's address.
 

@@ -27,7 +27,8 @@ from tabled.daemon.fetch import (
     FetchGate,
     FetchRefused,
     FetchRequest,
-    part_size,
+    escaped_size,
+    part_count,
 )
 from tabled.daemon.journal import FIRST_NUMBER, Journal, JournalError
 from tabled.daemon.logs import Repeats
@@ -40,8 +41,9 @@ log = structlog.get_logger("tabled.fetch")
 MAX_WAITING: Final = 32
 #: The same refusal is logged again at most this often, seconds (with a count).
 T_REPEAT: Final = 60.0
-#: Rows read for one reply message: one more than fits, to know whether any are left.
-PART_LIMIT: Final = PART_MESSAGES + 1
+#: Rows read from the journal at a time, with a turn of the event loop after each read: what
+#: a card that arrives meanwhile may wait for (a fraction of a millisecond).
+STEP: Final = 25
 
 _Job = FetchRequest | FetchRefused
 
@@ -131,40 +133,54 @@ class FetchServer:
     # -- replies out -----------------------------------------------------------------------
 
     async def _serve(self, client: aiomqtt.Client, request: FetchRequest) -> None:
-        """The request's range, a reply message at a time, each read from the journal just
-        before it is sent."""
+        """The request's range, a reply message at a time: each read from the journal just
+        before it is sent, a few rows at a time (:data:`STEP`), letting the event loop run
+        between reads."""
         head = {"type": "fetch_reply", "ok": True, "nonce": request.nonce,
                 "stream": request.stream, "from": request.first, "to": request.last,
                 "journal": {"id": self.journal.id, "first": FIRST_NUMBER}}
-        cursor, part, sent = request.first, 0, 0
+        cursor, part, sent, read_all = request.first, 0, 0, False
+        pending: list[str] = []  # read, not sent yet, and their sizes in a reply
+        sizes: list[int] = []
         while True:
-            try:
-                rows = self.journal.published_range(request.stream, cursor, request.last,
-                                                    PART_LIMIT)
-                high_water = self.journal.high_water()[request.stream]
-            except JournalError as exc:
-                refusal = FetchRefused("unavailable", f"the journal cannot be read: {exc}",
-                                       nonce=request.nonce, reply_to=request.reply_to,
-                                       authenticated=True)
-                self.refused["unavailable"] += 1
-                log.warning("fetch_refused", reason=refusal.reason, detail=refusal.detail)
-                await self._publish(client, request.reply_to, refusal.reply())
-                return
-            payloads = [row.payload for row in rows]
-            count = part_size(payloads)
-            last = count == len(payloads)  # read one more than fits: none left, or some
+            while not read_all and part_count(sizes) == len(sizes) <= PART_MESSAGES:
+                try:
+                    rows = self.journal.published_range(request.stream, cursor, request.last,
+                                                        STEP)
+                except JournalError as exc:
+                    await self._unavailable(client, request, exc)
+                    return
+                pending += [row.payload for row in rows]
+                sizes += [escaped_size(row.payload) for row in rows]
+                if len(rows) < STEP:
+                    read_all = True
+                else:
+                    cursor = rows[-1].stream_seq + 1
+                await asyncio.sleep(0)
+            count = part_count(sizes)
+            last = read_all and count == len(pending)
             part += 1
             await self._publish(client, request.reply_to, {
-                **head, "messages": payloads[:count], "part": part, "last": last,
-                "next": request.last + 1, "high_water": high_water})
+                **head, "messages": pending[:count], "part": part, "last": last,
+                "next": request.last + 1,
+                "high_water": self.journal.high_water()[request.stream]})
             sent += count
+            del pending[:count], sizes[:count]
             if last:
                 break
-            cursor = rows[count - 1].stream_seq + 1
         self.served += 1
         self.messages += sent
         log.info("fetch_served", requester=request.requester, stream=request.stream,
                  first=request.first, last=request.last, messages=sent, parts=part)
+
+    async def _unavailable(self, client: aiomqtt.Client, request: FetchRequest,
+                           exc: JournalError) -> None:
+        refusal = FetchRefused("unavailable", f"the journal cannot be read: {exc}",
+                               nonce=request.nonce, reply_to=request.reply_to,
+                               authenticated=True)
+        self.refused["unavailable"] += 1
+        log.warning("fetch_refused", reason=refusal.reason, detail=refusal.detail)
+        await self._publish(client, request.reply_to, refusal.reply())
 
     async def _publish(self, client: aiomqtt.Client, topic: str, body: dict[str, Any]) -> None:
         await client.publish(topic, dumps(body), qos=1, timeout=self.puback_timeout)

@@ -18,13 +18,23 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import pytest
 
 from tabled.contract.signing import sign
 from tabled.daemon.broker import Mosquitto
 from tests.fetching import FetchClient, fetch_key, signed_fetch
 from tests.integration.harness import Daemon, Simulator, Subscriber, write_config
 from tests.integration.test_daemon_qpoker import setup as qpoker_setup
-from tests.integration.test_security import cards_in, command, shifted
+from tests.integration.test_security import (
+    DAEMON,
+    FLOOR,
+    Floor,
+    cards_in,
+    command,
+    shifted,
+    shoe,
+)
+from tests.integration.tls import Pki, example_acl, floor_broker, password_file
 
 BASE = "tabled/lab/t1"
 HANDS = 50
@@ -316,3 +326,49 @@ async def test_the_journal_id_outlives_a_restart_and_a_new_journal_has_another(
     for path in tmp_path.glob("journal.sqlite*"):
         path.unlink()
     assert await birth_id() not in (first, None)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return Pki(tmp_path_factory.mktemp("pki"))
+
+
+async def test_over_the_example_acl_the_pit_fetches_and_the_floor_cannot(
+        tmp_path: Path, pki: Pki) -> None:
+    """config/mosquitto/tabled.acl as shipped: the table reads its ``…/fetch`` and answers on
+    ``…/fetch/reply/+``; the pit may ask; a floor reader (read-only) may not, and its request
+    never reaches the table."""
+    names = (DAEMON, "pit", FLOOR)
+    passwords = {name: secrets.token_urlsafe(18) for name in names}
+    with floor_broker(pki, tmp_path / "broker",
+                      passwords=password_file(tmp_path / "passwd", passwords),
+                      acl=example_acl(tmp_path / "tabled.acl")) as broker:
+        floor = Floor(pki, broker, passwords, {name: pki.identity(name) for name in names})
+        key = fetch_key(tmp_path / "fetch.key")
+        sim = shoe(tmp_path)
+        mqtt, tls = floor.daemon_settings(tmp_path)
+        config = write_config(tmp_path / "tabled.toml", game="baccarat",
+                              journal=tmp_path / "journal.sqlite", broker_url=floor.url,
+                              mqtt=mqtt, tls=tls, fetch={"hmac_key_file": tmp_path / "fetch.key"},
+                              devices=[{"id": "shoe-1", "family": "shoe", "url": sim.start()}])
+        daemon = Daemon(config, tmp_path / "daemon.log")
+        try:
+            async with (floor.subscriber(f"{BASE}/+") as sub,
+                        FetchClient("127.0.0.1", broker.port, BASE, key,
+                                    **floor.login("pit")) as pit,
+                        FetchClient("127.0.0.1", broker.port, BASE, key, requester="floor-1",
+                                    **floor.login(FLOOR)) as reader):
+                daemon.start()
+                await sub.wait_for("/outcome", 2, alive=daemon)
+                (reply,) = await pit.request("outcome", 0, 1)
+                assert reply["ok"] and [json.loads(m)["round"] for m in reply["messages"]] == [
+                    1, 2]
+                await reader.send(signed_fetch(key, BASE, "outcome", 0, 1, requester="floor-1"))
+                await asyncio.sleep(2.0)
+                assert [r for r in reader.replies if r["_topic"].endswith("/floor-1")] == []
+                seen = len(sub.on("/metrics"))
+                await sub.wait_for("/metrics", seen + 1, alive=daemon)
+                assert sub.on("/metrics")[-1]["fetch"]["requests"] == 1
+        finally:
+            sim.stop()
+            assert daemon.stop() == 0
