@@ -218,3 +218,43 @@ async def test_a_pit_killed_at_random_while_a_table_plays_loses_nothing(
 async def test_a_pit_killed_25_times_while_a_table_plays_loses_nothing(
         tmp_path: Path, broker: Mosquitto) -> None:
     await crash_loop(tmp_path, broker, kills=25)
+
+
+async def test_what_a_broker_lost_with_its_sessions_is_fetched(
+        tmp_path: Path, broker: Mosquitto) -> None:
+    """The pit stopped while a table plays: the broker queues for its persistent session, then
+    dies without persistence (the queue is gone) and comes back; the pit returns to an empty
+    session and fetches what the queue held."""
+    key = tmp_path / "fetch.key"
+    fetch_key(key)
+    sim, daemon, journal = shoe_daemon(tmp_path, broker, "bac-1", 31, 200, "0.01", key)
+    store = tmp_path / "pit.sqlite"
+    config = pit_config(tmp_path / "pit.toml", broker, store, key)
+    pit = start_pit(config, tmp_path / "pit.log")
+    try:
+        daemon.start()
+        await until(lambda: same_now(store, journal) is not None
+                    and len(record_texts(store, "lab", "bac-1")["outcome"]) >= 20, 60,
+                    "the first rounds recorded live")
+        stop(pit)  # the broker queues the table's messages for the pit's session
+        await asyncio.sleep(2.0)
+        broker.kill()  # ... and loses them: no persistence
+        broker.start()
+        pit = start_pit(config, tmp_path / "pit.log")
+        async with Subscriber("127.0.0.1", broker.port, "tabled/lab/+/outcome") as sub:
+            await sub.wait_for("bac-1/outcome", 1, timeout=60, alive=daemon)
+        await until(lambda: same_now(store, journal), 90, "the journal in the record")
+        assert len(journal_texts(journal)["outcome"]) > 20
+        await asyncio.sleep(1.0)
+        assert open_gaps(store) == []
+    finally:
+        stop(pit)
+        daemon.stop()
+        sim.stop()
+
+
+def same_now(store: Path, journal: Path) -> bool | None:
+    """Whether the record holds the journal as it is now (None: no record yet)."""
+    if not store.exists():
+        return None
+    return same(store, "lab", "bac-1", journal_texts(journal))
