@@ -19,7 +19,10 @@ wrong_device        major     a device the birth record does not declare, of ano
                               or a status ``wrong_device`` / the right device connected
 seq_gap             major     a jump in ``table_seq`` of event, outcome or fault still missing
                               ``alerts.gap_grace`` seconds later, naming the numbers / all of
-                              them arrived late (noted as they come)
+                              them arrived late (noted as they come). With reconciliation
+                              (pit.reconcile): numbers still missing ``reconcile.gap_deadline``
+                              after they were known missing, or that the table's journal no
+                              longer has (``unrecoverable``) / closed when they all arrive
 seq_conflict        critical  a stored number arriving with other content (a reset journal)
 fault               by code   every fault the tables publish (transient)
 notice              minor     a rules notice (transient)
@@ -194,6 +197,9 @@ class AlertEngine:
         self._silent: set[tuple[str, str]] = set()
         self._lost: set[tuple[str, str, str]] = set()
         self.counters = {"gaps": 0, "late": 0, "conflicts": 0}
+        #: with reconciliation (:mod:`pit.reconcile`): a jump in ``table_seq`` is handed to it
+        #: (``site, table, stream, first, last``) instead of a gap check of the engine's own
+        self.on_gap: Callable[[str, str, str, int, int], None] | None = None
 
     async def start(self) -> None:
         """Pick up where the record is: each stream's highest number, the conditions open."""
@@ -378,10 +384,85 @@ class AlertEngine:
             return
         if seq > high + 1:
             self._high[key] = seq
+            if self.on_gap is not None:
+                self.on_gap(m.site, m.table, m.stream, high + 1, seq - 1)
+                return
             self._checks.append(_GapCheck(self.clock() + self.settings.gap_grace, m.site,
                                           m.table, m.stream, high + 1, seq - 1))
             return
-        await self._late(m, seq)
+        if self.on_gap is None:  # else the reconciler accounts for what arrives
+            await self._late(m, seq)
+
+    def highest(self, site: str, table: str, stream: str) -> int:
+        """The highest number of a stream heard or recorded (-1: none)."""
+        return self._high.get((site, table, stream), -1)
+
+    async def gap_overdue(self, site: str, table: str, stream: str,
+                          missing: list[tuple[int, int]], *, unrecoverable: bool,
+                          why: str) -> None:
+        """With reconciliation (:mod:`pit.reconcile`): numbers still missing
+        ``reconcile.gap_deadline`` after they were first known missing (``why``: what the
+        fetch came to), or numbers the table's journal no longer has (``unrecoverable``): a
+        ``seq_gap`` naming them, one per stream and span."""
+        if not missing:
+            return
+        self.counters["gaps"] += 1
+        numbers = sum(b - a + 1 for a, b in missing)
+        first, last = missing[0][0], missing[-1][1]
+        detail: dict[str, Any] = {"stream": stream, "first": first, "last": last,
+                                  "count": numbers, "missing": [[a, b] for a, b in missing],
+                                  "unrecoverable": unrecoverable, "why": why}
+        if numbers <= MAX_LISTED:
+            detail["numbers"] = _expand(detail["missing"])
+        text = self._gap_message(stream, _expand(detail["missing"])) if numbers <= MAX_LISTED \
+            else f"{stream}: {numbers} messages missing (table_seq {_text(detail['missing'])})"
+        text += ": the table's journal no longer has them" if unrecoverable else f" ({why})"
+        subject = f"{stream} {first}-{last}"
+        model = self.floor.table(site, table)
+        live = None if model is None else next(
+            (a for a in model.alerts.values() if a.kind == "seq_gap" and a.subject == subject),
+            None)
+        if live is not None and live.detail.get("unrecoverable") != unrecoverable:
+            change = await self.store.update_alert(live.id, detail, text, self.actor,
+                                                   self.clock(), why,
+                                                   publish=self.settings.publish)
+            if change is not None:
+                self._changed(change)
+            return
+        await self._raise(AlertSpec(site, table, "seq_gap", subject, "major", text, detail))
+
+    async def gap_progress(self, alert: Alert, missing: list[tuple[int, int]]) -> None:
+        """What a ``seq_gap`` alert names is now ``missing`` (a part of it arrived, fetched
+        or late): updated, or closed with a note once nothing is missing."""
+        d = alert.detail
+        before = [list(span) for span in d.get("missing", [])]
+        now_missing = [[a, b] for a, b in missing]
+        if now_missing == before:
+            return
+        arrived = sum(b - a + 1 for a, b in before) - sum(b - a + 1 for a, b in now_missing)
+        note = f"{arrived} missing number{'s' if arrived != 1 else ''} arrived"
+        if not now_missing:
+            try:
+                closed = await self.store.close_alert(
+                    alert.id, self.actor, f"every missing number arrived ({note})",
+                    self.clock(), publish=self.settings.publish)
+            except AlertActionError:
+                return  # closed meanwhile (a person, another pit server)
+            log.info("alert_closed", alert=alert.id, kind="seq_gap", subject=alert.subject,
+                     table=f"{alert.site}/{alert.table}")
+            self._changed(closed)
+            return
+        count = sum(b - a + 1 for a, b in now_missing)
+        detail = {**d, "missing": now_missing, "count": count}
+        detail.pop("numbers", None)
+        if count <= MAX_LISTED:
+            detail["numbers"] = _expand(now_missing)
+        text = f"{d.get('stream')}: {count} message{'s' if count != 1 else ''} missing " \
+               f"(table_seq {_text(now_missing)})"
+        change = await self.store.update_alert(alert.id, detail, text, self.actor,
+                                               self.clock(), note, publish=self.settings.publish)
+        if change is not None:
+            self._changed(change)
 
     async def _late(self, m: Message, seq: int) -> None:
         """A number below the highest arrived for the first time: it may fill a gap."""

@@ -171,6 +171,32 @@ class AlertSettings(_Strict):
     publish: bool = True
 
 
+class ReconcileSettings(_Strict):
+    """Reconciliation with the tables' journals (:mod:`tabled.pit.reconcile`, docs/pit.md): the
+    pit asks each table for the numbers its record lacks. Without ``hmac_key_file`` it is off:
+    the pit records only what it hears (what it missed is reported as ``seq_gap``, never
+    fetched)."""
+
+    #: The floor's fetch key, shared with the tables' ``[fetch] hmac_key_file`` (64 hex
+    #: characters, mode 0600). None: reconciliation off.
+    hmac_key_file: Path | None = None
+    #: Numbers still missing this long after they were first known missing are a ``seq_gap``.
+    gap_deadline: Annotated[float, Field(ge=0, le=3600)] = 10.0
+    #: Fetch requests one table may have unanswered at once.
+    max_in_flight: Annotated[int, Field(ge=1, le=16)] = 2
+    #: Numbers asked for in one request (the table serves at most its ``fetch.max_messages``).
+    request_size: Annotated[int, Field(ge=1, le=10_000)] = 500
+    #: A request without its last reply part within this is taken as lost, seconds.
+    request_timeout: Annotated[float, Field(gt=0, le=600)] = 5.0
+    #: A high-water mark above the record is fetched only after this, seconds (the messages
+    #: may be on their way).
+    high_water_grace: Annotated[float, Field(ge=0, le=600)] = 2.0
+
+    @property
+    def enabled(self) -> bool:
+        return self.hmac_key_file is not None
+
+
 class WebSettings(_Strict):
     """The live web page (:mod:`tabled.pit.web`): served by the pit itself when the config has
     a ``[web]`` section; without one the pit serves no page."""
@@ -303,6 +329,7 @@ class PitConfig(_Strict):
     store: StoreSettings = StoreSettings()
     retention: RetentionSettings = RetentionSettings()
     alerts: AlertSettings = AlertSettings()
+    reconcile: ReconcileSettings = ReconcileSettings()
     #: None: no ``[web]`` section, no page (metrics only on ``[metrics] port``)
     web: WebSettings | None = None
     metrics: MetricsSettings = MetricsSettings()
@@ -349,4 +376,5 @@ def check_secrets(config: PitConfig) -> list[tuple[str, str]]:
          config.store.postgres.password_file if config.store.postgres else None),
         ("web.session_secret_file", config.web.session_secret_file if config.web else None),
         ("web.tls_key_file", config.web.tls_key_file if config.web else None),
+        ("reconcile.hmac_key_file", config.reconcile.hmac_key_file),
     ])

@@ -16,7 +16,9 @@ Subscriptions, QoS 1, for each configured site (``+`` for all):
   is not delivered to a shared subscription), and every server needs every table's state;
 - ``…/+/event``, ``…/+/outcome``, ``…/+/fault``: through ``$share/<group>/`` when
   ``mqtt.share_group`` is set, so the servers of one floor split the record (each message is
-  recorded by one of them, into the shared PostgreSQL record).
+  recorded by one of them, into the shared PostgreSQL record);
+- with reconciliation (pit.reconcile), ``…/+/fetch/reply/<pit id>``: this server's own fetch
+  replies, never shared.
 
 A persistent session (``mqtt.persistent_session``, the default): the broker keeps the
 subscriptions and queues QoS 1 messages while the pit is away, so a restart or a network blip
@@ -67,6 +69,8 @@ class Ingest:
         self.on_message = on_message
         self.on_connect = on_connect
         self.connected = asyncio.Event()
+        #: more topics this pit subscribes to, never shared (the fetch replies, pit.reconcile)
+        self.extra_subscriptions: list[str] = []
         self.connects = 0
         self._client: aiomqtt.Client | None = None
         self._password: str | None = None
@@ -81,7 +85,7 @@ class Ingest:
             base = f"{s.topic_prefix}/{site}/+"
             topics += [f"{base}/status", f"{base}/device/+/status", f"{base}/metrics"]
             topics += [f"{share}{base}/{stream}" for stream in ("event", "outcome", "fault")]
-        return topics
+        return topics + self.extra_subscriptions
 
     async def publish(self, topic: str, payload: str, *, retain: bool = False) -> bool:
         """QoS 1; True once the broker acknowledged it, False if not connected or it failed."""

@@ -666,13 +666,38 @@ class Floor:
                 self._model(alert.site, alert.table).alerts[alert.id] = alert
         self.changes.publish(Change("floor"))
 
+    def _replay(self, site: str, table: str, records: list[StoredMessage]) -> None:
+        """The record's messages of one table, in its order; its game (the latest birth
+        record's) is known from the first, so that a shoe started before the birth that the
+        record keeps still counts."""
+        game = next((r.payload.get("game") for r in reversed(records)
+                     if r.stream == "status" and isinstance(r.payload.get("game"), str)), None)
+        if isinstance(game, str):
+            self._set_game(self._model(site, table), game)
+        for stored in records:
+            self.apply_stored(stored)
+
+    async def reload(self, store: Store, site: str, table: str) -> None:
+        """One table's model again from the record, in the table's order (after messages
+        fetched from its journal, which arrive after newer ones: applied one by one they would
+        put old hands on the roads)."""
+        records = await store.rebuild_records(site, table)
+        alerts = await store.alerts(site=site, table=table)
+        old = self._tables.pop((site, table), None)
+        self._replay(site, table, records)
+        model = self._model(site, table)
+        if old is not None:
+            model.last_heard = old.last_heard
+            model.metrics = old.metrics
+        model.alerts = {a.id: a for a in alerts if a.state != "closed"}
+        self.changes.publish(Change("table", site, table))
+
     # -- start-up -----------------------------------------------------------------------------
 
     async def rebuild(self, store: Store) -> int:
         """The floor as the record has it: each table's latest birth, status and device
         statuses, its recent outcomes, and the alerts not closed. Returns the tables."""
         for site, table in await store.tables():
-            for stored in await store.rebuild_records(site, table):
-                self.apply_stored(stored)
+            self._replay(site, table, await store.rebuild_records(site, table))
         self.set_alerts(await store.alerts())
         return len(self._tables)

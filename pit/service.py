@@ -42,6 +42,7 @@ from tabled.pit.ingest import Ingest, wait_connected
 from tabled.pit.messages import Malformed, Message, parse_message
 from tabled.pit.metrics import PitMetrics
 from tabled.pit.model import ChangeFeed, Floor
+from tabled.pit.reconcile import Reconciler
 from tabled.pit.store import (
     Alert,
     AlertChange,
@@ -126,6 +127,15 @@ class PitService:
         self.watch = IntegrityWatch(config.integrity, self.engine, self.floor, self.store)
         self.ingest = Ingest(config.mqtt, client_id=config.client_id,
                              on_message=self.received_batch, on_connect=self._connected)
+        #: fetches what the record lacks from the tables (``[reconcile]``; None: off)
+        self.reconciler: Reconciler | None = None
+        if config.reconcile.enabled:
+            self.reconciler = Reconciler(
+                config.reconcile, config.mqtt, config.pit.id, self.store, self.engine,
+                self.floor, self.ingest.publish, self.ingest.connected.is_set,
+                retention=config.retention)
+            self.engine.on_gap = self.reconciler.gap
+            self.ingest.extra_subscriptions = self.reconciler.subscriptions()
         self.store_failure: str | None = None
         self.handler_errors = 0
         self._stop = asyncio.Event()
@@ -135,6 +145,8 @@ class PitService:
         #: ids of the records already applied to the floor (a shared subscription's follower)
         self._applied: dict[int, float] = {}
         self._record_cursor = 0
+        #: tables whose live model is built again after a batch (fetched messages)
+        self._reload: set[tuple[str, str]] = set()
         self._metrics_server: Any = None
         #: the web page (:mod:`tabled.pit.web`), when the config has a ``[web]`` section
         self.web: Any = None
@@ -153,6 +165,8 @@ class PitService:
         recent = await self.store.audit(limit=1)
         self._audit_cursor = recent[0].id if recent else 0
         self._record_cursor = await self.store.last_message_id()
+        if self.reconciler is not None:
+            await self.reconciler.start()
         log.info("store_open", store=self.store.description, tables=tables,
                  alerts=len(self.floor.alerts()))
 
@@ -181,6 +195,8 @@ class PitService:
                 ]
                 if cfg.mqtt.share_group:
                     tasks.append(start_part(group, log, "share", self._follow_records))
+                if self.reconciler is not None:
+                    tasks.append(start_part(group, log, "reconcile", self.reconciler.run))
                 web = None
                 if self.web is not None:
                     web = start_part(group, log, "web", self.web.run)
@@ -227,11 +243,38 @@ class PitService:
         rules and the integrity monitors, in arrival order. Never raises (a bug is logged and
         counted, and costs only its own message). Each message is judged alone: one the store
         refuses for its content (a data error) is filed in ``malformed`` and the rest of the
-        batch recorded without it; an outage is retried while the batch waits."""
+        batch recorded without it; an outage is retried while the batch waits. Fetch replies
+        (:mod:`pit.reconcile`) go to the reconciler, and the messages they serve through the
+        same path, after."""
+        replies: list[tuple[str, bytes]] = []
+        if self.reconciler is not None:
+            live = []
+            for topic, payload, retained in batch:
+                if self.reconciler.is_reply(topic):
+                    replies.append((topic, payload))
+                else:
+                    live.append((topic, payload, retained))
+            batch = live
+        await self._process(batch, backfill=False)
+        for topic, payload in replies:
+            assert self.reconciler is not None
+            served = self.reconciler.reply(topic, payload)
+            if served:
+                await self._process(served, backfill=True)
+
+    async def _process(self, batch: Sequence[tuple[str, bytes, bool]], *,
+                       backfill: bool) -> None:
+        """:meth:`received_batch` for live messages, or for messages a table served from its
+        journal (``backfill``): recorded the same way, judged alone; the live model of a table
+        that got fetched outcomes or shoes is then built again from the record, in the table's
+        order (applied one by one, old hands would land on today's roads)."""
+        if not batch:
+            return
+        self._reload = set()
         messages: list[Message | None] = []
         for topic, payload, retained in batch:
             try:
-                messages.append(await self._parse(topic, payload, retained))
+                messages.append(await self._parse(topic, payload, retained, backfill))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -251,13 +294,19 @@ class PitService:
                 else:
                     result = next(recorded)
                     if result is not None:
-                        await self._recorded(message, result)
+                        await self._recorded(message, result, backfill)
+                if self.reconciler is not None and message.topic.channel in ("status",
+                                                                             "metrics"):
+                    self.reconciler.announce(message)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 self.handler_errors += 1
                 log.exception("message_failed", topic=f"{message.site}/{message.table}/"
                               f"{message.stream}", table_seq=message.table_seq)
+        for site, table in sorted(self._reload):
+            await self._retrying("reload", functools.partial(self.floor.reload, self.store,
+                                                             site, table))
 
     async def record_batch(self, messages: Sequence[Message]) -> list[Recorded | None]:
         """Record checked ``messages`` in one transaction, retried through an outage; what
@@ -323,7 +372,8 @@ class PitService:
         except Exception as exc:  # StoreDataError, or a bug: logged, counted, never raised
             self._data_failure("record_malformed", exc, topic=topic)
 
-    async def _parse(self, topic: str, payload: bytes, retained: bool) -> Message | None:
+    async def _parse(self, topic: str, payload: bytes, retained: bool,
+                     backfill: bool = False) -> Message | None:
         """The message checked, or None if malformed (then recorded as such)."""
         now = time.time()
         try:
@@ -332,7 +382,8 @@ class PitService:
         except Malformed as exc:
             await self._file_malformed(topic, payload, now, exc.code, str(exc))
             return None
-        self.metrics.received.labels(message.topic.channel).inc()
+        if not backfill:
+            self.metrics.received.labels(message.topic.channel).inc()
         return message
 
     async def _sample(self, message: Message) -> None:
@@ -340,12 +391,16 @@ class PitService:
         self.floor.apply(message)
         await self._retrying("alerts", lambda: self.engine.message(message, None, False))
 
-    async def _recorded(self, message: Message, recorded: Recorded) -> None:
+    async def _recorded(self, message: Message, recorded: Recorded,
+                        backfill: bool = False) -> None:
         """What follows the record of one message: counters, the live model, the alert rules,
-        the integrity monitors."""
+        the integrity monitors (which put each stream in order themselves and see a number
+        once: only a new record feeds them)."""
         channel = message.topic.channel
         if recorded.new:
             self.metrics.recorded.labels(channel).inc()
+            if backfill:
+                self.metrics.backfilled.labels(channel).inc()
         elif recorded.status == "duplicate":
             self.metrics.duplicates.labels(channel).inc()
         else:
@@ -353,7 +408,10 @@ class PitService:
             log.error("seq_conflict", site=message.site, table=message.table,
                       stream=message.stream, table_seq=message.table_seq)
         applied = False
-        if recorded.new:
+        if recorded.new and backfill:
+            if channel == "outcome" or (channel == "event" and message.kind == "shoe_start"):
+                self._reload.add((message.site, message.table))
+        elif recorded.new:
             applied = self.floor.apply(message)
             if recorded.id is not None and self.config.mqtt.share_group:
                 self._applied[recorded.id] = time.monotonic()
@@ -433,6 +491,8 @@ class PitService:
     def _connected(self) -> None:
         self.metrics.broker_connects.inc()
         self._outbox_wake.set()
+        if self.reconciler is not None:
+            self.reconciler.on_connected()
 
     async def _outbox(self) -> None:
         while True:

@@ -36,6 +36,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal, TypeVar
 
 from tabled.contract.outcome import OutcomeError, OutcomeRecord, decode_outcome
@@ -134,6 +135,18 @@ class StoredMessage:
             return decode_outcome(self.payload)
         except OutcomeError:
             return None
+
+
+@dataclass(frozen=True, slots=True)
+class Holdings:
+    """What the record holds of one stream (:meth:`Store.holes`): ``high`` the highest number
+    recorded (-1: none), ``holes`` the missing runs below it as ``(first, last)``, lowest first
+    (the numbers below the lowest recorded one included), ``low_at`` when the lowest recorded
+    number was received (None: none; retention purges by that time)."""
+
+    high: int
+    holes: list[tuple[int, int]]
+    low_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,6 +323,13 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def missing(self, site: str, table: str, stream: str, first: int,
                       last: int) -> list[int]: ...
+
+    @abc.abstractmethod
+    async def holes(self, site: str, table: str, stream: str, after: int = -1,
+                    limit: int = 10_000) -> Holdings:
+        """What the record holds of one numbered stream above ``after`` (a prefix known
+        complete): its highest number and the runs of numbers missing below it (from
+        ``after + 1``), at most ``limit`` of them, lowest first."""
 
     @abc.abstractmethod
     async def high_water(self) -> dict[tuple[str, str, str], int]: ...
@@ -569,6 +589,36 @@ def _keepable(text: str) -> str:
     return text
 
 
+def _in_table_order(arrived: list[StoredMessage]) -> list[StoredMessage]:
+    """Messages in arrival order with the ones that arrived late (a number below one of its
+    stream already seen: fetched from the table's journal) moved back to where the table's
+    time (``ts``) puts them. The others keep their arrival order, which is the table's."""
+    out: list[StoredMessage] = []
+    high: dict[str, int] = {}
+    for m in arrived:
+        seq = m.table_seq
+        if seq is not None and seq < high.get(m.stream, -1):
+            at = _table_time(m)
+            where = next((i for i, o in enumerate(out) if _table_time(o) > at), len(out))
+            out.insert(where, m)
+            continue
+        if seq is not None:
+            high[m.stream] = seq
+        out.append(m)
+    return out
+
+
+def _table_time(m: StoredMessage) -> float:
+    """When the table says a message was made (its ``ts``), else when it was received."""
+    ts = m.payload.get("ts")
+    if isinstance(ts, str):
+        try:
+            return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    return m.received_at
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
@@ -733,6 +783,31 @@ class SqlStore(Store):
 
         return await self._run("missing", body, write=False)
 
+    async def holes(self, site: str, table: str, stream: str, after: int = -1,
+                    limit: int = 10_000) -> Holdings:
+        """One pass over the stream's numbers above ``after`` in the index ``messages_seq``,
+        each compared with the one before it (``LAG``; the one before the first is ``after``):
+        a step of more than one is a hole. Nothing is enumerated here, however long the
+        stream."""
+        where = "site = ? AND table_id = ? AND topic = ? AND table_seq IS NOT NULL"
+
+        async def body(tx: Tx) -> Holdings:
+            rows = await tx.fetchall(
+                "SELECT prev + 1, table_seq - 1 FROM (SELECT table_seq, "
+                "LAG(table_seq, 1, CAST(? AS BIGINT)) OVER (ORDER BY table_seq) AS prev "
+                f"FROM messages WHERE {where} AND "
+                "table_seq > ?) AS numbered WHERE table_seq > prev + 1 ORDER BY table_seq "
+                "LIMIT ?", (after, site, table, stream, after, limit))
+            top = await tx.fetchone(
+                f"SELECT MAX(table_seq), (SELECT received_at FROM messages WHERE {where} "
+                f"ORDER BY table_seq LIMIT 1) FROM messages WHERE {where}",
+                (site, table, stream, site, table, stream))
+            high = int(top[0]) if top is not None and top[0] is not None else -1
+            low_at = float(top[1]) if top is not None and top[1] is not None else None
+            return Holdings(high, [(int(a), int(b)) for a, b in rows], low_at)
+
+        return await self._run("holes", body, write=False)
+
     async def high_water(self) -> dict[tuple[str, str, str], int]:
         async def body(tx: Tx) -> dict[tuple[str, str, str], int]:
             marks = ", ".join(f"'{s}'" for s in DURABLE)
@@ -830,9 +905,11 @@ class SqlStore(Store):
 
     async def rebuild_records(self, site: str, table: str,
                               limit: int = 5000) -> list[StoredMessage]:
-        """What the live model needs after a restart, in arrival order: the latest birth
+        """What the live model needs after a restart, in the table's order: the latest birth
         record, the latest status, each device's latest status, and the last ``limit``
-        outcomes and ``shoe_start`` events (a new shoe starts the baccarat roads)."""
+        outcomes and ``shoe_start`` events (a new shoe starts the baccarat roads). Messages
+        fetched from a table's journal (pit.reconcile) arrive after newer ones: they are put
+        back where the table's time puts them."""
 
         async def body(tx: Tx) -> list[StoredMessage]:
             key = (site, table)
@@ -853,7 +930,7 @@ class SqlStore(Store):
                     "AND (topic = 'outcome' OR (topic = 'event' AND kind = 'shoe_start')) "
                     "ORDER BY id DESC LIMIT ?", (site, table, limit)):
                 rows[int(row[0])] = row
-            return [_message(rows[i]) for i in sorted(rows)]
+            return _in_table_order([_message(rows[i]) for i in sorted(rows)])
 
         return await self._run("rebuild_records", body, write=False)
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from tabled.pit.config import PostgresSettings
+from tabled.pit.messages import Message, parse_message
 from tabled.pit.store import AlertActionError, AlertSpec, Store, StoreError
 from tabled.pit.store_postgres import PostgresStore
 from tabled.pit.store_sqlite import SqliteStore
@@ -150,6 +152,32 @@ async def test_recent_outcomes_rounds_since_and_rebuild_records(store: Store) ->
     assert kinds == [("status", "online"), ("outcome", "complete"), ("event", "shoe_start"),
                      ("outcome", "complete"), ("device/shoe-1/status", "connected"),
                      ("status", "offline")]
+
+
+def _at(m: Message, t: float) -> Message:
+    """``m`` as the table stamped it at ``t`` (its ``ts``)."""
+    body = {**m.payload, "ts": datetime.fromtimestamp(t, UTC).isoformat(
+        timespec="milliseconds").replace("+00:00", "Z")}
+    return parse_message("tabled", f"tabled/{m.site}/{m.table}/{m.stream}",
+                         json.dumps(body).encode(), m.received_at)
+
+
+async def test_rebuild_records_come_in_the_tables_order_whatever_the_arrival(
+        store: Store) -> None:
+    """Messages fetched from a table's journal (pit.reconcile) arrive after newer ones: the
+    rebuild puts them back in the table's order (its ``ts``)."""
+    now = time.time()
+    live = [_at(birth(seq=0, at=now), now - 500),
+            _at(event({"type": "shoe_start", "decks": 8}, 40, at=now), now - 100),
+            _at(baccarat_outcome(9, 8, at=now), now - 90)]
+    fetched = [_at(event({"type": "shoe_start", "decks": 8}, 0, at=now), now - 400),
+               _at(baccarat_outcome(1, 0, at=now), now - 390),
+               _at(baccarat_outcome(8, 7, at=now), now - 110)]
+    for m in live + fetched:
+        await store.record(m, PIT)
+    order = [(m.stream, m.table_seq) for m in await store.rebuild_records("lab", "t1")]
+    assert order == [("status", 0), ("event", 0), ("outcome", 0), ("outcome", 7),
+                     ("event", 40), ("outcome", 8)]
 
 
 def _spec(kind: str = "offline", subject: str = "", transient: bool = False,
