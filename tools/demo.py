@@ -236,10 +236,12 @@ RECIPES: dict[str, TableRecipe] = {
 def write_table_config(path: Path, site: str, table: str, game: str, broker_url: str,
                        device: dict[str, Any], rules: dict[str, Any], journal: Path,
                        key_file: Path | None, *, metrics_interval: float = 2.0,
-                       access: BrokerAccess | None = None) -> Path:
+                       access: BrokerAccess | None = None,
+                       fetch_key: Path | None = None) -> Path:
     """One table's config; with ``key_file``, commands on and the ``[console]`` the dealer
     console of the demos reads (the name it signs with); with ``access``, the daemon's and the
-    console's own broker identities (each a user and a password file)."""
+    console's own broker identities (each a user and a password file); with ``fetch_key``, the
+    table serves its journal on ``…/fetch`` to a pit holding the same key (docs/mqtt.md)."""
     def value(v: Any) -> str:
         return ("true" if v else "false") if isinstance(v, bool) else json.dumps(v)
 
@@ -260,9 +262,8 @@ def write_table_config(path: Path, site: str, table: str, game: str, broker_url:
         lines += ["", "[commands]", "enabled = true",
                   f"hmac_key_file = {json.dumps(str(key_file))}",
                   "", "[console]", f'id = "console-{table}"', *identity(console_user(table))]
-    # FETCH KEY (issue 27, the fetch protocol): at integration, a shared fetch.key (made by
-    # tabled.tools.console.keygen, as the console's key) is wired here as
-    # [fetch] hmac_key_file, and in the pit's config as [reconcile] hmac_key_file.
+    if fetch_key is not None:
+        lines += ["", "[fetch]", f"hmac_key_file = {json.dumps(str(fetch_key))}"]
     path.write_text("\n".join(lines) + "\n")
     return path
 

@@ -367,7 +367,8 @@ async def _connect_daemon(fleet: Fleet, table: Table, broker_url: str, pace: flo
     config = table.config = write_table_config(
         table.dir / "tabled.toml", SITE, table.name, table.game.name, broker_url, device,
         table.game.rules, table.dir / "journal.sqlite", key_file,
-        metrics_interval=min(5.0, max(1.0, pace)), access=access)
+        metrics_interval=min(5.0, max(1.0, pace)), access=access,
+        fetch_key=_fetch_key(table.dir.parent))
     name, daemon_log = f"{table.name} daemon", table.dir / "daemon.log"
 
     def start() -> subprocess.Popen[Any]:
@@ -384,6 +385,13 @@ def _users() -> dict[str, tuple[str, str]]:
     """name -> (role, password): made up for this run, printed at start, never written."""
     return {"supervisor": ("supervisor", secrets.token_urlsafe(9)),
             "viewer": ("viewer", secrets.token_urlsafe(9))}
+
+
+def _fetch_key(work: Path) -> Path:
+    """The floor's one fetch key (``work/fetch.key``), shared by the tables and the pit, made
+    the first time it is asked for."""
+    path = work / "fetch.key"
+    return path if path.exists() else keygen(path)
 
 
 def _write_pit_config(work: Path, broker_url: str, port: int,
@@ -406,9 +414,9 @@ def _write_pit_config(work: Path, broker_url: str, port: int,
              "[web]", 'host = "127.0.0.1"', f"port = {port}",
              f"session_secret_file = {json.dumps(str(secret))}", "",
              "[log]", 'format = "json"']
-    # FETCH KEY (issue 27, the fetch protocol): at integration, the shared fetch.key of the
-    # tables' [fetch] hmac_key_file (tools/demo.py write_table_config) is wired here as
-    # [reconcile] hmac_key_file.
+    # the floor's fetch key: the tables serve their journals to the pit, which fetches what
+    # its record lacks (docs/pit.md "Reconciliation")
+    lines += ["", "[reconcile]", f"hmac_key_file = {json.dumps(str(_fetch_key(work)))}"]
     for name, (role, password) in users.items():
         lines += ["", "[[users]]", f'name = "{name}"', f'role = "{role}"',
                   f'password_hash = "{hash_password(password)}"']
