@@ -245,9 +245,12 @@ def parse_message(prefix: str, topic: str, payload: bytes, received_at: float,
         raise Malformed(f"table_seq {seq!r} is not an integer", "wrong_type")
     elif not valid_seq(seq):
         raise Malformed(f"table_seq {seq} is outside 0 … {MAX_SEQ}", "out_of_range")
-    for key in ("round", "seq"):  # the contract's other numbers (an outcome's, an event's)
+    # the contract's other numbers (an outcome's, an event's, a fault's): above the range here;
+    # below it, an event's and an outcome's in the words of the contract's own parsers
+    own_parser = channel in ("event", "outcome")
+    for key in ("round", "seq"):
         number = body.get(key)
-        if _int(number) and not valid_seq(number):
+        if _int(number) and not valid_seq(number) and not (own_parser and number < 0):
             raise Malformed(f"{key} {number} is outside 0 … {MAX_SEQ}", "out_of_range")
     _judge_values(body, text)
     typed = _check_body(channel, body)

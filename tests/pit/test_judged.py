@@ -295,10 +295,11 @@ async def test_a_check_that_fails_files_the_message_as_malformed(
     await service.start()
     real = service._parse
 
-    async def parse(topic: str, payload: bytes, retained: bool) -> Message | None:
+    async def parse(topic: str, payload: bytes, retained: bool,
+                    backfill: bool = False) -> Message | None:
         if b'"boom"' in payload:
             raise KeyError("boom")
-        return await real(topic, payload, retained)
+        return await real(topic, payload, retained, backfill)
 
     monkeypatch.setattr(service, "_parse", parse)
     try:

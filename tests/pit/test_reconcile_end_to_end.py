@@ -257,4 +257,7 @@ def same_now(store: Path, journal: Path) -> bool | None:
     """Whether the record holds the journal as it is now (None: no record yet)."""
     if not store.exists():
         return None
-    return same(store, "lab", "bac-1", journal_texts(journal))
+    try:
+        return same(store, "lab", "bac-1", journal_texts(journal))
+    except sqlite3.OperationalError:  # the pit has made the file, not yet its tables
+        return None

@@ -73,7 +73,7 @@ def test_the_roads_load_only_the_contract_and_the_rules_core() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, timeout=60, check=True)
     allowed = {"tabled.contract", "tabled.contract.devices", "tabled.contract.events",
-               "tabled.contract.faults", "tabled.pit.errors",
+               "tabled.contract.faults", "tabled.contract.limits", "tabled.pit.errors",
                "tabled.contract.outcome", "tabled.daemon", "tabled.pit", "tabled.pit.roads"}
     loaded = set(done.stdout.split())
     assert "tabled.pit.roads" in loaded
