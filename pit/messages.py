@@ -250,7 +250,9 @@ def parse_message(prefix: str, topic: str, payload: bytes, received_at: float,
     own_parser = channel in ("event", "outcome")
     for key in ("round", "seq"):
         number = body.get(key)
-        if _int(number) and not valid_seq(number) and not (own_parser and number < 0):
+        if not isinstance(number, int) or isinstance(number, bool) or valid_seq(number):
+            continue
+        if not (own_parser and number < 0):
             raise Malformed(f"{key} {number} is outside 0 … {MAX_SEQ}", "out_of_range")
     _judge_values(body, text)
     typed = _check_body(channel, body)

@@ -4,6 +4,8 @@ the tables publish them."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import glob
 import itertools
 import json
@@ -24,6 +26,7 @@ from tabled.contract.outcome import BACCARAT_BETS, CRAPS_BETS
 from tabled.daemon.broker import free_port
 from tabled.pit.config import PostgresSettings
 from tabled.pit.messages import Message, parse_message
+from tabled.pit.service import PitService
 from tabled.pit.store import Store
 from tabled.pit.store_postgres import PostgresStore
 from tabled.pit.store_sqlite import SqliteStore
@@ -196,3 +199,17 @@ def fault(code: str, seq: int | None, device_id: str | None = "shuffler-1", **kw
     if seq is None:
         body["durable"] = False
     return msg("fault", body, seq, **kw)
+
+
+@contextlib.asynccontextmanager
+async def running(service: PitService) -> AsyncIterator[PitService]:
+    """A pit service running in this loop, connected to its broker, stopped cleanly after."""
+    task = asyncio.create_task(service.run())
+    try:
+        async with asyncio.timeout(15):
+            await service.ingest.connected.wait()
+        yield service
+    finally:
+        service.request_stop()
+        async with asyncio.timeout(30):
+            assert await task == 0

@@ -13,7 +13,6 @@ import contextlib
 import json
 import sqlite3
 import tempfile
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from tabled.pit.messages import Message, Topic
 from tabled.pit.service import PitService
 from tabled.pit.store import Store, StoreDataError, StoreError
 from tabled.pit.store_sqlite import SqliteStore
-from tests.pit.conftest import PgServer, all_bets
+from tests.pit.conftest import PgServer, all_bets, running
 from tests.waiting import until
 
 PREFIX = "tabled"
@@ -112,19 +111,6 @@ def metric(service: PitService, line: str) -> float:
         if text.startswith(line + " "):
             return float(text.split()[-1])
     raise AssertionError(f"{line} not in /metrics")
-
-
-@contextlib.asynccontextmanager
-async def running(service: PitService) -> AsyncIterator[PitService]:
-    task = asyncio.create_task(service.run())
-    try:
-        async with asyncio.timeout(15):
-            await service.ingest.connected.wait()
-        yield service
-    finally:
-        service.request_stop()
-        async with asyncio.timeout(30):
-            assert await task == 0
 
 
 # -- a burst through a real broker ------------------------------------------------------------

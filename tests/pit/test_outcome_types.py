@@ -6,11 +6,9 @@ upgrade leaves old tables on the floor for a while)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import sqlite3
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiomqtt
@@ -21,7 +19,7 @@ from tabled.daemon.broker import Mosquitto
 from tabled.pit.config import parse_config
 from tabled.pit.messages import Malformed, parse_message
 from tabled.pit.service import PitService
-from tests.pit.conftest import PREFIX, all_bets
+from tests.pit.conftest import PREFIX, all_bets, running
 
 
 def hand(round_no: int, seq: int, v: int = 2, **result: Any) -> dict[str, Any]:
@@ -65,19 +63,6 @@ def test_outcomes_of_contract_version_1_and_2_are_taken_typed(v: int) -> None:
     message = parse(hand(7, 6, v=v))
     assert isinstance(message.outcome, BaccaratOutcome) and message.outcome.v == v
     assert message.round == 7 and message.kind == "complete" and message.event is None
-
-
-@contextlib.asynccontextmanager
-async def running(service: PitService) -> AsyncIterator[PitService]:
-    task = asyncio.create_task(service.run())
-    try:
-        async with asyncio.timeout(10):
-            await service.ingest.connected.wait()
-        yield service
-    finally:
-        service.request_stop()
-        async with asyncio.timeout(20):
-            assert await task == 0
 
 
 async def test_a_wrong_typed_outcome_is_in_malformed_not_recorded_nor_shown(

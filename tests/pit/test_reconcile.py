@@ -25,7 +25,7 @@ from tabled.pit.config import parse_config
 from tabled.pit.service import PitService
 from tabled.pit.store import Alert
 from tabled.pit.store_sqlite import SqliteStore
-from tests.pit.conftest import PgServer
+from tests.pit.conftest import PgServer, running
 from tests.pit.fetchtable import STREAMS, ServingTable
 
 
@@ -47,19 +47,6 @@ def pit_config(broker: Mosquitto, tmp_path: Path, key: Path | None, **reconcile:
         data["reconcile"] = {"hmac_key_file": str(key), "gap_deadline": 2.0,
                              "high_water_grace": 0.5, "request_timeout": 1.0, **reconcile}
     return parse_config(data)
-
-
-@contextlib.asynccontextmanager
-async def running(service: PitService) -> AsyncIterator[PitService]:
-    task = asyncio.create_task(service.run())
-    try:
-        async with asyncio.timeout(10):
-            await service.ingest.connected.wait()
-        yield service
-    finally:
-        service.request_stop()
-        async with asyncio.timeout(20):
-            assert await task == 0
 
 
 @contextlib.asynccontextmanager

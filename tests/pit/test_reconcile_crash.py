@@ -15,8 +15,6 @@ import random
 import secrets
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,26 +22,7 @@ import pytest
 
 from tabled.daemon.broker import Mosquitto
 from tests.pit.fetchtable import STREAMS, ServingTable
-
-
-def write_config(path: Path, broker: Mosquitto, store: Path, key: Path) -> Path:
-    path.write_text("\n".join([
-        "[pit]", 'id = "pit-crash"', "",
-        "[mqtt]", f'url = "{broker.url}"', "reconnect_min = 0.1", "reconnect_max = 1.0",
-        "persistent_session = true", "",
-        "[store]", f'sqlite = "{store}"', "",
-        "[alerts]", "silence_after = 600", "",
-        "[reconcile]", f'hmac_key_file = "{key}"', "gap_deadline = 3.0",
-        "high_water_grace = 0.5", "request_timeout = 2.0", "",
-        "[log]", 'format = "json"', 'level = "info"']) + "\n")
-    return path
-
-
-def start(config: Path, log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "tabled.tools.cli", "pit", "--config",
-                                 str(config)], stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+from tests.pit.pitproc import reconcile_config, start_pit, stop
 
 
 def record(store: Path, table: ServingTable) -> dict[str, list[tuple[int, str]]]:
@@ -68,7 +47,8 @@ async def crash_loop(broker: Mosquitto, tmp_path: Path, kills: int) -> None:
     key_path.write_text(key + "\n")
     os.chmod(key_path, 0o600)
     store = tmp_path / "pit.sqlite"
-    config = write_config(tmp_path / "pit.toml", broker, store, key_path)
+    config = reconcile_config(tmp_path / "pit.toml", broker, store, key_path, pit_id="pit-crash",
+                              gap_deadline=3.0, grace=0.5, request_timeout=2.0)
     log = tmp_path / "pit.log"
     rng = random.Random(int.from_bytes(secrets.token_bytes(4), "big"))
     table = ServingTable(broker.port, key.encode(), journals=tmp_path)
@@ -84,7 +64,7 @@ async def crash_loop(broker: Mosquitto, tmp_path: Path, kills: int) -> None:
                 await table.metrics()  # the high-water marks, as a daemon's metrics say
             await asyncio.sleep(0.02)
 
-    pit = start(config, log)
+    pit = start_pit(config, log)
     try:
         await table.birth()
         player = asyncio.create_task(play())
@@ -93,7 +73,7 @@ async def crash_loop(broker: Mosquitto, tmp_path: Path, kills: int) -> None:
             pit.send_signal(signal.SIGKILL)
             pit.wait(timeout=10)
             await asyncio.sleep(rng.uniform(0.0, 0.5))
-            pit = start(config, log)
+            pit = start_pit(config, log)
         await asyncio.sleep(1.0)
         playing = False
         await player
@@ -114,13 +94,7 @@ async def crash_loop(broker: Mosquitto, tmp_path: Path, kills: int) -> None:
         await asyncio.sleep(1.0)
         assert open_gaps(store) == []
     finally:
-        if pit.poll() is None:
-            pit.send_signal(signal.SIGTERM)
-            try:
-                pit.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                pit.kill()
-                pit.wait()
+        stop(pit)
         await table.stop()
 
 

@@ -16,8 +16,6 @@ import random
 import secrets
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from tabled.daemon.broker import Mosquitto
 from tabled.daemon.journal import DURABLE_TOPICS, Journal
 from tests.fetching import fetch_key
 from tests.integration.harness import Daemon, Simulator, Subscriber, write_config
+from tests.pit.pitproc import reconcile_config, start_pit, stop
 
 STREAMS = tuple(DURABLE_TOPICS)
 
@@ -61,36 +60,6 @@ def open_gaps(store: Path) -> list[tuple[str, str, str]]:
     with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5) as db:
         return db.execute("SELECT table_id, subject, message FROM alerts WHERE kind = 'seq_gap' "
                           "AND state <> 'closed'").fetchall()
-
-
-def pit_config(path: Path, broker: Mosquitto, store: Path, key: Path) -> Path:
-    path.write_text("\n".join([
-        "[pit]", 'id = "pit-e2e"', "",
-        "[mqtt]", f'url = "{broker.url}"', "reconnect_min = 0.1", "reconnect_max = 1.0",
-        "persistent_session = true", "",
-        "[store]", f'sqlite = "{store}"', "",
-        "[alerts]", "silence_after = 600", "",
-        "[reconcile]", f'hmac_key_file = "{key}"', "gap_deadline = 5.0",
-        "high_water_grace = 1.0", "request_timeout = 3.0", "",
-        "[log]", 'format = "json"', 'level = "info"']) + "\n")
-    return path
-
-
-def start_pit(config: Path, log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "tabled.tools.cli", "pit", "--config",
-                                 str(config)], stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def shoe_daemon(tmp_path: Path, broker: Mosquitto, name: str, seed: int, hands: int,
@@ -251,6 +220,11 @@ async def test_what_a_broker_lost_with_its_sessions_is_fetched(
         stop(pit)
         daemon.stop()
         sim.stop()
+
+
+def pit_config(path: Path, broker: Mosquitto, store: Path, key: Path) -> Path:
+    return reconcile_config(path, broker, store, key, pit_id="pit-e2e", gap_deadline=5.0,
+                            grace=1.0, request_timeout=3.0)
 
 
 def same_now(store: Path, journal: Path) -> bool | None:

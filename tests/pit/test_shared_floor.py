@@ -6,10 +6,8 @@ malformed message is recorded as such without stopping anything."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiomqtt
@@ -18,7 +16,7 @@ import psycopg
 from tabled.daemon.broker import Mosquitto
 from tabled.pit.config import parse_config
 from tabled.pit.service import PitService
-from tests.pit.conftest import PgServer, all_bets
+from tests.pit.conftest import PgServer, all_bets, running
 
 ROUNDS = 60
 
@@ -28,19 +26,6 @@ def outcome(round_no: int) -> dict[str, Any]:
             "result": {"dice": [3, 4], "total": 7, "point_before": None, "point_after": None},
             "bets": all_bets("craps"), "table_seq": round_no - 1,
             "ts": "2026-12-01T10:00:00.000Z"}
-
-
-@contextlib.asynccontextmanager
-async def running(service: PitService) -> AsyncIterator[PitService]:
-    task = asyncio.create_task(service.run())
-    try:
-        async with asyncio.timeout(10):
-            await service.ingest.connected.wait()
-        yield service
-    finally:
-        service.request_stop()
-        async with asyncio.timeout(20):
-            assert await task == 0
 
 
 async def test_two_pit_servers_split_a_floor_through_a_shared_subscription(
