@@ -112,9 +112,11 @@ bench: venv system-deps
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 # The full fault campaigns and the full fuzzing campaign of docs/reliability.md (bounded forms
-# of both run in `make test`). The disk campaign needs root (a loop-mounted filesystem).
+# of both run in `make test`), and the pit killed 25 times while tables play (docs/pit.md; 6 kills
+# in `make test`). The disk campaign needs root (a loop-mounted filesystem).
 campaigns: venv system-deps
 	$(BIN)/python -m tests.campaigns $(CAMPAIGN_ARGS)
+	TABLED_SLOW=1 $(BIN)/pytest -q -m slow tests/pit
 
 fuzz: venv
 	$(BIN)/python -m bench.fuzz $(FUZZ_ARGS)
