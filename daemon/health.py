@@ -135,7 +135,7 @@ class TableHealth:
             "published": self.publisher.counters["published"],
             "commit_latency": percentiles(runtime.commit_latency.take()),
             "publish_latency": percentiles(self.publisher.take_latency()),
-            "devices": {s.settings.id: {"state": s.state, **s.counters()}
+            "devices": {s.settings.id: {"state": s.state.value, **s.counters()}
                         for s in self.supervisors},
         }
 
@@ -144,7 +144,7 @@ class TableHealth:
         devices 0/1 (shoe-1: cannot open /dev/tabled/shoe-1: ...); broker down
         (mqtt://...: [Errno 111] Connection refused); backlog 3; next round 12``."""
         up = sum(1 for s in self.supervisors if s.connected.is_set())
-        missing = "; ".join(f"{s.settings.id}: {_short(s.problem or s.state)}"
+        missing = "; ".join(f"{s.settings.id}: {_short(s.problem or s.state.value)}"
                             for s in self.supervisors if not s.connected.is_set())
         devices = f"devices {up}/{len(self.supervisors)}" + (f" ({missing})" if missing else "")
         state = "degraded (journal)" if self.runtime.degraded else "ok"

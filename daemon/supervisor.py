@@ -43,6 +43,7 @@ from typing import Any
 import structlog
 from msgspec.structs import replace
 
+from tabled.contract.devices import REASON_DAEMON_STOPPING, REASON_WRONG_DEVICE, DeviceState
 from tabled.contract.events import Event, Fault, Meta, Void
 from tabled.contract.faults import DEVICE_LOST, VOID_DEVICE_LOST, WRONG_DEVICE
 from tabled.contract.timeutil import rfc3339_now
@@ -65,7 +66,7 @@ T_REPEAT = 60.0
 #: How often a decision of the daemon's that the journal refused (degraded) is tried again.
 CONSEQUENCE_RETRY_S = 1.0
 #: The states in which a device is missing: logged at warning.
-MISSING = ("unavailable", "lost")
+MISSING = (DeviceState.UNAVAILABLE, DeviceState.LOST)
 
 
 class DeviceSink:
@@ -126,17 +127,17 @@ class DeviceSupervisor:
         self._retries: set[asyncio.TimerHandle] = set()
         self._counters_before: dict[str, int] = {}
         self.attempts = 0
-        self.state = ""
+        self.state = DeviceState.STARTING  # (said just below)
         #: Why the device is not connected, in a few words (for the STATUS line); None if it is.
         self.problem: str | None = None
-        self._said: tuple[str, tuple[tuple[str, str], ...]] | None = None  # state and why
+        self._said: tuple[DeviceState, tuple[tuple[str, str], ...]] | None = None  # state and why
         self._repeats = Repeats(T_REPEAT)
         self._stopping = False
         #: The wrong_device refusal last reported (its detail), until the right device connects.
         self._refusal: str | None = None
         #: What the last connection refused (tabled.drivers.link.Refused), for the next one.
         self._refused_message: Any = None
-        self._status("starting")  # a status from the start: none from before survives it
+        self._status(DeviceState.STARTING)  # a status from the start: none from before survives it
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -148,9 +149,9 @@ class DeviceSupervisor:
             self._arm_lost_timer("not back after a restart")
         while not self._stopping:
             url = await self._url()
-            if self.state in ("starting", "waiting"):
+            if self.state in (DeviceState.STARTING, DeviceState.WAITING):
                 # the first attempt; a retry of a lost or unavailable device changes nothing
-                self._status("connecting", url=url)
+                self._status(DeviceState.CONNECTING, url=url)
             # The options first: they move next_seq past what the journal holds from this
             # device, and first_seq must see that (as an argument after them it did not, so a
             # restarted daemon numbered the device's events from 0 again).
@@ -164,7 +165,7 @@ class DeviceSupervisor:
                 if exc.reason == WRONG_DEVICE:
                     self._refused(url, str(exc))
                 else:
-                    self._status("unavailable", url=url, error=_cannot_open(url, exc))
+                    self._status(DeviceState.UNAVAILABLE, url=url, error=_cannot_open(url, exc))
                 await asyncio.sleep(backoff.next())
                 continue
             self.driver = driver
@@ -182,7 +183,7 @@ class DeviceSupervisor:
                 if self._stopping:
                     return
                 if not self._was_refused(driver, url):
-                    self._status("unavailable", url=url,
+                    self._status(DeviceState.UNAVAILABLE, url=url,
                                  error=driver.close_reason or "link did not come up")
                 await asyncio.sleep(backoff.next())
                 continue
@@ -190,7 +191,7 @@ class DeviceSupervisor:
             self.connected.set()
             self._refusal = None  # the configured device is here: a wrong one later is news
             self._disarm_lost_timer()
-            self._status("connected", url=url, info=dict(driver.info))
+            self._status(DeviceState.CONNECTED, url=url, info=dict(driver.info))
             watcher = asyncio.create_task(self._watch_removal(driver), name=f"removal-{s.id}")
             try:
                 await driver.wait_closed()
@@ -222,7 +223,7 @@ class DeviceSupervisor:
         if driver is not None:
             driver.close("daemon stopping")
             await driver.wait_closed()
-        self._status("stopped", reason="daemon stopping")
+        self._status(DeviceState.STOPPED, reason=REASON_DAEMON_STOPPING)
 
     def _driver_options(self) -> dict[str, Any]:
         """The options of the next connection, with what the journal holds from this device
@@ -256,7 +257,7 @@ class DeviceSupervisor:
         """The device at ``url`` is not the configured one: ``unavailable`` with the reason,
         and a ``wrong_device`` fault when this is news (not at every reconnect attempt)."""
         s = self.settings
-        self._status("unavailable", url=url, reason=WRONG_DEVICE, error=detail)
+        self._status(DeviceState.UNAVAILABLE, url=url, reason=REASON_WRONG_DEVICE, error=detail)
         if detail == self._refusal:
             return
         self._refusal = detail
@@ -271,7 +272,7 @@ class DeviceSupervisor:
     def _lost(self, driver: Device) -> None:
         self.losses += 1
         reason = driver.close_reason or "unknown"
-        self._status("lost", reason=reason)
+        self._status(DeviceState.LOST, reason=reason)
         if self._host_caused(reason):
             # The journal could not make the device's frames durable, so the driver dropped
             # the link (the device keeps them and sends them again): the device did not fail.
@@ -368,7 +369,7 @@ class DeviceSupervisor:
             return self.settings.url
         assert self.records is not None, "a device with a match needs discovery records"
         while self._discovered_url is None:
-            self._status("waiting", detail="waiting for the device to appear")
+            self._status(DeviceState.WAITING, detail="waiting for the device to appear")
             action, url = await self.records.get()
             if action in ("add", "present"):
                 self._discovered_url = url
@@ -388,7 +389,7 @@ class DeviceSupervisor:
 
     # -- status ------------------------------------------------------------------------------
 
-    def _status(self, state: str, **fields: Any) -> None:
+    def _status(self, state: DeviceState, **fields: Any) -> None:
         """The device is in ``state`` (``fields`` say why and where): published and logged if
         that is a change; the same again (a retry that failed the same way) is not, and is
         logged again only now and then, with a count."""
@@ -404,15 +405,15 @@ class DeviceSupervisor:
         self._repeats.seen(said)
         self.state = state
         why = fields.get("error") or fields.get("reason") or fields.get("detail")
-        self.problem = None if state == "connected" else (
-            f"lost: {why}" if state == "lost" else why or state)
-        body = {"state": state, "device": self.settings.id, "family": self.settings.family,
+        self.problem = None if state is DeviceState.CONNECTED else (
+            f"lost: {why}" if state is DeviceState.LOST else why or state.value)
+        body = {"state": state.value, "device": self.settings.id, "family": self.settings.family,
                 "since": rfc3339_now(), **fields}
         self.on_status(self.settings.id, body)
         self._log(state, fields)
 
-    def _log(self, state: str, fields: dict[str, Any], **more: Any) -> None:
-        level = (logging.ERROR if fields.get("reason") == WRONG_DEVICE  # with its fault
+    def _log(self, state: DeviceState, fields: dict[str, Any], **more: Any) -> None:
+        level = (logging.ERROR if fields.get("reason") == REASON_WRONG_DEVICE  # with its fault
                  else logging.WARNING if state in MISSING else logging.INFO)
         log.log(level, f"device_{state}", device=self.settings.id,
                 family=self.settings.family, **fields, **more)

@@ -14,9 +14,11 @@ silent              major     online and nothing heard for ``alerts.silence_afte
                               message
 device_lost         major     a device status ``lost`` or a ``device_lost`` fault / connected
 device_unavailable  major     a device status ``unavailable`` (not after a loss: that one
-                              is open already) / connected
+                              is open already; not a refused device: ``wrong_device``) /
+                              connected
 wrong_device        major     a device the birth record does not declare, of another family,
-                              or a status ``wrong_device`` / the right device connected
+                              or a status ``unavailable`` with reason ``wrong_device`` (the
+                              daemon refused it) / the right device connected
 seq_gap             major     a jump in ``table_seq`` of event, outcome or fault still missing
                               ``alerts.gap_grace`` seconds later, naming the numbers / all of
                               them arrived late (noted as they come). With reconciliation
@@ -52,6 +54,7 @@ import structlog
 from msgspec import UNSET
 
 from tabled.contract import faults
+from tabled.contract.devices import REASON_WRONG_DEVICE, DeviceState
 from tabled.pit.auth import Forbidden, User
 from tabled.pit.config import AlertSettings
 from tabled.pit.messages import DURABLE, Message
@@ -281,34 +284,37 @@ class AlertEngine:
         device = m.topic.device
         assert device is not None
         state = str(m.payload.get("state"))
+        # the daemon refused it: not the configured device (contract/devices.py)
+        refused = (state == DeviceState.UNAVAILABLE
+                   and m.payload.get("reason") == REASON_WRONG_DEVICE)
         family = m.payload.get("family")
         model = self.floor.table(m.site, m.table)
         declared = model.declared_devices() if model is not None else {}
         detail = {"device": device, "family": family, "state": state,
                   "detail": m.payload.get("error") or m.payload.get("reason")}
         expected = declared.get(device)
-        wrong = state == "wrong_device" or (bool(declared) and (
+        wrong = refused or (bool(declared) and (
             device not in declared or (isinstance(family, str) and expected is not None
                                        and expected != family)))
         if wrong:
-            why = ("reports the wrong device" if state == "wrong_device" else
+            why = (f"is not the configured one (refused: {detail['detail']})" if refused else
                    "is not declared by the table" if device not in declared else
                    f"is a {family}, the table declares a {expected}")
             await self._raise(AlertSpec(m.site, m.table, "wrong_device", device, "major",
                                         f"device {device} {why}",
                                         {**detail, "declared": declared}))
-        elif state == "connected":
+        elif state == DeviceState.CONNECTED:
             await self._clear(m.site, m.table, "wrong_device", device, "the right device")
         key = (m.site, m.table, device)
-        if state == "connected":
+        if state == DeviceState.CONNECTED:
             await self._clear(m.site, m.table, "device_lost", device, "connected again")
             await self._clear(m.site, m.table, "device_unavailable", device, "connected")
             self._lost.discard(key)
-        elif state == "lost":
+        elif state == DeviceState.LOST:
             self._lost.add(key)
             await self._raise(AlertSpec(m.site, m.table, "device_lost", device, "major",
                                         f"device {device} lost: {detail['detail']}", detail))
-        elif state == "unavailable" and key not in self._lost:
+        elif state == DeviceState.UNAVAILABLE and key not in self._lost and not refused:
             await self._raise(AlertSpec(m.site, m.table, "device_unavailable", device, "major",
                                         f"device {device} unavailable: {detail['detail']}",
                                         detail))

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Final
 
+from tabled.contract.devices import DeviceState
 from tabled.contract.events import Event, EventError, parse_event
 from tabled.contract.limits import MAX_DEPTH, MAX_SEQ, RESERVED_TABLE, valid_id, valid_seq
 from tabled.contract.outcome import GAMES, OutcomeError, OutcomeRecord, decode_outcome
@@ -27,10 +28,6 @@ from tabled.pit.errors import PitError
 DURABLE = ("event", "outcome", "fault")
 #: Table states of ``…/status``.
 TABLE_STATES = ("online", "degraded", "offline")
-#: Device states of ``…/device/<id>/status`` the daemon publishes today; others are kept as
-#: they come (a newer daemon may add some) and shown as they are.
-DEVICE_STATES = ("starting", "connecting", "connected", "waiting", "unavailable", "lost",
-                 "stopped", "wrong_device")
 #: Larger payloads are malformed (an outcome is a few kilobytes).
 MAX_PAYLOAD = 256 * 1024
 
@@ -43,6 +40,16 @@ MAX_PAYLOAD = 256 * 1024
 MALFORMED_CODES: Final = ("bad_topic", "bad_id", "too_large", "not_utf8", "not_json",
                           "too_deep", "out_of_range", "bad_text", "wrong_type", "no_seq",
                           "invalid", "store_refused", "unchecked")
+
+
+def device_state(state: str) -> DeviceState | None:
+    """A device status's ``state`` as the contract's :class:`DeviceState`, or None for one this
+    pit does not know (a newer daemon may add some): such a status is kept as it comes and shown
+    as it is, and the floor counts and logs it (``pit_device_states_unknown``)."""
+    try:
+        return DeviceState(state)
+    except ValueError:
+        return None
 
 
 class Malformed(PitError, ValueError):

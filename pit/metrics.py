@@ -4,7 +4,7 @@ Owns the metric names and nothing else. Counted as things happen: messages recei
 duplicates, conflicts, malformed messages (by reason), gaps, messages backfilled from a table's
 journal, store latency per operation and store errors (by cause: an outage or refused data),
 broker connections. Sampled at scrape time from the live model: tables by state, alerts not
-closed by severity and state.
+closed by severity and state, device statuses with a state the pit does not know.
 
 Served two ways (docs/pit.md): :meth:`PitMetrics.asgi_app` is mounted at ``/metrics`` on the web
 port by the web layer; with ``[metrics] port`` set, :meth:`PitMetrics.serve` also serves it on a
@@ -25,7 +25,7 @@ from prometheus_client import (
     make_asgi_app,
     start_http_server,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from tabled.pit.messages import DURABLE, MALFORMED_CODES
@@ -41,7 +41,7 @@ class _FloorCollector(Collector):
     def __init__(self, floor: Callable[[], Floor | None]) -> None:
         self._floor = floor
 
-    def collect(self) -> Iterable[GaugeMetricFamily]:
+    def collect(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
         floor = self._floor()
         if floor is None:
             return
@@ -58,6 +58,11 @@ class _FloorCollector(Collector):
         for (severity, state), count in sorted(counts.items()):
             alerts.add_metric([severity, state], count)
         yield alerts
+        unknown = CounterMetricFamily(
+            "pit_device_states_unknown", "Device statuses with a state this pit does not know "
+            "(a newer daemon's): kept and shown as they are")
+        unknown.add_metric([], floor.unknown_device_states)
+        yield unknown
 
 
 class PitMetrics:

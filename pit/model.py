@@ -34,7 +34,7 @@ from tabled.contract.outcome import (
     OutcomeRecord,
     QPokerOutcome,
 )
-from tabled.pit.messages import Message
+from tabled.pit.messages import Message, device_state
 from tabled.pit.roads import RecordError, Roads, hand_of_record
 from tabled.pit.store import SEVERITIES, Alert, StoredMessage
 
@@ -455,6 +455,9 @@ class Floor:
         self.changes = changes or ChangeFeed()
         self.clock = clock
         self._tables: dict[tuple[str, str], TableModel] = {}
+        #: Device statuses applied whose state this pit does not know (a newer daemon's): kept
+        #: and shown as they are, counted here (``pit_device_states_unknown``) and logged.
+        self.unknown_device_states = 0
 
     # -- reads (the web page) ---------------------------------------------------------------
 
@@ -589,6 +592,10 @@ class Floor:
                 and seq <= device.seq:
             return False
         state = str(payload.get("state"))
+        if device_state(state) is None:
+            self.unknown_device_states += 1
+            log.warning("device_state_unknown", site=model.site, table=model.table,
+                        device=device_id, state=state, table_seq=seq)
         family = payload.get("family")
         detail = payload.get("error") or payload.get("reason")
         declared = model.declared_devices()

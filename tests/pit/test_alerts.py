@@ -129,6 +129,31 @@ async def test_a_wrong_device(pit: Pit) -> None:
     assert device_tiles["mystery-9"]["declared"] is False
 
 
+async def test_a_device_the_daemon_refused_raises_wrong_device(pit: Pit) -> None:
+    """The status as the daemon publishes it for a refused device (daemon/supervisor.py,
+    tests/daemon/test_supervisor_refusal.py): ``unavailable`` with reason ``wrong_device``. It
+    once raised only ``device_unavailable``: the engine looked for a state ``wrong_device``
+    that no daemon publishes (issue 28)."""
+    qpoker = [{"id": "shuffler-1", "family": "shuffler"}]
+    await pit.feed(birth("qpoker", seq=0, devices=qpoker))
+    why = "it sent a frame that is not a shuffler-dealer message (kind 0x20)"
+    refused = {"state": "unavailable", "device": "shuffler-1", "family": "shuffler",
+               "since": "2026-12-01T10:00:01.000Z", "url": "/dev/pts/7",
+               "reason": "wrong_device", "error": why}
+    await pit.feed(msg("device/shuffler-1/status", refused, 0))
+    (alert,) = await pit.live()
+    assert (alert.kind, alert.subject, alert.severity) == ("wrong_device", "shuffler-1", "major")
+    assert why in alert.message and "not the configured one" in alert.message
+    tile = pit.floor.tile("lab", "t1")["devices"][0]  # type: ignore[index]
+    assert (tile["state"], tile["detail"]) == ("unavailable", why)
+    # a device that cannot be opened is still only unavailable
+    await pit.feed(device("shuffler-1", "unavailable", 1, family="shuffler"))
+    assert sorted(a.kind for a in await pit.live()) == ["device_unavailable", "wrong_device"]
+    # the right device connected clears both
+    await pit.feed(device("shuffler-1", "connected", 2, family="shuffler"))
+    assert {a.state for a in await pit.live()} == {"cleared"}
+
+
 async def test_every_fault_is_an_alert_and_repeats_are_counted(pit: Pit) -> None:
     await pit.feed(fault("shuffler_failure", 0), fault("shuffler_failure", 1),
                    fault("link_errors", 2, device_id="shoe-1"),

@@ -9,6 +9,7 @@ import json
 import random
 from typing import Any
 
+from tabled.pit.metrics import PitMetrics
 from tabled.pit.model import Change, ChangeFeed, Floor
 from tabled.pit.store_sqlite import SqliteStore
 from tests.pit.conftest import (
@@ -216,3 +217,18 @@ def test_rounds_in_the_last_hour_are_counted_by_the_minute() -> None:
     assert tile is not None and tile["rounds_last_hour"] == 4
     model = floor.table("lab", "t1")
     assert model is not None and len(model.outcome_minutes) == 4
+
+
+def test_a_device_state_the_pit_does_not_know_is_kept_shown_and_counted() -> None:
+    """A newer daemon may add a device state: the pit keeps it as it comes, shows it as it is,
+    and counts it (``pit_device_states_unknown_total``) rather than refusing the status."""
+    floor = Floor()
+    floor.apply(birth())
+    assert floor.apply(device("shoe-1", "connected", 0))
+    assert floor.unknown_device_states == 0
+    assert floor.apply(device("shoe-1", "calibrating", 1))
+    (shown,) = floor.tile("lab", "t1")["devices"]  # type: ignore[index]
+    assert shown["state"] == "calibrating"
+    assert floor.unknown_device_states == 1
+    text = PitMetrics(floor).text().decode()
+    assert "pit_device_states_unknown_total 1.0" in text
