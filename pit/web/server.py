@@ -16,7 +16,6 @@ import socket
 import ssl
 from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import structlog
 import uvicorn
@@ -25,9 +24,7 @@ from tabled.daemon.backoff import Backoff
 from tabled.daemon.secrets import SecretError, read_secret
 from tabled.pit.config import WebSettings
 from tabled.pit.web.app import PitWeb
-
-if TYPE_CHECKING:
-    from tabled.pit.service import PitService
+from tabled.pit.web.port import PitPort
 
 log = structlog.get_logger("tabled.pit.web")
 
@@ -66,7 +63,7 @@ def read_secret_path(path: Path) -> Path:
 class WebServer:
     """The page of one pit service. ``await run()`` until :meth:`stop`."""
 
-    def __init__(self, service: PitService, settings: WebSettings) -> None:
+    def __init__(self, port: PitPort, settings: WebSettings) -> None:
         self.settings = settings
         if settings.tls_cert_file is not None and settings.tls_key_file is not None:
             try:  # refuse to start with a certificate that cannot serve, not fail per request
@@ -74,7 +71,7 @@ class WebServer:
                     settings.tls_cert_file, read_secret_path(settings.tls_key_file))
             except (OSError, ssl.SSLError) as exc:
                 raise SecretError(f"[web] TLS certificate or key unusable: {exc}") from None
-        self.web = PitWeb(service, settings, session_secret(settings))
+        self.web = PitWeb(port, settings, session_secret(settings))
         self.server: _Server | None = None
         self.bound: tuple[str, int] | None = None
         self.serving = asyncio.Event()

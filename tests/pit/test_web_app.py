@@ -119,7 +119,7 @@ async def web(tmp_path: Path, **settings: Any) -> AsyncIterator[tuple[PitService
     cfg = config(tmp_path, **settings)
     service = PitService(cfg)
     await service.start()
-    app = PitWeb(service, cfg.web, secrets.token_urlsafe(48))
+    app = PitWeb(service.web_port(), cfg.web, secrets.token_urlsafe(48))
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app.app),
                                      base_url="http://pit.test") as client:
@@ -245,6 +245,27 @@ async def test_a_viewer_sees_no_action_and_is_refused_and_audited(tmp_path: Path
         await sign_in(client, "sam")
         gone = await client.post("/alerts/99999/close", data={"csrftoken": token(client)})
         assert gone.status_code == 409
+
+
+async def test_while_the_record_fails_its_pages_answer_503_and_the_floor_stays(
+        tmp_path: Path) -> None:
+    """Every route that reads or writes the record answers the same 503 page while the store
+    does not answer (here: it is closed); the pages of the model still render."""
+    async with web(tmp_path) as (service, _, client):
+        await a_floor(service)
+        await sign_in(client, "sam")
+        alert_id = service.floor.alerts()[0].id
+        await service.store.close()
+        for method, path in (("GET", "/table/lab/bac-1/recall"), ("GET", "/alerts"),
+                             ("GET", f"/alerts/{alert_id}"),
+                             ("POST", f"/alerts/{alert_id}/acknowledge")):
+            data = {"csrftoken": token(client)} if method == "POST" else None
+            response = await client.request(method, path, data=data)
+            assert response.status_code == 503, path
+            assert "The record is not answering" in response.text, path
+            assert "not open" in response.text, path  # the store's own reason
+        for path in ("/", "/table/lab/bac-1"):
+            assert (await client.get(path)).status_code == 200, path
 
 
 async def test_every_page_renders_from_the_model_and_the_record(tmp_path: Path) -> None:
