@@ -21,8 +21,9 @@ import structlog
 import uvicorn
 
 from tabled.daemon.backoff import Backoff
-from tabled.daemon.secrets import SecretError, read_secret
+from tabled.daemon.secrets import read_secret
 from tabled.pit.config import WebSettings
+from tabled.pit.errors import PitSecretError
 from tabled.pit.web.app import PitWeb
 from tabled.pit.web.port import PitPort
 
@@ -49,7 +50,7 @@ def session_secret(settings: WebSettings) -> str:
         return secrets.token_urlsafe(48)
     secret = read_secret(settings.session_secret_file)
     if len(secret) < MIN_SECRET:
-        raise SecretError(f"{settings.session_secret_file}: shorter than {MIN_SECRET} bytes "
+        raise PitSecretError(f"{settings.session_secret_file}: shorter than {MIN_SECRET} bytes "
                           "(make one with: head -c 48 /dev/urandom | base64)")
     return secret.decode(errors="replace")
 
@@ -70,7 +71,7 @@ class WebServer:
                 ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
                     settings.tls_cert_file, read_secret_path(settings.tls_key_file))
             except (OSError, ssl.SSLError) as exc:
-                raise SecretError(f"[web] TLS certificate or key unusable: {exc}") from None
+                raise PitSecretError(f"[web] TLS certificate or key unusable: {exc}") from None
         self.web = PitWeb(port, settings, session_secret(settings))
         self.server: _Server | None = None
         self.bound: tuple[str, int] | None = None

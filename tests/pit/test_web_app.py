@@ -24,11 +24,15 @@ import pytest
 import structlog
 
 from tabled.daemon.broker import free_port
+from tabled.daemon.errors import DaemonError
+from tabled.daemon.secrets import SecretError
 from tabled.pit.auth import hash_password
 from tabled.pit.config import parse_config
+from tabled.pit.errors import PitError
 from tabled.pit.service import PitService
 from tabled.pit.web import present
 from tabled.pit.web.app import PitWeb
+from tabled.pit.web.server import WebServer
 from tests.pit.conftest import NOTHING_DEALT, all_bets
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -266,6 +270,22 @@ async def test_while_the_record_fails_its_pages_answer_503_and_the_floor_stays(
             assert "not open" in response.text, path  # the store's own reason
         for path in ("/", "/table/lab/bac-1"):
             assert (await client.get(path)).status_code == 200, path
+
+
+async def test_the_pits_own_secret_refusals_are_pit_errors_not_daemon_errors(
+        tmp_path: Path) -> None:
+    """A session secret too short is refused by the pit as a pit error that the shared
+    ground's ``SecretError`` still catches (``tabled pit run`` exits 2 on it), never as an
+    error of the table service; the message is the same."""
+    short = tmp_path / "session.secret"
+    short.write_text("too short")
+    os.chmod(short, 0o600)
+    cfg = config(tmp_path, session_secret_file=str(short))
+    with pytest.raises(SecretError) as info:
+        WebServer(PitService(cfg).web_port(), cfg.web)
+    assert isinstance(info.value, PitError) and not isinstance(info.value, DaemonError)
+    assert str(info.value) == (f"{short}: shorter than 32 bytes "
+                               "(make one with: head -c 48 /dev/urandom | base64)")
 
 
 async def test_every_page_renders_from_the_model_and_the_record(tmp_path: Path) -> None:
