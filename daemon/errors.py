@@ -1,9 +1,11 @@
 """The one exception root of the table service (``tabled.daemon``).
 
-Every error the service raises on purpose is a :class:`DaemonError`: a config or secret it
-refuses, a journal that cannot make a record durable, a runtime that refuses events while the
-journal fails, a command the gate refuses, a private broker that does not start. (The rules core,
-a package of its own, has its own root, ``tabled.daemon.rules.errors.RulesError``.)
+Every error the service raises on purpose is a :class:`DaemonError`: a config it refuses, a
+journal that cannot make a record durable, a runtime that refuses events while the journal
+fails, a command the gate refuses, a private broker that does not start. (The rules core,
+a package of its own, has its own root, ``tabled.daemon.rules.errors.RulesError``; a secret
+file refused is the shared ground's ``tabled.daemon.secrets.SecretError``, which the pit and
+the tools read too.)
 """
 
 from __future__ import annotations

@@ -2,7 +2,10 @@
 
 Owns the one rule every secret file of tabled follows (the table daemon's, the pit's, the
 console's): only its owner may read it, and its content is never logged or put in an error.
-Imports nothing of the service, so that every layer above the daemon may use it.
+Imports nothing of the service, so that every layer above the daemon may use it; and its error
+is not the table service's: :class:`SecretError` is a root of its own on the shared ground, which
+a service's own secret refusals subclass with their root (the pit's:
+:class:`~tabled.pit.errors.PitSecretError`).
 """
 
 from __future__ import annotations
@@ -11,11 +14,11 @@ import os
 import stat
 from pathlib import Path
 
-from tabled.daemon.errors import DaemonError
 
-
-class SecretError(DaemonError):
-    """A secret file that is missing, empty, or readable by others than the service."""
+class SecretError(Exception):
+    """A secret file that is missing, empty, or readable by others than the service (the
+    shared ground's error: not a ``DaemonError``, since the pit and the tools read secrets
+    too)."""
 
 
 def read_secret(path: Path) -> bytes:

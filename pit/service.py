@@ -53,6 +53,7 @@ from tabled.pit.store import (
     StoreError,
 )
 from tabled.pit.watch import IntegrityWatch
+from tabled.pit.web.port import PitPort
 
 log = structlog.get_logger("tabled.pit.service")
 
@@ -151,6 +152,15 @@ class PitService:
         #: the web page (:mod:`tabled.pit.web`), when the config has a ``[web]`` section
         self.web: Any = None
 
+    def web_port(self) -> PitPort:
+        """What the web page may reach of this service (the web never imports the service)."""
+        return PitPort(
+            pit_id=self.config.pit.id, users=self.config.users,
+            audit_days=self.config.retention.alert_days, floor=self.floor, desk=self.desk,
+            record=self.store, changes=self.changes,
+            broker_connected=self.ingest.connected.is_set,
+            store_failure=lambda: self.store_failure, metrics_app=self.metrics.asgi_app())
+
     def request_stop(self) -> None:
         self._stop.set()
 
@@ -175,7 +185,7 @@ class PitService:
         if cfg.web is not None:  # its secret and certificate are checked before anything opens
             from tabled.pit.web.server import WebServer
 
-            self.web = WebServer(self, cfg.web)
+            self.web = WebServer(self.web_port(), cfg.web)
         await self.start()
         if cfg.metrics.port is not None:
             self._metrics_server = self.metrics.serve(cfg.metrics.host, cfg.metrics.port)

@@ -12,7 +12,7 @@
 ``GET|POST /login``, ``POST /logout``  sign-in (argon2 via :mod:`tabled.pit.auth`)
 ``GET /events``               the page's server-sent events (:mod:`tabled.pit.web.live`)
 ``GET /healthz``              the service's health (JSON; 503 while the store fails)
-``/metrics``                  Prometheus (``service.metrics``)
+``/metrics``                  Prometheus (the port's ``metrics_app``)
 ``/static/…``                 the stylesheet, the page script, vendored htmx
 ============================  ===============================================================
 
@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 import jinja2
@@ -54,11 +55,9 @@ from tabled.pit.model import Change
 from tabled.pit.store import LIVE_STATES, AlertActionError, StoreError, WebSession
 from tabled.pit.web import present
 from tabled.pit.web.live import View, stream
+from tabled.pit.web.port import PitPort
 from tabled.pit.web.security import SecurityHeaders, SignInThrottle, csrf_protect
 from tabled.pit.web.sessions import Sessions
-
-if TYPE_CHECKING:
-    from tabled.pit.service import PitService
 
 log = structlog.get_logger("tabled.pit.web")
 
@@ -92,17 +91,44 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-class PitWeb:
-    """The web layer of one running pit service."""
+_Endpoint = Callable[["PitWeb", Request], Awaitable[Response]]
 
-    def __init__(self, service: PitService, settings: WebSettings, secret: str) -> None:
-        self.service = service
+
+def _page(*, acting: bool = False) -> Callable[[_Endpoint], _Endpoint]:
+    """A route's sign-in check and its answer while the record fails, written once.
+
+    A page needs a user who may view (or ``[web] anonymous_view``), an action
+    (``acting``) a signed-in user (the desk checks the role and audits a refusal); else the
+    browser goes to sign-in. A :class:`~tabled.pit.store.StoreError` from the route is the
+    error page with 503 "The record is not answering" and the store's reason.
+    """
+
+    def wrap(endpoint: _Endpoint) -> _Endpoint:
+        @functools.wraps(endpoint)
+        async def route(self: PitWeb, request: Request) -> Response:
+            user = self.user(request)
+            if user is None if acting else not self.may_view(user):
+                return self.login_redirect(request)
+            try:
+                return await endpoint(self, request)
+            except StoreError as exc:
+                return self.error(request, 503, "The record is not answering", str(exc))
+        return route
+    return wrap
+
+
+class PitWeb:
+    """The web layer of one running pit service, which it reaches only through its
+    :class:`~tabled.pit.web.port.PitPort`."""
+
+    def __init__(self, port: PitPort, settings: WebSettings, secret: str) -> None:
+        self.port = port
         self.settings = settings
-        self.users = Users(service.config.users)
+        self.users = Users(port.users)
         self.throttle = SignInThrottle(settings.sign_in_failures, settings.sign_in_window,
                                        settings.sign_in_address_failures)
-        self.sessions = Sessions(service.store, self.users, settings, service.config.pit.id,
-                                 service.config.retention.alert_days)
+        self.sessions = Sessions(port.record, self.users, settings, port.pit_id,
+                                 port.audit_days)
         self.env = _environment()
         #: set when the server stops: the live streams end, so shutdown does not wait
         self.stopping = asyncio.Event()
@@ -118,7 +144,7 @@ class PitWeb:
             Route("/events", self.events),
             Route("/healthz", self.healthz),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
-            Route("/metrics", _Asgi(service.metrics.asgi_app())),
+            Route("/metrics", _Asgi(port.metrics_app)),
         ]
         inner = Starlette(routes=routes, middleware=[
             Middleware(SessionMiddleware, secret_key=secret, session_cookie=SESSION_COOKIE,
@@ -155,18 +181,18 @@ class PitWeb:
         return self.env.get_template(name).render(now=time.time(), **context)
 
     def summary(self) -> dict[str, Any]:
-        floor = self.service.floor
+        floor = self.port.floor
         states = floor.states()
         alerts = floor.alerts()
         return {"tables": sum(states.values()), **states, "alerts": len(alerts),
                 "unacknowledged": sum(1 for a in alerts if a.state in ("open", "cleared")),
                 "critical": sum(1 for a in alerts if a.severity == "critical"
                                 and a.state in ("open", "cleared")),
-                "broker": self.service.ingest.connected.is_set(),
-                "store": self.service.store_failure is None}
+                "broker": self.port.broker_connected(),
+                "store": self.port.store_failure() is None}
 
     def panel_alerts(self) -> list[Any]:
-        return present.worst_first(self.service.floor.alerts())
+        return present.worst_first(self.port.floor.alerts())
 
     def login_redirect(self, request: Request) -> RedirectResponse:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
@@ -177,14 +203,13 @@ class PitWeb:
 
     # -- pages ------------------------------------------------------------------------------
 
+    @_page()
     async def floor_page(self, request: Request) -> Response:
-        if not self.may_view(self.user(request)):
-            return self.login_redirect(request)
-        return self.render(request, "floor.html", tiles=self.service.floor.tiles(),
+        return self.render(request, "floor.html", tiles=self.port.floor.tiles(),
                            live_url="/events?view=floor")
 
     def table_context(self, site: str, table: str) -> dict[str, Any] | None:
-        floor = self.service.floor
+        floor = self.port.floor
         tile = floor.tile(site, table)
         if tile is None:
             return None
@@ -195,9 +220,8 @@ class PitWeb:
         return {"tile": tile, "game": game, "view": view,
                 "table_alerts": present.worst_first(floor.alerts(site, table))}
 
+    @_page()
     async def table_page(self, request: Request) -> Response:
-        if not self.may_view(self.user(request)):
-            return self.login_redirect(request)
         site, table = request.path_params["site"], request.path_params["table"]
         context = self.table_context(site, table)
         if context is None:
@@ -207,15 +231,11 @@ class PitWeb:
                            live_url=f"/events?view=table&site={quote(site)}"
                                     f"&table={quote(table)}")
 
+    @_page()
     async def recall_page(self, request: Request) -> Response:
-        if not self.may_view(self.user(request)):
-            return self.login_redirect(request)
         site, table = request.path_params["site"], request.path_params["table"]
-        tile = self.service.floor.tile(site, table)
-        try:
-            rounds = await self.service.store.recall(site, table, 10)
-        except StoreError as exc:
-            return self.error(request, 503, "The record is not answering", str(exc))
+        tile = self.port.floor.tile(site, table)
+        rounds = await self.port.record.recall(site, table, 10)
         if tile is None and not rounds:
             return self.error(request, 404, "No such table",
                               f"The record has nothing of {site}/{table}.")
@@ -225,43 +245,35 @@ class PitWeb:
                            live_url="/events?view=static")
 
     async def alerts_context(self, state: str) -> dict[str, Any]:
-        store = self.service.store
+        store = self.port.record
         alerts = await store.alerts(states=STATE_FILTERS[state], limit=ALERTS_LISTED)
         audit = await store.audit(limit=AUDIT_LISTED)
         return {"alerts": alerts, "audit": audit, "state": state,
                 "filters": list(STATE_FILTERS)}
 
+    @_page()
     async def alerts_page(self, request: Request) -> Response:
-        if not self.may_view(self.user(request)):
-            return self.login_redirect(request)
         state = request.query_params.get("state", "live")
         if state not in STATE_FILTERS:
             state = "live"
         user = self.user(request)
-        try:
-            context = await self.alerts_context(state)
-            # who signed in, failed, was throttled, signed out: for a supervisor
-            sign_ins = (await self.service.store.sign_in_audit(limit=SIGN_INS_LISTED)
-                        if user is not None and user.role == "supervisor" else None)
-        except StoreError as exc:
-            return self.error(request, 503, "The record is not answering", str(exc))
+        context = await self.alerts_context(state)
+        # who signed in, failed, was throttled, signed out: for a supervisor
+        sign_ins = (await self.port.record.sign_in_audit(limit=SIGN_INS_LISTED)
+                    if user is not None and user.role == "supervisor" else None)
         return self.render(request, "alerts.html", **context, sign_ins=sign_ins,
                            live_url=f"/events?view=alerts&state={state}")
 
     async def alert_context(self, alert_id: int) -> dict[str, Any] | None:
-        alert = await self.service.store.alert(alert_id)
+        alert = await self.port.record.alert(alert_id)
         if alert is None:
             return None
-        return {"alert": alert, "trail": await self.service.store.audit(alert_id)}
+        return {"alert": alert, "trail": await self.port.record.audit(alert_id)}
 
+    @_page()
     async def alert_page(self, request: Request) -> Response:
-        if not self.may_view(self.user(request)):
-            return self.login_redirect(request)
         alert_id = int(request.path_params["alert_id"])
-        try:
-            context = await self.alert_context(alert_id)
-        except StoreError as exc:
-            return self.error(request, 503, "The record is not answering", str(exc))
+        context = await self.alert_context(alert_id)
         if context is None:
             return self.error(request, 404, "No such alert", f"There is no alert {alert_id}.")
         alert = context["alert"]
@@ -271,17 +283,17 @@ class PitWeb:
 
     # -- actions ----------------------------------------------------------------------------
 
+    @_page(acting=True)
     async def alert_action(self, request: Request) -> Response:
         user = self.user(request)
-        if user is None:
-            return self.login_redirect(request)
+        assert user is not None  # _page(acting=True) let a signed-in user through only
         alert_id = int(request.path_params["alert_id"])
         action = request.path_params["action"]
         if action not in ("acknowledge", "close"):
             return self.error(request, 404, "No such action", action)
         form = await request.form(max_fields=10, max_files=0)
         note = str(form.get("note") or "")[:MAX_FIELD] or None
-        desk = self.service.desk
+        desk = self.port.desk
         try:
             if action == "acknowledge":
                 await desk.acknowledge(alert_id, user, note)
@@ -291,8 +303,6 @@ class PitWeb:
             return self.error(request, 403, "Not allowed", str(exc))
         except AlertActionError as exc:
             return self.error(request, 409, "That cannot be done", str(exc))
-        except StoreError as exc:
-            return self.error(request, 503, "The record is not answering", str(exc))
         return RedirectResponse(f"/alerts/{alert_id}", status_code=303)
 
     async def login_page(self, request: Request) -> Response:
@@ -385,7 +395,7 @@ class PitWeb:
                 yield "alerts-panel", self.fragment("_alerts_panel.html", user=user,
                                                     panel_alerts=self.panel_alerts())
             if view.name == "floor":
-                floor = self.service.floor
+                floor = self.port.floor
                 changed = {(c.site, c.table) for c in mine if c.site and c.table}
                 if everything or not changed <= known:
                     tiles = floor.tiles()
@@ -436,7 +446,7 @@ class PitWeb:
             guard = asyncio.create_task(self.sessions.guard(
                 session if isinstance(session, WebSession) else None, ended, self.stopping))
             try:
-                async for event in stream(self.service.changes.subscribe(), fragments, ended):
+                async for event in stream(self.port.changes.subscribe(), fragments, ended):
                     yield event
             finally:
                 guard.cancel()
@@ -448,15 +458,16 @@ class PitWeb:
             headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 
     async def healthz(self, request: Request) -> Response:
-        service = self.service
+        port = self.port
+        failure = port.store_failure()
         body: Mapping[str, Any] = {
-            "status": "ok" if service.store_failure is None else "store_failing",
-            "broker": "up" if service.ingest.connected.is_set() else "down",
-            "store": service.store_failure or "ok",
-            "tables": service.floor.states(),
-            "alerts": len(service.floor.alerts()),
+            "status": "ok" if failure is None else "store_failing",
+            "broker": "up" if port.broker_connected() else "down",
+            "store": failure or "ok",
+            "tables": port.floor.states(),
+            "alerts": len(port.floor.alerts()),
         }
-        return JSONResponse(body, status_code=200 if service.store_failure is None else 503)
+        return JSONResponse(body, status_code=200 if failure is None else 503)
 
 
 class _SessionLookup:

@@ -1,7 +1,7 @@
 """Live updates: the pit's change feed, turned into server-rendered fragments over SSE.
 
 Each open page holds one ``GET /events?view=…`` stream. The stream subscribes to
-``service.changes`` (coalesced sets of :class:`~tabled.pit.model.Change`), and for each batch
+the port's ``changes`` (coalesced sets of :class:`~tabled.pit.model.Change`), and for each batch
 renders the fragments of that page that the batch touches — a floor tile, a table's panel, the
 alerts panel, the alerts table — and sends each as an SSE event named after the element that
 shows it (``sse-swap`` in the templates); htmx's SSE extension swaps it in. On connecting

@@ -16,18 +16,16 @@ import socket
 import ssl
 from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import structlog
 import uvicorn
 
 from tabled.daemon.backoff import Backoff
-from tabled.daemon.secrets import SecretError, read_secret
+from tabled.daemon.secrets import read_secret
 from tabled.pit.config import WebSettings
+from tabled.pit.errors import PitSecretError
 from tabled.pit.web.app import PitWeb
-
-if TYPE_CHECKING:
-    from tabled.pit.service import PitService
+from tabled.pit.web.port import PitPort
 
 log = structlog.get_logger("tabled.pit.web")
 
@@ -52,7 +50,7 @@ def session_secret(settings: WebSettings) -> str:
         return secrets.token_urlsafe(48)
     secret = read_secret(settings.session_secret_file)
     if len(secret) < MIN_SECRET:
-        raise SecretError(f"{settings.session_secret_file}: shorter than {MIN_SECRET} bytes "
+        raise PitSecretError(f"{settings.session_secret_file}: shorter than {MIN_SECRET} bytes "
                           "(make one with: head -c 48 /dev/urandom | base64)")
     return secret.decode(errors="replace")
 
@@ -66,15 +64,15 @@ def read_secret_path(path: Path) -> Path:
 class WebServer:
     """The page of one pit service. ``await run()`` until :meth:`stop`."""
 
-    def __init__(self, service: PitService, settings: WebSettings) -> None:
+    def __init__(self, port: PitPort, settings: WebSettings) -> None:
         self.settings = settings
         if settings.tls_cert_file is not None and settings.tls_key_file is not None:
             try:  # refuse to start with a certificate that cannot serve, not fail per request
                 ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
                     settings.tls_cert_file, read_secret_path(settings.tls_key_file))
             except (OSError, ssl.SSLError) as exc:
-                raise SecretError(f"[web] TLS certificate or key unusable: {exc}") from None
-        self.web = PitWeb(service, settings, session_secret(settings))
+                raise PitSecretError(f"[web] TLS certificate or key unusable: {exc}") from None
+        self.web = PitWeb(port, settings, session_secret(settings))
         self.server: _Server | None = None
         self.bound: tuple[str, int] | None = None
         self.serving = asyncio.Event()

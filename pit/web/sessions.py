@@ -37,7 +37,8 @@ import structlog
 
 from tabled.pit.auth import User, Users
 from tabled.pit.config import WebSettings
-from tabled.pit.store import SignInEntry, Store, StoreError, WebSession
+from tabled.pit.store import SignInEntry, StoreError, WebSession
+from tabled.pit.web.port import WebRecord
 
 log = structlog.get_logger("tabled.pit.web")
 
@@ -70,7 +71,7 @@ class _Cached:
 class Sessions:
     """The sessions of one pit server's page, over the shared record."""
 
-    def __init__(self, store: Store, users: Users, settings: WebSettings, pit: str,
+    def __init__(self, store: WebRecord, users: Users, settings: WebSettings, pit: str,
                  audit_days: float) -> None:
         self.store = store
         self.users = users

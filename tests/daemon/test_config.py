@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tabled.daemon.config import ConfigError, check_config, load_config, parse_config
+from tabled.daemon.errors import DaemonError
 from tabled.daemon.rules.options import BaccaratOptions, CrapsOptions
 from tabled.daemon.secrets import SecretError, read_secret
 from tabled.drivers.registry import family_names
@@ -175,6 +176,8 @@ def test_secrets_must_be_private_files(tmp_path: Path) -> None:
     os.chmod(empty, 0o600)
     with pytest.raises(SecretError, match="empty"):
         read_secret(empty)
+    # the shared ground's error, read by the pit and the tools too: not the table service's
+    assert not issubclass(SecretError, DaemonError)
 
 
 @pytest.mark.parametrize(("device", "reason"), [

@@ -318,7 +318,7 @@ async def test_an_outage_is_retried_counted_and_shown_by_healthz(tmp_path: Path)
 
     from tabled.pit.web.app import PitWeb
 
-    app = PitWeb(service, cfg.web, secrets.token_urlsafe(48))
+    app = PitWeb(service.web_port(), cfg.web, secrets.token_urlsafe(48))
     lock = sqlite3.connect(cfg.store.sqlite_path, isolation_level=None)
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app.app),

@@ -24,11 +24,15 @@ import pytest
 import structlog
 
 from tabled.daemon.broker import free_port
+from tabled.daemon.errors import DaemonError
+from tabled.daemon.secrets import SecretError
 from tabled.pit.auth import hash_password
 from tabled.pit.config import parse_config
+from tabled.pit.errors import PitError
 from tabled.pit.service import PitService
 from tabled.pit.web import present
 from tabled.pit.web.app import PitWeb
+from tabled.pit.web.server import WebServer
 from tests.pit.conftest import NOTHING_DEALT, all_bets
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,7 +123,7 @@ async def web(tmp_path: Path, **settings: Any) -> AsyncIterator[tuple[PitService
     cfg = config(tmp_path, **settings)
     service = PitService(cfg)
     await service.start()
-    app = PitWeb(service, cfg.web, secrets.token_urlsafe(48))
+    app = PitWeb(service.web_port(), cfg.web, secrets.token_urlsafe(48))
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app.app),
                                      base_url="http://pit.test") as client:
@@ -245,6 +249,43 @@ async def test_a_viewer_sees_no_action_and_is_refused_and_audited(tmp_path: Path
         await sign_in(client, "sam")
         gone = await client.post("/alerts/99999/close", data={"csrftoken": token(client)})
         assert gone.status_code == 409
+
+
+async def test_while_the_record_fails_its_pages_answer_503_and_the_floor_stays(
+        tmp_path: Path) -> None:
+    """Every route that reads or writes the record answers the same 503 page while the store
+    does not answer (here: it is closed); the pages of the model still render."""
+    async with web(tmp_path) as (service, _, client):
+        await a_floor(service)
+        await sign_in(client, "sam")
+        alert_id = service.floor.alerts()[0].id
+        await service.store.close()
+        for method, path in (("GET", "/table/lab/bac-1/recall"), ("GET", "/alerts"),
+                             ("GET", f"/alerts/{alert_id}"),
+                             ("POST", f"/alerts/{alert_id}/acknowledge")):
+            data = {"csrftoken": token(client)} if method == "POST" else None
+            response = await client.request(method, path, data=data)
+            assert response.status_code == 503, path
+            assert "The record is not answering" in response.text, path
+            assert "not open" in response.text, path  # the store's own reason
+        for path in ("/", "/table/lab/bac-1"):
+            assert (await client.get(path)).status_code == 200, path
+
+
+async def test_the_pits_own_secret_refusals_are_pit_errors_not_daemon_errors(
+        tmp_path: Path) -> None:
+    """A session secret too short is refused by the pit as a pit error that the shared
+    ground's ``SecretError`` still catches (``tabled pit run`` exits 2 on it), never as an
+    error of the table service; the message is the same."""
+    short = tmp_path / "session.secret"
+    short.write_text("too short")
+    os.chmod(short, 0o600)
+    cfg = config(tmp_path, session_secret_file=str(short))
+    with pytest.raises(SecretError) as info:
+        WebServer(PitService(cfg).web_port(), cfg.web)
+    assert isinstance(info.value, PitError) and not isinstance(info.value, DaemonError)
+    assert str(info.value) == (f"{short}: shorter than 32 bytes "
+                               "(make one with: head -c 48 /dev/urandom | base64)")
 
 
 async def test_every_page_renders_from_the_model_and_the_record(tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ async def running(cfg: PitConfig, secret: str) -> AsyncIterator[tuple[PitService
     service = PitService(cfg)
     await service.start()
     assert cfg.web is not None
-    app = PitWeb(service, cfg.web, secret)
+    app = PitWeb(service.web_port(), cfg.web, secret)
     try:
         yield service, app
     finally:
