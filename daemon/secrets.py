@@ -5,7 +5,7 @@ console's): only its owner may read it, and its content is never logged or put i
 Imports nothing of the service, so that every layer above the daemon may use it; and its error
 is not the table service's: :class:`SecretError` is a root of its own on the shared ground, which
 a service's own secret refusals subclass with their root (the pit's:
-:class:`~tabled.pit.errors.PitSecretError`).
+:class:`~tabled.pit.web.server.PitSecretError`).
 """
 
 from __future__ import annotations

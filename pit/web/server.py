@@ -21,9 +21,9 @@ import structlog
 import uvicorn
 
 from tabled.daemon.backoff import Backoff
-from tabled.daemon.secrets import read_secret
+from tabled.daemon.secrets import SecretError, read_secret
 from tabled.pit.config import WebSettings
-from tabled.pit.errors import PitSecretError
+from tabled.pit.errors import PitError
 from tabled.pit.web.app import PitWeb
 from tabled.pit.web.port import PitPort
 
@@ -33,6 +33,11 @@ log = structlog.get_logger("tabled.pit.web")
 T_SHUTDOWN = 2.0
 #: The session secret's least length, bytes.
 MIN_SECRET = 32
+
+
+class PitSecretError(PitError, SecretError):
+    """A secret the pit refuses of its own (a session secret too short, a TLS certificate or
+    key that cannot serve): a pit error, caught with the shared ground's ``SecretError``."""
 
 
 class _Server(uvicorn.Server):
