@@ -87,7 +87,7 @@ lint: venv
 
 # mypy and import-linter read the installed layout (tabled.<folder>), which setuptools' package-dir
 # mapping gives the interpreter but not static tools: link the folders into it for them.
-PACKAGES := contract daemon drivers simulators pit tools
+PACKAGES := contract daemon drivers games simulators pit tools
 LAYOUT   := build/typecheck/tabled
 
 layout:

@@ -78,8 +78,8 @@ async def serve_devices(tables: list[str], every: float, seconds: float, out: Pa
 
 async def serve_tables(configs: list[Path], log: Path) -> None:
     """Run one table service per config on this loop until "stop" on standard input."""
+    from tabled.contract.logs import configure
     from tabled.daemon.config import load_config
-    from tabled.daemon.logs import configure
     from tabled.daemon.service import Service
 
     stream = await asyncio.to_thread(open, log, "a")  # the process's log until it exits

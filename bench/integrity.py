@@ -53,9 +53,9 @@ from tabled.contract.events import (
     encode_event,
 )
 from tabled.contract.outcome import BaccaratOutcome, Game, Outcome, OutcomeRecord
-from tabled.daemon.rules import make_table
 from tabled.drivers.shoe.driver import normalize as shoe_events
 from tabled.drivers.shuffler.driver import normalize as shuffler_events
+from tabled.games.registry import make_table
 from tabled.pit.integrity import Settings, TableMonitors, calibrate, slug_index
 from tabled.pit.integrity.calibration import DEFAULT_SETTINGS, STATISTICS, hands_per_shoe
 from tabled.pit.integrity.command import findings, record_of

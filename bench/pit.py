@@ -683,7 +683,7 @@ def sample_messages(count: int, tables: int = 200) -> list[tuple[str, bytes]]:
     import tempfile
 
     from bench.pitload import TableFeed
-    from tabled.daemon.logs import configure
+    from tabled.contract.logs import configure
 
     configure("warning", "json", stream=io.StringIO())
     out: list[tuple[str, bytes]] = []
@@ -712,7 +712,7 @@ def monitors(rounds: int) -> dict[str, Any]:
 
     from bench import integrity
     from bench.pitload import TableFeed, game_of
-    from tabled.daemon.logs import configure
+    from tabled.contract.logs import configure
     from tabled.pit.alerts import AlertEngine
     from tabled.pit.config import parse_config
     from tabled.pit.messages import parse_message

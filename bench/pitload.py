@@ -236,7 +236,7 @@ class TableFeed:
         """The connection's birth (daemon/mqtt/session.py) and the device's statuses as the
         supervisor reports a device coming up (daemon/supervisor.py)."""
         from tabled.daemon.mqtt.topics import dumps
-        from tabled.daemon.rules.options import declare
+        from tabled.games.options import declare
 
         birth_seq, will_seq = self.status_numbers.for_connection()
         self.status_numbers.accepted(will_seq)
@@ -477,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pit-metrics", help="the pit's /metrics URL (day mode)")
     args = parser.parse_args(argv)
 
-    from tabled.daemon.logs import configure
+    from tabled.contract.logs import configure
 
     configure("warning", "json", stream=io.StringIO())  # the runtime logs every outcome
     if args.mode == "day":  # births and statuses in the table time of the day's start

@@ -61,7 +61,7 @@ def breakdown(game: str, path: Path, limit: int = 200_000) -> dict[str, Any]:
     whole process's time is start-up and the file's reading and writing)."""
     from tabled.contract.events import read_events
     from tabled.contract.outcome import Outcome
-    from tabled.daemon.rules import make_table
+    from tabled.games.registry import make_table
 
     with open(path, encoding="utf-8") as stream:
         lines = [line for _, line in zip(range(limit), stream, strict=False)]

@@ -740,7 +740,7 @@ PROFILES = [
     "- **A stop that never ended** (2026-12-03): a daemon hung on SIGTERM once in CI. "
     "aiomqtt's waits use `asyncio.wait_for`, which on Python 3.11 returns the result and "
     "drops a cancellation that arrives in the same turn as the PUBACK (CPython gh-86296): "
-    "the metrics task lived on and the task group waited for it. daemon/asyncmqtt.py waits "
+    "the metrics task lived on and the task group waited for it. contract/asyncmqtt.py waits "
     "with `asyncio.timeout` instead (docs/reliability.md). The wait is not on an event's path.",
     "",
 ]

@@ -37,7 +37,8 @@ def read_input(command: str, file: str, run: Callable[[TextIO], int]) -> int:
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     from tabled.daemon.replay import EXIT_BAD_INPUT, replay
-    from tabled.daemon.rules.options import OptionError, parse_options
+    from tabled.games.options import OptionError
+    from tabled.games.registry import parse_options
 
     try:
         options = parse_options(args.game, dict(args.option))
@@ -53,8 +54,8 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
 
     config = _config_or_exit(args.file)
     assert isinstance(config, Config)
-    from tabled.daemon.rules import game_policy
-    from tabled.daemon.rules.options import declare
+    from tabled.games.options import declare
+    from tabled.games.registry import game_policy
 
     count = len(config.devices)
     print(f"{args.file}: ok ({config.table.game} at {config.table.site}/{config.table.id}, "
@@ -92,8 +93,8 @@ def _config_or_exit(path: str, *, checked: bool = True) -> object:
     """The config as ``tabled run`` and ``tabled check-config`` both check it (one function:
     what one passes, the other does; ``checked=False``: its keys only, for a command that runs
     nothing), or exit 2 listing every problem with its key."""
+    from tabled.contract.settings import print_problems
     from tabled.daemon.config import ConfigError, check_config, load_config
-    from tabled.daemon.settings import print_problems
 
     try:
         return check_config(path) if checked else load_config(path)
@@ -105,8 +106,8 @@ def _config_or_exit(path: str, *, checked: bool = True) -> object:
 def _cmd_run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from tabled.contract.logs import configure
     from tabled.daemon.config import Config
-    from tabled.daemon.logs import configure
     from tabled.daemon.service import run_service
 
     # exactly what check-config checks (a secret file names its mode, never what is in it)
@@ -202,9 +203,9 @@ def _cmd_listen(args: argparse.Namespace) -> int:
 def _cmd_odds(args: argparse.Namespace) -> int:
     import json
 
-    from tabled.daemon.rules.odds import odds
-    from tabled.daemon.rules.odds.render import markdown, text
-    from tabled.daemon.rules.options import OPTION_TYPES, OptionError, parse_options
+    from tabled.games.odds.render import text
+    from tabled.games.options import OptionError
+    from tabled.games.registry import game, odds, option_type, parse_options
 
     def refuse(reason: str) -> int:
         print(f"tabled odds: {reason}", file=sys.stderr)
@@ -215,10 +216,13 @@ def _cmd_odds(args: argparse.Namespace) -> int:
         if raw or args.decks is not None or args.json:
             return refuse("--markdown shows every option combination: no --option, --decks "
                           "or --json with it")
-        print(markdown(args.game))
+        markdown = game(args.game).odds_markdown
+        if markdown is None:
+            return refuse(f"{args.game} declares no odds tables for its document")
+        print(markdown())
         return 0
-    if args.decks is not None and "decks" not in OPTION_TYPES[args.game].__dataclass_fields__:
-        return refuse(f"--decks is for baccarat only ({args.game} has no shoe)")
+    if args.decks is not None and "decks" not in option_type(args.game).__dataclass_fields__:
+        return refuse(f"--decks is for a game dealt from a shoe ({args.game} has none)")
     try:
         options = parse_options(args.game, raw)
         if "decks" in raw and args.decks not in (None, getattr(options, "decks", None)):

@@ -19,10 +19,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from tabled.contract.limits import ID_RULE, RESERVED_TABLE, valid_id
-from tabled.daemon.errors import DaemonError
-from tabled.daemon.rules import game_policy
-from tabled.daemon.rules.options import GameOptions, OptionErrors, build_options
-from tabled.daemon.settings import (
+from tabled.contract.settings import (
     ClientCertificate,
     ConfigProblems,
     Problems,
@@ -32,9 +29,12 @@ from tabled.daemon.settings import (
     parse,
     secret_problems,
 )
-from tabled.daemon.settings import Strict as _Strict
+from tabled.contract.settings import Strict as _Strict
+from tabled.daemon.errors import DaemonError
 from tabled.drivers.registry import family as device_family
 from tabled.drivers.registry import family_names
+from tabled.games.options import GameOptions, OptionErrors
+from tabled.games.registry import game_policy, options_of
 
 GameName = Literal["baccarat", "craps", "qpoker"]
 
@@ -308,7 +308,7 @@ class Config(_Strict):
         if not isinstance(table, TableSettings):
             return value  # the [table] error is reported already
         try:
-            return build_options(table.game, value)
+            return options_of(table.game, value)
         except OptionErrors as exc:
             raise Problems([(e.key, e.reason) for e in exc.errors]) from None
 

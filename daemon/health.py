@@ -21,6 +21,7 @@ import structlog
 
 from tabled.contract import CONTRACT_VERSION
 from tabled.contract.faults import JOURNAL_FAILURE
+from tabled.contract.systemd import Notifier
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon import __version__
 from tabled.daemon.config import Config
@@ -29,10 +30,9 @@ from tabled.daemon.mqtt.fetch import FetchServer
 from tabled.daemon.mqtt.publisher import DurablePublisher
 from tabled.daemon.mqtt.session import BrokerSession
 from tabled.daemon.mqtt.volatile import VolatilePublisher
-from tabled.daemon.rules.options import declare
 from tabled.daemon.runtime import TableRuntime
 from tabled.daemon.supervisor import DeviceSupervisor
-from tabled.daemon.systemd import Notifier
+from tabled.games.options import declare
 
 log = structlog.get_logger("tabled.health")
 

@@ -18,8 +18,8 @@ import orjson
 
 from tabled.contract.events import LineError, read_events
 from tabled.contract.outcome import Outcome
-from tabled.daemon.rules import make_table
-from tabled.daemon.rules.options import GameOptions
+from tabled.games.options import GameOptions
+from tabled.games.registry import make_table
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2

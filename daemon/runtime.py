@@ -50,13 +50,14 @@ from tabled.contract.faults import (
     NOT_APPLIED_CODE,
     NOT_APPLIED_TYPE,
 )
+from tabled.contract.logs import event_fields
 from tabled.contract.outcome import Notice, Outcome, Output
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.config import Config
 from tabled.daemon.errors import DaemonError
 from tabled.daemon.journal import EventLog, InputEntry, JournalError, OutputEntry
-from tabled.daemon.logs import event_fields
-from tabled.daemon.rules import Publication, Table, added_round, make_table, published_body
+from tabled.games.registry import make_table
+from tabled.games.table import Publication, Table, added_round, published_body
 
 log = structlog.get_logger("tabled.runtime")
 

@@ -19,9 +19,11 @@ import signal
 
 import structlog
 
+from tabled.contract.backoff import cancel_all, start_part
+from tabled.contract.secrets import read_secret
+from tabled.contract.systemd import Notifier
 from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon import __version__
-from tabled.daemon.backoff import cancel_all, start_part
 from tabled.daemon.broker import Mosquitto
 from tabled.daemon.commands import CommandGate
 from tabled.daemon.config import Config
@@ -37,11 +39,9 @@ from tabled.daemon.mqtt.reporter import MetricsReporter
 from tabled.daemon.mqtt.session import T_PUBACK, BrokerSession
 from tabled.daemon.mqtt.topics import Topics
 from tabled.daemon.mqtt.volatile import VolatilePublisher
-from tabled.daemon.rules.options import declare
 from tabled.daemon.runtime import TableRuntime
-from tabled.daemon.secrets import read_secret
 from tabled.daemon.supervisor import DeviceSupervisor, feed_discovery
-from tabled.daemon.systemd import Notifier
+from tabled.games.options import declare
 
 log = structlog.get_logger("tabled.service")
 

@@ -1,7 +1,7 @@
 """Device supervision: one loop per configured device — connect, watch, lose, back off, retry.
 
 Owns the life of each device's driver and *when* the rules hear of a loss; *what* a loss means
-is the game's (its :class:`~tabled.daemon.rules.policy.GamePolicy`, by the device's kind):
+is the game's (its :class:`~tabled.games.policy.GamePolicy`, by the device's kind):
 
 - on loss, the ``device_lost`` fault (with the device's family and kind) goes to the rules core
   at once: a shuffler lost while dealing voids the Q Poker round (qpoker.art11.5), a dice sensor
@@ -43,19 +43,19 @@ from typing import Any
 import structlog
 from msgspec.structs import replace
 
+from tabled.contract.backoff import Backoff
 from tabled.contract.devices import REASON_DAEMON_STOPPING, REASON_WRONG_DEVICE, DeviceState
 from tabled.contract.events import Event, Fault, Meta, Void
 from tabled.contract.faults import DEVICE_LOST, VOID_DEVICE_LOST, WRONG_DEVICE
+from tabled.contract.logs import Repeats
 from tabled.contract.timeutil import rfc3339_now
-from tabled.daemon.backoff import Backoff
 from tabled.daemon.config import DeviceSettings
-from tabled.daemon.logs import Repeats
-from tabled.daemon.rules.policy import Loss
 from tabled.daemon.runtime import Degraded, TableRuntime
 from tabled.drivers.errors import DeviceError
 from tabled.drivers.link import Resume
 from tabled.drivers.registry import Device, family
 from tabled.drivers.sink import NOT_DURABLE
+from tabled.games.policy import Loss
 
 log = structlog.get_logger("tabled.supervisor")
 

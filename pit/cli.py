@@ -43,7 +43,7 @@ def _print(obj: Any) -> None:
 
 
 def _load(path: str) -> Any:
-    from tabled.daemon.settings import print_problems
+    from tabled.contract.settings import print_problems
     from tabled.pit.config import ConfigError, load_config
 
     try:
@@ -54,7 +54,7 @@ def _load(path: str) -> Any:
 
 
 def _check_config(args: argparse.Namespace) -> int:
-    from tabled.daemon.settings import print_problems
+    from tabled.contract.settings import print_problems
     from tabled.pit.config import ConfigError, check_secrets, load_config
 
     try:
@@ -74,8 +74,8 @@ def _check_config(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tabled.daemon.logs import configure
-    from tabled.daemon.secrets import SecretError
+    from tabled.contract.logs import configure
+    from tabled.contract.secrets import SecretError
     from tabled.pit.config import PitConfig, check_secrets
     from tabled.pit.service import run_pit
     from tabled.pit.store import StoreError
@@ -189,7 +189,7 @@ def _audit(args: argparse.Namespace) -> int:
 
 def _password(args: argparse.Namespace) -> str:
     if args.password_file:
-        from tabled.daemon.secrets import read_secret
+        from tabled.contract.secrets import read_secret
 
         return read_secret(Path(args.password_file)).decode()
     if sys.stdin.isatty():
@@ -331,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     if args.action not in ("check-config", "hash-password") and not args.config:
         parser.error(f"{args.action} needs --config FILE")
-    from tabled.daemon.logs import configure
+    from tabled.contract.logs import configure
 
     # standard output is the command's answer (JSON); what it logs goes to standard error
     configure(args.log_level or "info", "auto", stream=sys.stderr)

@@ -3,7 +3,7 @@
 Owns the schema of ``config/pit.example.toml`` and nothing else: it reads the file, checks every
 key and returns typed settings. It never opens a socket or a database. Secrets (the broker
 password, the database password, the web session secret) are named by file and read with the
-daemon's :func:`~tabled.daemon.secrets.read_secret`, which refuses a file others can read.
+daemon's :func:`~tabled.contract.secrets.read_secret`, which refuses a file others can read.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from argon2.exceptions import InvalidHashError
 from argon2.low_level import Type
 from pydantic import Field, field_validator, model_validator
 
-from tabled.daemon.settings import (
+from tabled.contract.settings import (
     ConfigProblems,
     TLSSettings,
     broker_url,
@@ -27,7 +27,7 @@ from tabled.daemon.settings import (
     parse,
     secret_problems,
 )
-from tabled.daemon.settings import Strict as _Strict
+from tabled.contract.settings import Strict as _Strict
 from tabled.pit.errors import PitError
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # safe inside an MQTT topic level and a client id

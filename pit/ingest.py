@@ -40,9 +40,9 @@ from collections.abc import Awaitable, Callable
 import aiomqtt
 import structlog
 
-from tabled.daemon.asyncmqtt import Client
-from tabled.daemon.backoff import Backoff
-from tabled.daemon.secrets import read_secret
+from tabled.contract.asyncmqtt import Client
+from tabled.contract.backoff import Backoff
+from tabled.contract.secrets import read_secret
 from tabled.pit.config import MQTTSettings
 
 log = structlog.get_logger("tabled.pit.ingest")
@@ -116,7 +116,7 @@ class Ingest:
 
     async def _session(self, backoff: Backoff) -> None:
         s = self.settings
-        client = Client(  # a cancellation stops it (tabled.daemon.asyncmqtt)
+        client = Client(  # a cancellation stops it (tabled.contract.asyncmqtt)
             s.host, s.port, identifier=self.client_id, username=s.username,
             password=self._password, keepalive=s.keepalive, tls_context=self._tls_context(),
             timeout=T_CONNECT, clean_session=not s.persistent_session,

@@ -37,8 +37,8 @@ from typing import Any, TypeGuard
 
 import structlog
 
+from tabled.contract.secrets import read_secret
 from tabled.contract.signing import sign
-from tabled.daemon.secrets import read_secret
 from tabled.pit.alerts import AlertEngine
 from tabled.pit.config import MQTTSettings, ReconcileSettings, RetentionSettings
 from tabled.pit.messages import DURABLE, Message

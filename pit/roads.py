@@ -19,9 +19,9 @@ from typing import Any, Final, Literal, NamedTuple, TextIO, TypeAlias
 
 from tabled.contract.events import CARD_CODES, LineError, ShoeStart, read_events
 from tabled.contract.outcome import BaccaratOutcome, Notice, Outcome
-from tabled.daemon.rules import make_table
-from tabled.daemon.rules.baccarat import BaccaratResult
-from tabled.daemon.rules.options import BaccaratOptions
+from tabled.games.baccarat.options import BaccaratOptions
+from tabled.games.baccarat.rules import BaccaratResult
+from tabled.games.registry import make_table
 from tabled.pit.errors import PitError
 
 Winner: TypeAlias = Literal["banker", "player", "tie"]

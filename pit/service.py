@@ -34,8 +34,8 @@ from typing import Any, TypeVar
 import structlog
 
 from tabled.contract import CONTRACT_VERSION
-from tabled.daemon.backoff import Backoff, cancel_all, start_part
-from tabled.daemon.systemd import Notifier
+from tabled.contract.backoff import Backoff, cancel_all, start_part
+from tabled.contract.systemd import Notifier
 from tabled.pit.alerts import AlertEngine
 from tabled.pit.config import PitConfig
 from tabled.pit.ingest import Ingest, wait_connected

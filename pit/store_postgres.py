@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from tabled.daemon.secrets import read_secret
+from tabled.contract.secrets import read_secret
 from tabled.pit.config import PostgresSettings
 from tabled.pit.messages import Message
 from tabled.pit.store import (

@@ -29,7 +29,9 @@ import structlog
 
 from tabled.contract.events import Event, EventError, parse_event
 from tabled.contract.outcome import GAMES, Game, OutcomeError, OutcomeRecord, decode_outcome
-from tabled.daemon.rules.options import OPTION_TYPES, GameOptions, OptionError, build_options
+from tabled.games import registry
+from tabled.games.options import GameOptions, OptionError
+from tabled.games.registry import option_type
 from tabled.pit.alerts import AlertEngine
 from tabled.pit.config import IntegritySettings
 from tabled.pit.integrity import (
@@ -68,14 +70,14 @@ def settings_of(config: IntegritySettings) -> Settings:
 def options_of(game: Game, declared: Any) -> GameOptions:
     """The options a birth record declares (keys this pit does not know are left out; values
     it cannot read give the defaults, and a warning)."""
-    known = {f.name for f in fields(OPTION_TYPES[game])}
+    known = {f.name for f in fields(option_type(game))}
     values = {k: v for k, v in declared.items() if k in known} \
         if isinstance(declared, dict) else {}
     try:
-        return build_options(game, values)
+        return registry.options_of(game, values)
     except OptionError as exc:
         log.warning("integrity_options_unreadable", game=game, error=str(exc))
-        return build_options(game, {})
+        return registry.options_of(game, {})
 
 
 def seconds(ts: Any, fallback: float) -> float:

@@ -6,7 +6,7 @@ electronics (counts the cards, arms a burn, keeps the status, answers the host);
 :class:`Dealer` is the dealer's hands on the shoe (loads it, burns, deals demonstration and real
 hands, meets the cut card, presses the buttons the family faults call for); :class:`ShoeDevice`
 puts the reader on a pty. It never decides what a driver should emit: the dealer asks the rules
-core (``tabled.daemon.rules``) only when a hand is complete, feeding it the very events the shoe's
+core (``tabled.games.table``) only when a hand is complete, feeding it the very events the shoe's
 reports stand for (:func:`tabled.drivers.shoe.driver.normalize`).
 """
 
@@ -25,8 +25,6 @@ from typing import Any, Final, Literal
 from tabled.contract.events import CARD_CODES, RANKS, SUITS
 from tabled.contract.faults import SHOE_EMPTY, SHOE_SENSOR_DIRTY, UNREADABLE_CARD
 from tabled.contract.outcome import Outcome
-from tabled.daemon.rules import Table, make_table
-from tabled.daemon.rules.options import BaccaratMethod, BaccaratOptions, LastHand
 from tabled.drivers.errors import ProtocolError
 from tabled.drivers.shoe.driver import normalize
 from tabled.drivers.shoe.protocol import (
@@ -46,6 +44,9 @@ from tabled.drivers.shoe.protocol import (
     decode,
     encode,
 )
+from tabled.games.baccarat.options import BaccaratMethod, BaccaratOptions, LastHand
+from tabled.games.registry import make_table
+from tabled.games.table import Table
 from tabled.simulators.conformance import PtySide
 from tabled.simulators.faults import BYTE_FAULTS, ByteFault, FaultSpecError
 from tabled.simulators.ledger import Ledger

@@ -31,11 +31,13 @@ from tabled.contract.faults import (
     SHUFFLER_JAM,
 )
 from tabled.contract.outcome import Outcome
-from tabled.daemon.rules import Table, make_table
-from tabled.daemon.rules.options import BaccaratOptions, OptionError
 from tabled.drivers.errors import ProtocolError
 from tabled.drivers.shuffler import protocol as p
 from tabled.drivers.shuffler.driver import normalize
+from tabled.games.baccarat.options import BaccaratOptions
+from tabled.games.options import OptionError
+from tabled.games.registry import make_table
+from tabled.games.table import Table
 from tabled.simulators.conformance import PtySide
 from tabled.simulators.errors import SimulatorError
 from tabled.simulators.faults import BYTE_FAULTS, ByteFault, FaultSpecError

@@ -19,7 +19,7 @@ from tabled.contract.events import (
     parse_line,
 )
 from tabled.daemon.commands import COMMANDS, CommandGate, CommandRejected, parse_ts, sign
-from tabled.daemon.rules import make_table
+from tabled.games.registry import make_table
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "contract" / "schemas" /
                      "event.schema.json").read_text())

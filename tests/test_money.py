@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tabled.contract.outcome import BetResult
-from tabled.daemon.rules.money import SettlementError, settle
+from tabled.games.money import SettlementError, settle
 
 WIN_1_1 = BetResult("win", "baccarat.art16.1", Fraction(1))
 WIN_COMMISSION = BetResult("win", "baccarat.art17.1", Fraction(19, 20))

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tabled.daemon.rules.options import (
-    BaccaratOptions,
-    CrapsOptions,
-    OptionError,
-    QPokerOptions,
-    declare,
-    parse_options,
-)
+from tabled.games.baccarat.options import BaccaratOptions
+from tabled.games.craps.options import CrapsOptions
+from tabled.games.options import OptionError, declare
+from tabled.games.qpoker.options import QPokerOptions
+from tabled.games.registry import parse_options
 
 
 def test_parse_and_declare() -> None:

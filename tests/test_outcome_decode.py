@@ -31,7 +31,7 @@ from tabled.contract.outcome import (
     QPokerOutcome,
     decode_outcome,
 )
-from tabled.daemon.rules import make_table
+from tabled.games.registry import make_table
 
 STREAMS: dict[str, tuple[str, dict[str, str], Any]] = {
     "baccarat method 1": ("baccarat", {"method": "1"},

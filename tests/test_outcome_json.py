@@ -16,9 +16,9 @@ from bench.oracle.streams import baccarat_stream, craps_stream, qpoker_stream
 from tabled.contract.events import parse_event
 from tabled.contract.outcome import BetResult, FixedBets, Outcome
 from tabled.daemon.replay import encode_record
-from tabled.daemon.rules import make_table
-from tabled.daemon.rules.baccarat import BaccaratResult
-from tabled.daemon.rules.craps import CrapsResult
+from tabled.games.baccarat.rules import BaccaratResult
+from tabled.games.craps.rules import CrapsResult
+from tabled.games.registry import make_table
 
 
 def reference(outcome: Outcome) -> bytes:

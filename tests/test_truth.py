@@ -21,11 +21,11 @@ from msgspec.structs import replace as replace_event
 
 from tabled.contract.events import Decision, Event, Fault, Reveal, Void, event_to_dict
 from tabled.contract.outcome import Outcome
-from tabled.daemon.rules import make_table
 from tabled.drivers.dice.driver import normalize as dice_normalize
 from tabled.drivers.shoe.driver import normalize as shoe_normalize
 from tabled.drivers.shuffler import protocol as p
 from tabled.drivers.shuffler.driver import normalize as shuffler_normalize
+from tabled.games.registry import make_table
 from tabled.simulators import dice, shoe, shuffler
 from tabled.simulators.ledger import Ledger, read_ledger
 from tests.truth import compare, expected_outcomes

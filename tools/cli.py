@@ -20,7 +20,9 @@ from tabled.daemon import cli as daemon_cli
 
 
 def _cmd_roads(args: argparse.Namespace) -> int:
-    from tabled.daemon.rules.options import BaccaratOptions, OptionError, parse_options
+    from tabled.games.baccarat.options import BaccaratOptions
+    from tabled.games.options import OptionError
+    from tabled.games.registry import parse_options
     from tabled.pit.roads import EXIT_BAD_INPUT, write_roads
 
     try:
@@ -34,7 +36,8 @@ def _cmd_roads(args: argparse.Namespace) -> int:
 
 
 def _cmd_integrity(args: argparse.Namespace) -> int:
-    from tabled.daemon.rules.options import OptionError, parse_options
+    from tabled.games.options import OptionError
+    from tabled.games.registry import parse_options
     from tabled.pit.integrity.command import EXIT_BAD_INPUT, write_findings
 
     try:

@@ -34,12 +34,12 @@ from typing import Any, Literal, TextIO
 
 import aiomqtt
 
+from tabled.contract.backoff import Backoff
+from tabled.contract.secrets import SecretError, read_secret
 from tabled.contract.timeutil import rfc3339_now
-from tabled.daemon.backoff import Backoff
 from tabled.daemon.commands import COMMANDS, sign
 from tabled.daemon.config import ConfigError, load_config
 from tabled.daemon.mqtt import BrokerAddress
-from tabled.daemon.secrets import SecretError, read_secret
 from tabled.tools.errors import ToolError
 from tabled.tools.show import describe
 

@@ -6,7 +6,7 @@ rounds with their irregularities, one per option set), the pool of well-formed b
 game-impossible events slipped into them, and the promises a run checks after every ``feed``:
 no exception escapes, every outcome record satisfies ``contract/schemas/outcome.schema.json`` and
 can be published as UTF-8 JSON, rounds go up by one, every notice names its article. For Q
-Poker's :class:`~tabled.daemon.rules.qpoker.Publication`: no face-down card is published before the
+Poker's :class:`~tabled.games.qpoker.rules.Publication`: no face-down card is published before the
 rules open it, and a fresh table fed the published stream gives the same records. It must
 never judge whether an outcome is *right* (the oracles of ``bench/oracle`` do that), only that
 it is well-formed and in order.
@@ -43,9 +43,13 @@ from tabled.contract.events import (
 )
 from tabled.contract.faults import DESCRIPTIONS
 from tabled.contract.outcome import Notice, Outcome, Output
-from tabled.daemon.rules import Table, make_table
-from tabled.daemon.rules.options import BaccaratOptions, CrapsOptions, GameOptions, QPokerOptions
-from tabled.daemon.rules.qpoker import WITHHELD_MARK, Publication, QPokerTable
+from tabled.games.baccarat.options import BaccaratOptions
+from tabled.games.craps.options import CrapsOptions
+from tabled.games.options import GameOptions
+from tabled.games.qpoker.options import QPokerOptions
+from tabled.games.qpoker.rules import WITHHELD_MARK, Publication, QPokerTable
+from tabled.games.registry import make_table
+from tabled.games.table import Table
 
 CARDS = sorted(CARD_CODES)
 ARTICLE = re.compile(r"^(baccarat|craps|qpoker)\.art[0-9]+(\.[0-9]+)*$")
@@ -290,7 +294,7 @@ def _run_publication(case: RulesCase, rng: random.Random) -> set[str]:
 
 PUBLICATION = Target[RulesCase](
     name="qpoker_publication",
-    summary="tabled.daemon.rules.qpoker.Publication.admit, then the published stream replayed",
+    summary="tabled.games.qpoker.rules.Publication.admit, then the published stream replayed",
     corpus=_qpoker_corpus, mutate=_mutate_real_stream, run=_run_publication,
     size=lambda case: len(case.events), unit="event",
 )

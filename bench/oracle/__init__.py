@@ -1,9 +1,9 @@
 """Independent reference oracles for the three games, and the rule for comparing their records.
 
 This package owns a second reading of docs/rules/, docs/contract.md and the project's decisions,
-written without looking at ``daemon/rules/baccarat.py``, ``craps.py`` or ``qpoker.py``: each oracle
+written without looking at ``games/baccarat/rules.py``, ``craps.py`` or ``qpoker.py``: each oracle
 takes a list of event dicts and returns the outcome dicts the rules say. It must never import the
-rules core (``tabled.daemon.rules``); agreeing with it by construction would prove nothing.
+rules core (``tabled.games.table``); agreeing with it by construction would prove nothing.
 
 The oracles model what the generators of :mod:`tests.oracle.streams` produce, the irregular events
 included. Where the project's decisions leave a detail open (for instance the moment a count

@@ -5,7 +5,7 @@ It owns a plain second reading of the drawing rules (Art. 9), the pay table (Art
 misdeals (Art. 10), as used by ``tests/test_replay_oracle.py`` to check ``tabled replay``. It is
 also the dealer of :mod:`tests.oracle.streams`: :func:`deal` says which cards a hand still needs.
 
-It must never import ``tabled.daemon.rules``. Cases the decisions leave open and the generator never
+It must never import ``tabled.games.table``. Cases the decisions leave open and the generator never
 produces (a count violation, a demo past the limit, a cut card during a demo) raise
 :class:`~tests.oracle.OutOfScope`.
 """

@@ -2,7 +2,7 @@
 
 It owns a table-driven second reading of every wager of docs/contract.md on one throw: what each
 total does to it with and without a point, as used by ``tests/test_replay_oracle.py`` to check
-``tabled replay``. It must never import ``tabled.daemon.rules``.
+``tabled replay``. It must never import ``tabled.games.table``.
 
 Every roll is a whole round; the only state is the point.
 """

@@ -6,7 +6,7 @@ gives the same stream), cards dealt in the order the rules call for them, and a 
 irregular events. Each generator returns a list of event dicts of docs/contract.md (``"v": 1``).
 
 It must never produce a case an oracle declares out of scope, and never import
-``tabled.daemon.rules``:
+``tabled.games.table``:
 the baccarat dealer is the oracle's own :func:`tests.oracle.baccarat.deal`.
 """
 

@@ -40,7 +40,7 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from aiomqtt.exceptions import MqttCodeError
 
-from tabled.daemon.asyncmqtt import Client
+from tabled.contract.asyncmqtt import Client
 
 #: paho's window of QoS 1 messages in flight is the durable stream's and this many more: the
 #: status, device statuses, metrics and replies go through aiomqtt on the same connection, and
@@ -52,7 +52,7 @@ OWN_PUBLISHES = 16
 
 class TableClient(Client):
     """An :class:`aiomqtt.Client` whose writes happen on the spot (module docstring), and that
-    a cancellation always stops (:class:`tabled.daemon.asyncmqtt.Client`)."""
+    a cancellation always stops (:class:`tabled.contract.asyncmqtt.Client`)."""
 
     def __init__(self, *args: Any, durable_inflight: int | None = None, **kwargs: Any) -> None:
         """aiomqtt's arguments; ``durable_inflight``, the durable stream's window, sets paho's

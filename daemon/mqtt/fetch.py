@@ -21,6 +21,7 @@ from typing import Any, Final
 import aiomqtt
 import structlog
 
+from tabled.contract.logs import Repeats
 from tabled.daemon.fetch import (
     PART_MESSAGES,
     REASONS,
@@ -31,7 +32,6 @@ from tabled.daemon.fetch import (
     part_count,
 )
 from tabled.daemon.journal import FIRST_NUMBER, Journal, JournalError
-from tabled.daemon.logs import Repeats
 from tabled.daemon.mqtt.session import BrokerSession
 from tabled.daemon.mqtt.topics import dumps
 

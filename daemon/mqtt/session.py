@@ -33,14 +33,14 @@ import aiomqtt
 import structlog
 from aiomqtt.exceptions import MqttConnectError
 
+from tabled.contract.backoff import Backoff
+from tabled.contract.logs import Repeats
+from tabled.contract.secrets import read_secret
 from tabled.contract.timeutil import rfc3339_now
-from tabled.daemon.backoff import Backoff
 from tabled.daemon.config import MQTTSettings
-from tabled.daemon.logs import Repeats
 from tabled.daemon.mqtt.client import TableClient
 from tabled.daemon.mqtt.numbers import StatusNumbers
 from tabled.daemon.mqtt.topics import BrokerAddress, Topics, dumps
-from tabled.daemon.secrets import read_secret
 
 log = structlog.get_logger("tabled.mqtt")
 

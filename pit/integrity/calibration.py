@@ -3,7 +3,7 @@ follows from them (docs/integrity.md, "Thresholds").
 
 Owns the false-alarm budget and its split (Bonferroni, over the statistics a table runs), the
 null probabilities of the frequency statistics (exactly those of ``tabled odds``,
-:mod:`tabled.daemon.rules.odds`), their design shifts, and the lengths of the shoe tests. Pure:
+:mod:`tabled.games.odds`), their design shifts, and the lengths of the shoe tests. Pure:
 computed once per (game, options, settings) and cached.
 """
 
@@ -16,12 +16,9 @@ from types import MappingProxyType
 from typing import Final
 
 from tabled.contract.outcome import GAMES, Game
-from tabled.daemon.rules.odds import odds
-from tabled.daemon.rules.options import (
-    OPTION_TYPES,
-    GameOptions,
-    QPokerOptions,
-)
+from tabled.games.options import GameOptions
+from tabled.games.qpoker.options import QPokerOptions
+from tabled.games.registry import odds, option_type
 from tabled.pit.integrity.stats import (
     TABLE_HOURS,
     block_bound,
@@ -253,7 +250,7 @@ def slug_length(settings: Settings) -> int:
 
 
 def options_of(game: Game, options: GameOptions | None) -> GameOptions:
-    return options if options is not None else OPTION_TYPES[game]()
+    return options if options is not None else option_type(game)()
 
 
 @cache

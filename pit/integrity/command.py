@@ -21,8 +21,8 @@ from typing import TextIO
 
 from tabled.contract.events import LineError, read_events
 from tabled.contract.outcome import Game, Outcome, OutcomeRecord, decode_outcome
-from tabled.daemon.rules import make_table
-from tabled.daemon.rules.options import GameOptions
+from tabled.games.options import GameOptions
+from tabled.games.registry import make_table
 from tabled.pit.integrity.calibration import DEFAULT_SETTINGS, Settings
 from tabled.pit.integrity.findings import Finding
 from tabled.pit.integrity.table import TableMonitors, slug_index

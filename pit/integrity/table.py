@@ -12,7 +12,7 @@ from __future__ import annotations
 from tabled.contract.events import Burn, CardDealt, Declare, Event, Fault, ShoeStart
 from tabled.contract.faults import UNREADABLE_CARD
 from tabled.contract.outcome import Game, OutcomeRecord
-from tabled.daemon.rules.options import GameOptions
+from tabled.games.options import GameOptions
 from tabled.pit.integrity.calibration import (
     DEFAULT_SETTINGS,
     Calibration,

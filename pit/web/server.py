@@ -20,8 +20,8 @@ from pathlib import Path
 import structlog
 import uvicorn
 
-from tabled.daemon.backoff import Backoff
-from tabled.daemon.secrets import SecretError, read_secret
+from tabled.contract.backoff import Backoff
+from tabled.contract.secrets import SecretError, read_secret
 from tabled.pit.config import WebSettings
 from tabled.pit.errors import PitError
 from tabled.pit.web.app import PitWeb

@@ -26,8 +26,8 @@ from tabled.daemon.commands import CommandGate, CommandRejected, parse_ts, sign
 from tabled.daemon.config import parse_config
 from tabled.daemon.gate import ConsoleGate
 from tabled.daemon.journal import Journal
-from tabled.daemon.rules import make_table
 from tabled.daemon.runtime import TableRuntime
+from tabled.games.registry import make_table
 
 KEY = b"k" * 32
 TS = "2026-11-29T16:00:00.000Z"

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from tabled.contract.secrets import SecretError, read_secret
 from tabled.daemon.config import ConfigError, check_config, load_config, parse_config
 from tabled.daemon.errors import DaemonError
-from tabled.daemon.rules.options import BaccaratOptions, CrapsOptions
-from tabled.daemon.secrets import SecretError, read_secret
 from tabled.drivers.registry import family_names
+from tabled.games.baccarat.options import BaccaratOptions
+from tabled.games.craps.options import CrapsOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config" / "tabled.example.toml"

@@ -14,7 +14,7 @@ import aiomqtt
 import pytest
 import structlog
 
-from tabled.daemon.logs import configure
+from tabled.contract.logs import configure
 
 #: A local variable of the failing frame: it must never reach a log line.
 SECRET = "hunter2-face-down-AS"

@@ -41,8 +41,8 @@ from tabled.contract.events import (
 from tabled.contract.outcome import Output
 from tabled.daemon.config import parse_config
 from tabled.daemon.journal import Journal
-from tabled.daemon.rules import make_table
 from tabled.daemon.runtime import Degraded, TableRuntime
+from tabled.games.registry import make_table
 
 
 def runtime_for(game: str, path: Path) -> TableRuntime:

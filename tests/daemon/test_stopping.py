@@ -2,7 +2,7 @@
 once hung in CI, its metrics still going out once a second after its "offline": the metrics
 task had lost its cancellation in aiomqtt's acknowledgement wait).
 
-The client here is the one the table and the pit run (tabled.daemon.asyncmqtt.Client); the
+The client here is the one the table and the pit run (tabled.contract.asyncmqtt.Client); the
 acknowledgement is a real future completed in the same turn of the loop as the cancellation,
 which is the race, made certain."""
 
@@ -16,8 +16,8 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from tabled.daemon.asyncmqtt import Client
-from tabled.daemon.backoff import cancel_all
+from tabled.contract.asyncmqtt import Client
+from tabled.contract.backoff import cancel_all
 from tabled.daemon.mqtt.client import TableClient
 
 

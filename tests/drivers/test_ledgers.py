@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from tabled.contract.outcome import Outcome
-from tabled.daemon.rules import make_table
 from tabled.drivers.shoe.driver import normalize
 from tabled.drivers.shoe.protocol import CardOut, DeviceFault, FaultCode
+from tabled.games.registry import make_table
 from tabled.simulators.ledger import Ledger, read_ledger
 from tabled.simulators.shoe import Dealer, ShoeFault, ShoeReader
 from tabled.simulators.shuffler import (

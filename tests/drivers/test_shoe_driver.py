@@ -22,7 +22,6 @@ import pytest
 
 from tabled.contract.events import Burn, CardDealt, Event, Fault, ShoeStart, Void, event_to_dict
 from tabled.contract.outcome import Outcome
-from tabled.daemon.rules import make_table
 from tabled.drivers.errors import DeviceError
 from tabled.drivers.link import Link, LinkEvent, LinkUp, MessageReceived, Resume
 from tabled.drivers.link_runner import LinkRunner
@@ -30,6 +29,7 @@ from tabled.drivers.shoe import ShoeDriver, open_device
 from tabled.drivers.shoe.driver import normalize
 from tabled.drivers.shoe.protocol import InfoRequest, Report, ShoeState, ShoeStatus, encode
 from tabled.drivers.sink import EventSink
+from tabled.games.registry import make_table
 from tabled.simulators import shoe as shoe_sim
 from tabled.simulators.faults import ByteFault
 from tabled.simulators.shoe import (

@@ -32,8 +32,6 @@ from tabled.contract.events import (
     event_to_dict,
 )
 from tabled.contract.outcome import Outcome
-from tabled.daemon.rules import make_table
-from tabled.daemon.rules.options import BaccaratOptions
 from tabled.drivers.errors import ProtocolError
 from tabled.drivers.framing import Frame, FrameDecoder, encode_frame
 from tabled.drivers.shoe.driver import normalize
@@ -58,6 +56,8 @@ from tabled.drivers.shoe.protocol import (
     decode,
     encode,
 )
+from tabled.games.baccarat.options import BaccaratOptions
+from tabled.games.registry import make_table
 from tabled.simulators import shoe as shoe_sim
 from tabled.simulators.faults import ByteFault, FaultSpecError
 from tabled.simulators.shoe import (

@@ -18,13 +18,13 @@ import pytest
 
 from tabled.contract.events import Event, Fault, HandDealt, RoundStart, ShoeStart, event_to_dict
 from tabled.contract.outcome import Outcome
-from tabled.daemon.rules import make_table
 from tabled.drivers.errors import DeviceError
 from tabled.drivers.link import Link, LinkEvent, MessageReceived, Resume
 from tabled.drivers.link_runner import LinkRunner
 from tabled.drivers.shuffler import ShufflerDriver, open_device
 from tabled.drivers.shuffler import protocol as p
 from tabled.drivers.shuffler.driver import normalize
+from tabled.games.registry import make_table
 from tabled.simulators.faults import ByteFault
 from tabled.simulators.pty_device import PtyDevice
 from tabled.simulators.shuffler import (

@@ -30,12 +30,12 @@ from tabled.contract.events import (
     parse_event,
 )
 from tabled.contract.outcome import Outcome
-from tabled.daemon.rules import make_table
 from tabled.drivers.errors import ProtocolError
 from tabled.drivers.framing import Frame, FrameDecoder, encode_frame
 from tabled.drivers.link import Link, LinkState, MessageReceived
 from tabled.drivers.shuffler import protocol as p
 from tabled.drivers.shuffler.driver import normalize
+from tabled.games.registry import make_table
 from tabled.simulators.faults import ByteFault, FaultSpecError
 from tabled.simulators.shuffler import (
     DECK,

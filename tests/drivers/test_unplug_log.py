@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-from tabled.daemon.logs import configure
+from tabled.contract.logs import configure
 from tabled.drivers.shoe import open_device
 from tabled.drivers.shoe.protocol import InfoRequest, encode
 from tabled.simulators.shoe import ShoeDevice

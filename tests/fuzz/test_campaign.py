@@ -29,9 +29,9 @@ from bench.fuzz.rules import RulesCase, option_sets
 from tabled.contract.events import EVENT_TYPES
 from tabled.contract.outcome import Outcome
 from tabled.daemon.commands import COMMANDS
-from tabled.daemon.rules import make_table
 from tabled.drivers.shoe import protocol as shoe
 from tabled.drivers.shuffler import protocol as shuffler
+from tabled.games.registry import make_table
 
 SEED = int(os.environ.get("TABLED_FUZZ_SEED", "20261129"))
 #: Inputs per target in the default test run (the full campaign runs 1,000,000 of each): the

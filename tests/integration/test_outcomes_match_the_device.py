@@ -34,7 +34,7 @@ from tabled.contract.events import parse_event
 from tabled.contract.outcome import Outcome
 from tabled.daemon.broker import Mosquitto
 from tabled.daemon.journal import Journal
-from tabled.daemon.rules import make_table
+from tabled.games.registry import make_table
 from tabled.simulators.ledger import read_ledger
 from tests.integration.harness import (
     Daemon,

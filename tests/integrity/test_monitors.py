@@ -39,7 +39,7 @@ from tabled.contract.outcome import (
     OutcomeRecord,
     decode_outcome,
 )
-from tabled.daemon.rules.options import BaccaratOptions
+from tabled.games.baccarat.options import BaccaratOptions
 from tabled.pit.integrity import Finding, Settings, TableMonitors, slug_index
 from tabled.pit.integrity.calibration import DEFAULT_SETTINGS
 from tabled.simulators.shoe import NEW_DECK_ORDER, Preset, shuffled_shoe

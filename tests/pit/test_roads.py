@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tabled.contract.outcome import Outcome
-from tabled.daemon.rules.baccarat import BaccaratTable
+from tabled.games.baccarat.rules import BaccaratTable
 from tabled.pit.roads import (
     DERIVED_ROADS,
     ROWS,
@@ -77,7 +77,7 @@ def test_the_roads_load_only_the_contract_and_the_rules_core() -> None:
                "tabled.contract.outcome", "tabled.daemon", "tabled.pit", "tabled.pit.roads"}
     loaded = set(done.stdout.split())
     assert "tabled.pit.roads" in loaded
-    assert {m for m in loaded if not m.startswith("tabled.daemon.rules")} <= allowed
+    assert {m for m in loaded if not m.startswith("tabled.games.table")} <= allowed
 
 
 # -- the bead plate and the counts -------------------------------------------------------------

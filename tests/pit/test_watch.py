@@ -16,7 +16,7 @@ import pytest
 from bench.integrity import baccarat_events, craps_events
 from tabled.contract.events import Declare, Event, event_to_dict
 from tabled.contract.outcome import Outcome
-from tabled.daemon.rules import make_table
+from tabled.games.registry import make_table
 from tabled.pit.alerts import AlertEngine
 from tabled.pit.config import AlertSettings, IntegritySettings
 from tabled.pit.messages import Message

@@ -23,9 +23,9 @@ import httpx
 import pytest
 import structlog
 
+from tabled.contract.secrets import SecretError
 from tabled.daemon.broker import free_port
 from tabled.daemon.errors import DaemonError
-from tabled.daemon.secrets import SecretError
 from tabled.pit.auth import hash_password
 from tabled.pit.config import parse_config
 from tabled.pit.errors import PitError

@@ -27,9 +27,10 @@ from tabled.contract.events import (
     Withheld,
 )
 from tabled.contract.outcome import Notice, Outcome
-from tabled.daemon.rules import Table, make_table
-from tabled.daemon.rules.baccarat import BaccaratResult, BaccaratTable
-from tabled.daemon.rules.options import BaccaratOptions
+from tabled.games.baccarat.options import BaccaratOptions
+from tabled.games.baccarat.rules import BaccaratResult, BaccaratTable
+from tabled.games.registry import make_table
+from tabled.games.table import Table
 
 BET_NAMES = ("player", "banker", "tie", "player_pair", "banker_pair")
 ART16_1 = "baccarat.art16.1"

@@ -30,9 +30,9 @@ from tabled.contract.events import (
     ShoeStart,
 )
 from tabled.contract.outcome import BetResult, Notice, Outcome
-from tabled.daemon.rules.baccarat import BaccaratTable
-from tabled.daemon.rules.money import settle
-from tabled.daemon.rules.options import BaccaratOptions
+from tabled.games.baccarat.options import BaccaratOptions
+from tabled.games.baccarat.rules import BaccaratTable
+from tabled.games.money import settle
 
 STAKES = (1, 7, 100, 12_345)
 

@@ -12,10 +12,10 @@ import pytest
 
 from tabled.contract.events import CardDealt, Event, Fault, NoRoll, Reveal, Roll, Void
 from tabled.contract.outcome import BetResult, Notice, Outcome
-from tabled.daemon.rules import make_table
-from tabled.daemon.rules.craps import CrapsTable
-from tabled.daemon.rules.money import settle
-from tabled.daemon.rules.options import CrapsOptions
+from tabled.games.craps.options import CrapsOptions
+from tabled.games.craps.rules import CrapsTable
+from tabled.games.money import settle
+from tabled.games.registry import make_table
 
 NUMBERS = (4, 5, 6, 8, 9, 10)
 # A throw for each total (the easy way where there is one).

@@ -10,9 +10,9 @@ from jsonschema import Draft202012Validator
 
 from tabled.contract.events import Event, Fault, NoRoll, Roll, Void
 from tabled.contract.outcome import BetResult, Outcome
-from tabled.daemon.rules.craps import BET_KEYS, POINTS, CrapsTable
-from tabled.daemon.rules.money import settle
-from tabled.daemon.rules.options import CrapsOptions
+from tabled.games.craps.options import CrapsOptions
+from tabled.games.craps.rules import BET_KEYS, POINTS, CrapsTable
+from tabled.games.money import settle
 
 ARTICLE_PREFIX = "craps.art"
 

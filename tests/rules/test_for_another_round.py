@@ -27,7 +27,8 @@ from tabled.contract.events import (
     parse_line,
 )
 from tabled.contract.outcome import FOR_ANOTHER_ROUND, Notice, Outcome
-from tabled.daemon.rules import Table, make_table
+from tabled.games.registry import make_table
+from tabled.games.table import Table
 
 ROUND_16_DEALER_EXPOSED = [  # seats 4 and 5 bet; the dealer's hand comes out face up
     {"type": "round_start", "seats": [4, 5]},

@@ -1,4 +1,4 @@
-"""Exact baccarat odds (tabled.daemon.rules.odds.baccarat) against the rules core and
+"""Exact baccarat odds (tabled.games.baccarat.odds) against the rules core and
 docs/rules/baccarat.md.
 
 The module reads the drawing rules off the rules core (its decision table) and enumerates the
@@ -20,10 +20,7 @@ import pytest
 
 from tabled.contract.events import CARD_CODES, RANKS, CardDealt
 from tabled.contract.outcome import Outcome
-from tabled.daemon.rules import baccarat as rules
-from tabled.daemon.rules.baccarat import CARD_VALUES, BaccaratTable
-from tabled.daemon.rules.odds import odds
-from tabled.daemon.rules.odds.baccarat import (
+from tabled.games.baccarat.odds import (
     Deal,
     baccarat_odds,
     deal_of,
@@ -33,7 +30,11 @@ from tabled.daemon.rules.odds.baccarat import (
     play,
     shoe_values,
 )
-from tabled.daemon.rules.options import BaccaratOptions, OptionError
+from tabled.games.baccarat.options import BaccaratOptions
+from tabled.games.baccarat.rules import CARD_VALUES, BaccaratTable
+from tabled.games.options import OptionError
+from tabled.games.registry import odds
+from tabled.games.baccarat import rules
 
 METHODS = (1, 2)
 RANKS_OF_VALUE = {v: [r for r in RANKS if CARD_VALUES[r] == v] for v in range(10)}
@@ -275,7 +276,7 @@ def test_decks_override_the_option_and_are_checked() -> None:
     assert odds("baccarat", BaccaratOptions(decks=8), 6).options.decks == 6
     with pytest.raises(OptionError, match="decks"):
         odds("baccarat", None, 5)
-    with pytest.raises(ValueError, match="baccarat only"):
+    with pytest.raises(ValueError, match="dealt from a shoe only"):
         odds("craps", None, 8)  # type: ignore[call-overload]
 
 

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from tabled.contract.outcome import GAMES
-from tabled.daemon.rules.baccarat import BET_NAMES
-from tabled.daemon.rules.craps import BET_KEYS
-from tabled.daemon.rules.odds.render import markdown, percent
+from tabled.games.baccarat.rules import BET_NAMES
+from tabled.games.craps.rules import BET_KEYS
+from tabled.games.odds.render import percent
+from tabled.games.registry import game as declared_game
 from tabled.tools.cli import main
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules"
@@ -115,7 +116,7 @@ def test_the_human_table(capsys: pytest.CaptureFixture[str]) -> None:
     (["--game", "baccarat", "--decks", "5"], "option decks: 5 is not 6 to 12"),
     (["--game", "baccarat", "--decks", "6", "--option", "decks=8"],
      "--decks 6 disagrees with --option decks=8"),
-    (["--game", "craps", "--decks", "8"], "--decks is for baccarat only"),
+    (["--game", "craps", "--decks", "8"], "--decks is for a game dealt from a shoe"),
     (["--game", "qpoker", "--option", "decks=8"], "option decks: unknown for qpoker"),
     (["--game", "craps", "--markdown", "--json"], "--markdown shows every option combination"),
 ])
@@ -157,7 +158,8 @@ def test_the_documented_tables_are_what_the_command_prints(
     """docs/rules/<game>.md holds ``tabled odds --game GAME --markdown`` verbatim, between
     markers, so the document cannot drift from the code."""
     code, out, _ = run(capsys, "--game", game, "--markdown")
-    assert code == 0 and out == markdown(game) + "\n"  # type: ignore[arg-type]
+    markdown = declared_game(game).odds_markdown
+    assert markdown is not None and code == 0 and out == markdown() + "\n"
     doc = (DOCS / f"{game}.md").read_text(encoding="utf-8")
     begin = f"<!-- tabled odds --game {game} --markdown -->\n"
     end = "<!-- end of tabled odds output -->"

@@ -1,5 +1,5 @@
 """Exact house edges of every craps bet key, from CrapsTable outcomes and money.settle
-(docs/rules/craps.md, tabled.daemon.rules.odds.craps).
+(docs/rules/craps.md, tabled.games.craps.odds).
 
 The expected values are the edges the regulator's pay tables imply, per resolved bet (a push
 resolves it); the code computes them from the table's own records, so a wrong payout or a wrong
@@ -12,10 +12,7 @@ from fractions import Fraction
 
 import pytest
 
-from tabled.daemon.rules import craps as rules
-from tabled.daemon.rules.craps import BET_KEYS, POINTS
-from tabled.daemon.rules.odds import odds
-from tabled.daemon.rules.odds.craps import (
+from tabled.games.craps.odds import (
     STAKE,
     Placement,
     craps_odds,
@@ -23,7 +20,10 @@ from tabled.daemon.rules.odds.craps import (
     house_edge,
     throws_at,
 )
-from tabled.daemon.rules.options import CrapsOptions
+from tabled.games.craps.options import CrapsOptions
+from tabled.games.craps.rules import BET_KEYS, POINTS
+from tabled.games.registry import odds
+from tabled.games.craps import rules
 
 #: The regulator's pay tables (Art. 2-11) imply these edges.
 EDGES = {

@@ -1,4 +1,4 @@
-"""Exact Q Poker odds (tabled.daemon.rules.odds.qpoker): hand classes, Dobo, and Play under the best
+"""Exact Q Poker odds (tabled.games.qpoker.odds): hand classes, Dobo, and Play under the best
 fold strategy, against brute force over the rules core's own ``rank_hand`` and ``play_result``.
 """
 
@@ -9,9 +9,9 @@ from itertools import combinations
 
 import pytest
 
-from tabled.daemon.rules.money import settle
-from tabled.daemon.rules.odds import odds
-from tabled.daemon.rules.odds.qpoker import (
+from tabled.games.money import settle
+from tabled.games.qpoker.hands import QUEEN, HandClass, all_hands, rank_hand
+from tabled.games.qpoker.odds import (
     DEALER_HANDS,
     class_counts,
     dobo_house_edge,
@@ -19,9 +19,9 @@ from tabled.daemon.rules.odds.qpoker import (
     play_expectation,
     play_strategy,
 )
-from tabled.daemon.rules.options import QPokerOptions
-from tabled.daemon.rules.qpoker import play_result
-from tabled.daemon.rules.qpoker_hands import QUEEN, HandClass, all_hands, rank_hand
+from tabled.games.qpoker.options import QPokerOptions
+from tabled.games.qpoker.rules import play_result
+from tabled.games.registry import odds
 
 DECK = sorted({card for hand in all_hands() for card in hand})
 

@@ -26,10 +26,10 @@ from tabled.contract.events import (
     parse_line,
 )
 from tabled.contract.outcome import BetResult, Notice, Outcome
-from tabled.daemon.rules import make_table
-from tabled.daemon.rules.money import settle
-from tabled.daemon.rules.options import QPokerOptions
-from tabled.daemon.rules.qpoker import Publication, QPokerTable
+from tabled.games.money import settle
+from tabled.games.qpoker.options import QPokerOptions
+from tabled.games.qpoker.rules import Publication, QPokerTable
+from tabled.games.registry import make_table
 
 # The standard round: seats 1 and 3 bet; the dealer holds Q-high and qualifies (Art. 9.4).
 SF_SPADES = "AS KS QS"

@@ -31,7 +31,7 @@ from tabled.contract.events import (
     parse_event,
 )
 from tabled.contract.outcome import Outcome
-from tabled.daemon.rules.qpoker import Publication, QPokerTable
+from tabled.games.qpoker.rules import Publication, QPokerTable
 
 DEAL: dict[Seat, tuple[str, ...]] = {1: ("AS", "KS", "QS"), 3: ("2C", "7D", "QH"),
                                      DEALER: ("QD", "4C", "9H")}

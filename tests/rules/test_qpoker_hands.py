@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tabled.daemon.rules.qpoker_hands import HandClass, RankedHand, all_hands, qualifies, rank_hand
+from tabled.games.qpoker.hands import HandClass, RankedHand, all_hands, qualifies, rank_hand
 
 ALL_HANDS = [rank_hand(hand) for hand in all_hands()]
 

@@ -35,8 +35,8 @@ from tabled.contract.events import (
 )
 from tabled.contract.faults import SHUFFLER_FAILURES
 from tabled.contract.outcome import BetResult, Notice, Outcome, Output
-from tabled.daemon.rules.money import settle
-from tabled.daemon.rules.qpoker import DEALT_AFTER_VOID, Publication, QPokerTable
+from tabled.games.money import settle
+from tabled.games.qpoker.rules import DEALT_AFTER_VOID, Publication, QPokerTable
 
 DECK = sorted(CARD_CODES)
 POSITIONS = 7

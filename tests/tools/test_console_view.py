@@ -11,7 +11,7 @@ from typing import Any
 
 from tabled.contract.events import parse_event
 from tabled.contract.outcome import Outcome
-from tabled.daemon.rules import make_table
+from tabled.games.registry import make_table
 from tabled.tools.console import (
     Action,
     AutoDealer,

@@ -4,7 +4,7 @@ bets, and the published form of its event stream.
 This module owns a Q Poker round: the positions with a bet, the dealing order of Art. 7, the
 single deck of Art. 1, the irregularities of Art. 11, the players' decisions (Art. 9.2-9.3) and
 the settlement of Dobo (Art. 9.1, 10) and Play (Art. 9.4-9.7). Hands are ranked by
-:mod:`tabled.daemon.rules.qpoker_hands`. It also owns :class:`Publication`, which withholds
+:mod:`tabled.games.qpoker.hands`. It also owns :class:`Publication`, which withholds
 face-down
 cards from the published stream until the rules open them.
 
@@ -47,9 +47,9 @@ from tabled.contract.faults import (
     SHUFFLER_FAILURES,
 )
 from tabled.contract.outcome import FOR_ANOTHER_ROUND, BetResult, Game, Notice, Outcome, Output
-from tabled.daemon.rules.options import QPokerOptions
-from tabled.daemon.rules.policy import GamePolicy, Loss
-from tabled.daemon.rules.qpoker_hands import HandClass, RankedHand, qualifies, rank_hand
+from tabled.games.policy import GamePolicy, Loss
+from tabled.games.qpoker.hands import HandClass, RankedHand, qualifies, rank_hand
+from tabled.games.qpoker.options import QPokerOptions
 
 #: The notice for dealing that arrives after its round was voided midway (see QPokerTable).
 DEALT_AFTER_VOID: Final = "dealt_after_void"

@@ -4,9 +4,9 @@ bet key.
 This module owns the analysis behind ``tabled odds --game craps``. A wager is followed through a
 Markov chain whose states are (the table's point, where the wager stands: its bet key) and whose
 transitions are the 36 equally likely throws. Each throw is decided by feeding a roll to a real
-:class:`~tabled.daemon.rules.craps.CrapsTable` built with the table's options, and the wager's
+:class:`~tabled.games.craps.rules.CrapsTable` built with the table's options, and the wager's
 result
-is settled with :func:`tabled.daemon.rules.money.settle`, so the edges are those of the code that
+is settled with :func:`tabled.games.money.settle`, so the edges are those of the code that
 runs
 at the table, not of a second model of the rules. Everything is an exact ``Fraction``, the
 chain solved by exact elimination: it never simulates.
@@ -42,10 +42,11 @@ from typing import Final
 
 from tabled.contract.events import Roll
 from tabled.contract.outcome import BetResult, Outcome
-from tabled.daemon.rules.craps import BET_KEYS, HARD_WAYS, POINTS, CrapsResult, CrapsTable
-from tabled.daemon.rules.money import settle
-from tabled.daemon.rules.odds.model import BetOdds, Odds
-from tabled.daemon.rules.options import CrapsOptions
+from tabled.games.craps.options import CrapsOptions
+from tabled.games.craps.rules import BET_KEYS, HARD_WAYS, POINTS, CrapsResult, CrapsTable
+from tabled.games.money import settle
+from tabled.games.odds.model import BetOdds, Odds, exact
+from tabled.games.odds.render import percent
 
 #: 30 currency units: whole Big units of 6 and of 5 (R-C2), and every ratio of the layout pays
 #: it in whole minor units, so settlement rounds nothing away and the edges stay exact.
@@ -218,6 +219,10 @@ class CrapsOdds(Odds):
     totals: Mapping[int, Fraction]
     hard: Mapping[int, Fraction]
 
+    def notes(self) -> list[str]:
+        return ["come_N / dont_come_N: a wager already on N, from there on; the odds pay "
+                "true odds (0); Big bets per whole unit (R-C2)"]
+
 
 @cache
 def craps_odds(options: CrapsOptions = _DEFAULT_OPTIONS) -> CrapsOdds:
@@ -243,3 +248,22 @@ def craps_odds(options: CrapsOptions = _DEFAULT_OPTIONS) -> CrapsOdds:
         totals=MappingProxyType(totals),
         hard=MappingProxyType(hard),
     )
+
+
+def markdown() -> str:
+    """The table of docs/rules/craps.md (``tabled odds --game craps --markdown``)."""
+    settings = (True, False)
+    results = [craps_odds(CrapsOptions(big_bets_on_come_out=on)) for on in settings]
+    lines = [
+        "| bet key | wager | article | house edge (`big_bets_on_come_out=true`) | "
+        "(`=false`) | exact |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for key in results[0].bets:
+        label, article = describe(key)
+        edges = [result.bets[key].house_edge for result in results]
+        exacts = sorted({exact(edge) for edge in edges})
+        lines.append(f"| `{key}` | {label} | {article} | "
+                     + " | ".join(percent(edge) for edge in edges)
+                     + f" | {', '.join(exacts)} |")
+    return "\n".join(lines)

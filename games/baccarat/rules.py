@@ -51,14 +51,14 @@ from tabled.contract.outcome import (
     Outcome,
     Output,
 )
-from tabled.daemon.rules.options import (
+from tabled.games.baccarat.options import (
     MAX_DECKS,
     MIN_DECKS,
     BaccaratMethod,
     BaccaratOptions,
     Commission,
 )
-from tabled.daemon.rules.policy import GamePolicy, Loss, PublishAll
+from tabled.games.policy import GamePolicy, Loss, PublishAll
 
 Winner: TypeAlias = Literal["player", "banker", "tie"]
 

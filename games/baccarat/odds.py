@@ -10,7 +10,7 @@ How it stays the table's own rules rather than a second model of them:
 
 - The drawing rules read card values only (Art. 5), so how a hand goes is decided by the totals
   of its first four cards (P1 B1 P2 B2, Reading R-B1) and the values of the cards it draws. The
-  rules core itself, a real :class:`~tabled.daemon.rules.baccarat.BaccaratTable`, is dealt one hand
+  rules core itself, a real :class:`~tabled.games.baccarat.rules.BaccaratTable`, is dealt one hand
   for
   each of those value paths (at most 10 x 10 x 10 x 10, about 8,000 hands) and says when the hand
   is complete and how it ended: that is the *decision table*.
@@ -20,7 +20,7 @@ How it stays the table's own rules rather than a second model of them:
   end. Prefixes with the same totals and the same values removed are grouped before the draws.
 - The money comes from the table too: each way a hand can end is dealt again under the table's
   options and its Player/Banker/Tie results are settled with
-  :func:`tabled.daemon.rules.money.settle`;
+  :func:`tabled.games.money.settle`;
   likewise a pair and a non-pair for the pair wagers. A change of drawing rule, pay table or
   commission in the rules core moves these figures with it.
 
@@ -39,13 +39,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import cache
+from itertools import product
 from math import prod
 from types import MappingProxyType
-from typing import Final
+from typing import Final, get_args
 
 from tabled.contract.events import RANKS, SUITS, CardDealt
 from tabled.contract.outcome import BetResult, Outcome, Output
-from tabled.daemon.rules.baccarat import (
+from tabled.games.baccarat.options import BaccaratMethod, BaccaratOptions, Commission
+from tabled.games.baccarat.rules import (
     BET_NAMES,
     CARD_VALUES,
     DEFAULT_OPTIONS,
@@ -53,9 +55,9 @@ from tabled.daemon.rules.baccarat import (
     BaccaratTable,
     Winner,
 )
-from tabled.daemon.rules.money import settle
-from tabled.daemon.rules.odds.model import BetOdds, Odds
-from tabled.daemon.rules.options import BaccaratMethod, BaccaratOptions
+from tabled.games.money import settle
+from tabled.games.odds.model import BetOdds, Odds
+from tabled.games.odds.render import percent
 
 #: The card values of Art. 5.
 VALUES: Final = range(10)
@@ -305,6 +307,10 @@ class BaccaratOdds(Odds):
 
     deals: Mapping[Deal, Fraction]
 
+    def preface(self) -> list[str]:
+        return [f"the first hand of a full shoe of {self.decks} decks, exact for its "
+                "composition (no burn seen)"]
+
 
 def baccarat_odds(
     options: BaccaratOptions = DEFAULT_OPTIONS, decks: int | None = None
@@ -341,3 +347,35 @@ def baccarat_odds(
         deals=deals,
     )
 
+
+#: The shoe sizes the baccarat document shows (Art. 1 allows all of them).
+DOC_DECKS: Final = tuple(range(6, 13))
+
+
+def markdown() -> str:
+    """The tables of docs/rules/baccarat.md (``tabled odds --game baccarat --markdown``)."""
+    methods: tuple[BaccaratMethod, ...] = get_args(BaccaratMethod)
+    commissions: tuple[Commission, ...] = get_args(Commission)
+    lines = [
+        "| method | decks | Player wins | Banker wins | Tie | natural | pair (each side) |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for method, decks in product(methods, DOC_DECKS):
+        p = baccarat_odds(BaccaratOptions(method=method), decks).probabilities
+        lines.append(f"| {method} | {decks} | " + " | ".join(
+            percent(p[name]) for name in ("player", "banker", "tie", "natural", "player_pair")
+        ) + " |")
+    lines += [
+        "",
+        "| method | commission | decks | `player` | `banker` | `tie` | "
+        "`player_pair`, `banker_pair` |",
+        "|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for method, commission, decks in product(methods, commissions, DOC_DECKS):
+        bets = baccarat_odds(BaccaratOptions(method=method, commission=commission),
+                    decks).bets
+        assert bets["player_pair"] == bets["banker_pair"]
+        lines.append(f"| {method} | {commission} | {decks} | " + " | ".join(
+            percent(bets[name].house_edge) for name in ("player", "banker", "tie", "player_pair")
+        ) + " |")
+    return "\n".join(lines)

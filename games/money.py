@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from tabled.contract.outcome import BetResult
-from tabled.daemon.rules.errors import RulesError
+from tabled.games.errors import RulesError
 
 #: Minor units in one major currency unit (avos in a pataca, cents in a dollar).
 MINOR_PER_MAJOR = 100

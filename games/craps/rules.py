@@ -3,7 +3,7 @@ records.
 
 This module owns the point, the round numbers, and what each throw does to every kind of wager
 on the layout (docs/contract.md "craps"): one outcome per ``roll``, ``no_roll`` or ``void``. It
-never holds stakes or money (``tabled.daemon.rules.money`` settles a stake against a result),
+never holds stakes or money (``tabled.games.money`` settles a stake against a result),
 never does I/O, and never changes its options.
 
 Every result on a roll depends only on the point and the two dice, so the results are decided
@@ -33,8 +33,8 @@ from tabled.contract.outcome import (
     Outcome,
     Output,
 )
-from tabled.daemon.rules.options import CrapsOptions
-from tabled.daemon.rules.policy import GamePolicy, PublishAll
+from tabled.games.craps.options import CrapsOptions
+from tabled.games.policy import GamePolicy, PublishAll
 
 #: The numbers that become a point (Art. 2.1), and the ones a Come wager can travel to (Art. 2.3).
 POINTS: Final = (4, 5, 6, 8, 9, 10)

@@ -9,13 +9,13 @@ playing each of the 22,100 hands against the 18,424 dealer hands of the other 49
 (integers and ``Fraction``); it never samples.
 
 The figures are those of the code that runs at the table: hands are ranked by
-:func:`~tabled.daemon.rules.qpoker_hands.rank_hand` (whose ``key`` orders every pair of hands one
+:func:`~tabled.games.qpoker.hands.rank_hand` (whose ``key`` orders every pair of hands one
 deck
 can deal together exactly as ``beats`` does), the dealer qualifies by
-:func:`~tabled.daemon.rules.qpoker_hands.qualifies`, and every result comes from
-:func:`~tabled.daemon.rules.qpoker.dobo_result` / :func:`~tabled.daemon.rules.qpoker.play_result`
+:func:`~tabled.games.qpoker.hands.qualifies`, and every result comes from
+:func:`~tabled.games.qpoker.rules.dobo_result` / :func:`~tabled.games.qpoker.rules.play_result`
 settled by
-:func:`tabled.daemon.rules.money.settle`.
+:func:`tabled.games.money.settle`.
 
 Dobo and Play are separate wagers (Art. 5: either or both): Dobo is decided by the player's own
 hand before the decision (Art. 9.1), so it changes nothing in the Play decision, and each has its
@@ -47,11 +47,12 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from tabled.contract.outcome import BetResult
-from tabled.daemon.rules.money import settle
-from tabled.daemon.rules.odds.model import BetOdds, Odds
-from tabled.daemon.rules.options import QPokerOptions
-from tabled.daemon.rules.qpoker import dobo_result, play_result
-from tabled.daemon.rules.qpoker_hands import HandClass, RankedHand, all_hands, qualifies, rank_hand
+from tabled.games.money import settle
+from tabled.games.odds.model import BetOdds, Odds, exact
+from tabled.games.odds.render import percent
+from tabled.games.qpoker.hands import HandClass, RankedHand, all_hands, qualifies, rank_hand
+from tabled.games.qpoker.options import QPokerOptions
+from tabled.games.qpoker.rules import dobo_result, play_result
 
 #: One major unit in minor units: every Dobo and Play ratio (40:1 ... 3:2, 1:2, and the half lost
 #: on a fold) settles it in whole minor units, so nothing is rounded away.
@@ -255,6 +256,9 @@ class QPokerOdds(Odds):
     classes: Mapping[HandClass, int]
     strategy: PlayStrategy
 
+    def notes(self) -> list[str]:
+        return strategy_lines(self)
+
     def extra_json(self) -> dict[str, Any]:
         """The strategy behind the Play edge: ``{"strategy": {"threshold": [cards], "class",
         "plays_from": [cards], "hands_played"}}``."""
@@ -287,3 +291,42 @@ def qpoker_odds(options: QPokerOptions | None = None) -> QPokerOdds:
         classes=counts,
         strategy=strategy,
     )
+
+
+def strategy_lines(result: QPokerOdds) -> list[str]:
+    strategy = result.strategy
+    hands = sum(result.classes.values())
+    lines = [
+        f"play: the best strategy plays {strategy.played:,} of {hands:,} hands; the weakest "
+        f"that plays is {hand_text(strategy.threshold)},",
+        f"and every hand from {hand_text(strategy.plays_from)} up plays",
+    ]
+    if strategy.folds_above:
+        folds = ", ".join(" ".join(hand.cards) for hand in strategy.folds_above)
+        lines[-1] += f"; between them {len(strategy.folds_above)} fold: {folds}"
+    lines.append("dobo and play are separate wagers; play's edge is per unit of the Play "
+                 "wager, a fold losing half of it (Art. 9.3)")
+    return lines
+
+
+
+def markdown() -> str:
+    """The tables of docs/rules/qpoker.md (``tabled odds --game qpoker --markdown``)."""
+    result = qpoker_odds(QPokerOptions())
+    hands = sum(result.classes.values())
+    lines = ["| class | hands | probability | exact |", "|---|---:|---:|---:|"]
+    for hand_class, count in result.classes.items():
+        p = Fraction(count, hands)
+        lines.append(f"| {hand_class.label} | {count:,} | {percent(p)} | {exact(p)} |")
+    qualifies = result.probabilities["dealer_qualifies"]
+    lines += [
+        f"| dealer qualifies (Q-high or better) | {int(qualifies * hands):,} "
+        f"| {percent(qualifies)} | {exact(qualifies)} |",
+        "",
+        "| bet | house edge | exact | article |",
+        "|---|---:|---:|---|",
+    ]
+    lines += [f"| `{name}` | {percent(bet.house_edge)} | {exact(bet.house_edge)} | {bet.article} |"
+              for name, bet in result.bets.items()]
+    lines += ["", *strategy_lines(result)]
+    return "\n".join(lines)

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from tabled.daemon.secrets import SecretError, read_secret
+from tabled.contract.secrets import SecretError, read_secret
 
 M = TypeVar("M", bound=BaseModel)
 Problem = tuple[str, str]

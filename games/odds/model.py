@@ -18,7 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 from tabled.contract.outcome import Game
-from tabled.daemon.rules.options import GameOptions, declare
+from tabled.games.options import GameOptions, declare
 
 
 def exact(value: Fraction) -> str:
@@ -57,6 +57,14 @@ class Odds:
     decks: int | None
     probabilities: Mapping[str, Fraction]
     bets: Mapping[str, BetOdds]
+
+    def preface(self) -> list[str]:
+        """Lines ``tabled odds`` prints under the options line (what the figures are for)."""
+        return []
+
+    def notes(self) -> list[str]:
+        """Lines ``tabled odds`` prints after the tables (a game's own reading of them)."""
+        return []
 
     def extra_json(self) -> dict[str, Any]:
         """Fields a game adds to the JSON object (none by default)."""

@@ -1,4 +1,4 @@
-"""The rules core: the approved rules of Q Poker, Craps and Baccarat (docs/rules/), pure and typed.
+"""A game's table as the table service sees it: the ``Table`` protocol, and the published body.
 
 Nothing in this package does I/O, reads a clock, logs, or draws a random number: the daemon,
 ``tabled replay`` and the tests run the very same code over the same events and get the same
@@ -7,19 +7,12 @@ outcomes. Every void and payout names the article that decides it (``qpoker.art1
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
 from tabled.contract.events import FOR_A_ROUND, Event, Withheld, event_to_dict
 from tabled.contract.outcome import GAMES, Game, Notice, Outcome, Output
-from tabled.daemon.rules.options import (
-    BaccaratOptions,
-    CrapsOptions,
-    GameOptions,
-    QPokerOptions,
-    parse_options,
-)
-from tabled.daemon.rules.policy import GamePolicy, Loss, Publication, PublishAll
+from tabled.games.options import GameOptions
+from tabled.games.policy import GamePolicy, Loss, Publication, PublishAll
 
 
 class Table(Protocol):
@@ -59,33 +52,6 @@ class Table(Protocol):
         ...
 
 
-def game_policy(game: str) -> GamePolicy:
-    """The demands of ``game`` on the table service (which devices, what a loss means)."""
-    return make_table(game).policy
-
-
-def make_table(game: str, options: GameOptions | Mapping[str, str] | None = None) -> Table:
-    """A fresh table for ``game`` with typed options, or options parsed from ``KEY=VALUE``."""
-    if game not in GAMES:
-        raise ValueError(f"unknown game {game!r} (known: {', '.join(GAMES)})")
-    if options is None or isinstance(options, Mapping):
-        options = parse_options(game, options or {})
-    if game == "baccarat":
-        from tabled.daemon.rules.baccarat import BaccaratTable
-
-        assert isinstance(options, BaccaratOptions)
-        return BaccaratTable(options)
-    if game == "craps":
-        from tabled.daemon.rules.craps import CrapsTable
-
-        assert isinstance(options, CrapsOptions)
-        return CrapsTable(options)
-    from tabled.daemon.rules.qpoker import QPokerTable
-
-    assert isinstance(options, QPokerOptions)
-    return QPokerTable(options)
-
-
 def published_body(item: Event, event: Event, own: int | None, opened: int,
                    event_body: dict[str, Any] | None = None) -> dict[str, Any]:
     """What is published on ``…/event`` of ``item`` — ``event`` itself, its ``withheld``
@@ -114,5 +80,5 @@ def added_round(item: Event, event: Event, own: int | None, opened: int) -> int 
 
 __all__ = [
     "GAMES", "Game", "GamePolicy", "Loss", "Notice", "Outcome", "Output", "Publication",
-    "PublishAll", "Table", "added_round", "game_policy", "make_table", "published_body",
+    "PublishAll", "Table", "added_round", "published_body",
 ]

@@ -1,0 +1,27 @@
+"""Q Poker (docs/rules/qpoker.md): the game's package and its declaration.
+
+:mod:`.rules` is the rules core (pure), :mod:`.hands` its hand ranking, :mod:`.options` its
+regulated options, :mod:`.odds` its exact odds; the other layers' parts are named in
+:data:`GAME` and loaded only by them.
+"""
+
+from __future__ import annotations
+
+from tabled.games.qpoker.odds import markdown, qpoker_odds
+from tabled.games.qpoker.options import QPokerOptions
+from tabled.games.qpoker.rules import QPokerTable
+from tabled.games.registry import GameDeclaration
+
+GAME = GameDeclaration(
+    name="qpoker",
+    title="Q Poker",
+    summary="a shuffler-dealer dealing every seat; the dealer's cards withheld until reveal",
+    options=QPokerOptions,
+    table=QPokerTable,
+    odds=qpoker_odds,
+    odds_markdown=markdown,
+    # whether the dealer qualifies (Art. 9.4)
+    declarations=("dealer_qualifies", "dealer_does_not_qualify"),
+    # Q Poker deals every card to a seat, and a round's round_start lists the seats with a bet
+    required={"card": ("seat",), "round_start": ("seats",)},
+)

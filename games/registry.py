@@ -1,0 +1,183 @@
+"""Games as plugins: one declaration per game, found through the ``tabled.games`` entry points.
+
+This module owns the list of installed games. Each game's package declares a
+:class:`GameDeclaration` under the ``tabled.games`` entry-point group — the built-in games exactly
+as an outside game would (pyproject.toml; ``examples/tabled-sicbo``) — and everything that needs
+to know the games asks here: the config (which games exist, their options), the daemon (a fresh
+table), ``tabled replay`` and ``tabled odds``, the contract's per-game checks, the pit (a game's
+view, scoreboard and integrity rates), the demos (a game's devices and dealing recipe) and the
+console (a game's vocabulary). It never names a game itself.
+
+The declaration holds what is pure (the rules, options, odds, policy); the parts other layers
+need (``pit``, ``integrity``, ``demo``, ``console``) are named as ``"module:attribute"`` and loaded
+only by the layer that asks (:func:`part`), so the table service never loads the pit's view.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
+from importlib.metadata import entry_points
+from types import MappingProxyType
+from typing import Any
+
+from tabled.contract.limits import valid_id
+from tabled.games.errors import RulesError
+from tabled.games.odds.model import Odds
+from tabled.games.options import GameOptions, build_options
+from tabled.games.policy import GamePolicy
+from tabled.games.table import Table
+
+#: The entry-point group of games.
+ENTRY_POINTS = "tabled.games"
+
+
+@dataclass(frozen=True, slots=True)
+class GameDeclaration:
+    """One game's declaration.
+
+    ``name`` is the contract's ``game`` (an id, docs/mqtt.md) and the config's ``[table] game``.
+    ``options`` is the frozen dataclass of its regulated options (each field with its default;
+    its ``__post_init__`` refuses a value the rules do not allow, naming the article);
+    ``table(options)`` a fresh table (:class:`tabled.games.table.Table`); ``odds(options,
+    **kw)`` its exact odds (``tabled odds``), ``odds_markdown()`` the tables of its document
+    under docs/rules/ (``tabled odds --markdown``). ``declarations``: the words a dealer may
+    declare on the console (a ``declare`` event), which the pit compares with the outcome.
+    ``required``: fields an event type must carry at this game beyond what docs/contract.md
+    requires of every game (Q Poker: a ``card``'s ``seat``). ``parts``: the other layers'
+    parts, by name, as ``"module:attribute"`` (loaded with :func:`part`).
+    """
+
+    name: str
+    title: str
+    summary: str
+    options: type[Any]
+    table: Callable[[Any], Table]
+    odds: Callable[..., Odds]
+    odds_markdown: Callable[[], str] | None = None
+    declarations: tuple[str, ...] = ()
+    required: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    parts: Mapping[str, str] = field(default_factory=dict)
+
+
+class UnknownGame(RulesError, LookupError):
+    """No installed game has that name."""
+
+
+class BadGame(RulesError):
+    """An installed entry point of ``tabled.games`` is not a usable game declaration."""
+
+
+def game_names() -> list[str]:
+    """The installed games' names, without loading them (for a command line's choices)."""
+    return sorted({entry.name for entry in entry_points(group=ENTRY_POINTS)})
+
+
+@functools.cache
+def games() -> Mapping[str, GameDeclaration]:
+    """Every installed game by name, loaded once from the ``tabled.games`` entry points."""
+    found: dict[str, GameDeclaration] = {}
+    for entry in entry_points(group=ENTRY_POINTS):
+        try:
+            declared = entry.load()
+        except Exception as exc:  # a broken plugin names itself, and stops nothing else
+            raise BadGame(f"game {entry.name!r} ({entry.value}) does not load: "
+                          f"{type(exc).__name__}: {exc}") from exc
+        if not isinstance(declared, GameDeclaration):
+            raise BadGame(f"game {entry.name!r} ({entry.value}) is a "
+                          f"{type(declared).__name__}, not a GameDeclaration")
+        if declared.name != entry.name or not valid_id(declared.name):
+            raise BadGame(f"game {entry.name!r} ({entry.value}) declares the name "
+                          f"{declared.name!r}: it must be the entry point's, an id")
+        found[entry.name] = declared
+    return MappingProxyType(dict(sorted(found.items())))
+
+
+def game(name: str) -> GameDeclaration:
+    """The declaration of the installed game ``name``, or :class:`UnknownGame`."""
+    try:
+        return games()[name]
+    except KeyError:
+        raise UnknownGame(f"unknown game {name!r} (known: {', '.join(games())})") from None
+
+
+def part(name: str, which: str) -> Any | None:
+    """Game ``name``'s part ``which`` (``"pit"``, ``"integrity"``, ``"demo"``, ``"console"`` …),
+    loaded from the module its declaration names; None when the game declares none."""
+    target = game(name).parts.get(which)
+    if target is None:
+        return None
+    return _load(target)
+
+
+@functools.cache
+def _load(target: str) -> Any:
+    module, _, attribute = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise BadGame(f"{target} does not load: {type(exc).__name__}: {exc}") from exc
+
+
+# -- what a game makes, by name ---------------------------------------------------------------
+
+
+def option_type(name: str) -> type[Any]:
+    """The options dataclass game ``name`` declares."""
+    return game(name).options
+
+
+def options_of(name: str, values: Mapping[str, Any], *, text: bool = False) -> GameOptions:
+    """Game ``name``'s typed options from a config's ``[rules]`` table (or, with ``text``,
+    ``KEY=VALUE`` strings); :class:`~tabled.games.options.OptionErrors` naming every bad key."""
+    return build_options(option_type(name), values, text=text, game=name)
+
+
+def parse_options(name: str, raw: Mapping[str, str]) -> GameOptions:
+    """Options from ``KEY=VALUE`` strings (``tabled replay --option``), or
+    :class:`~tabled.games.options.OptionError`."""
+    return options_of(name, raw, text=True)
+
+
+def make_table(name: str, options: GameOptions | Mapping[str, str] | None = None) -> Table:
+    """A fresh table for game ``name`` with typed options, or options parsed from
+    ``KEY=VALUE``. :class:`UnknownGame` (a ``LookupError``) for a game not installed,
+    :class:`ValueError` for options of another game."""
+    declared = game(name)
+    if options is None or isinstance(options, Mapping):
+        options = parse_options(name, options or {})
+    if not isinstance(options, declared.options):
+        raise ValueError(f"{type(options).__name__} are not options of {name}")
+    return declared.table(options)
+
+
+def game_policy(name: str) -> GamePolicy:
+    """The demands of game ``name`` on the table service (which devices, what a loss means)."""
+    return make_table(name).policy
+
+
+def odds(name: str, options: GameOptions | None = None, decks: int | None = None) -> Odds:
+    """The exact odds of game ``name`` under ``options`` (the defaults when ``None``).
+
+    ``decks`` is for a game dealt from a shoe (options with ``decks``): the shoe size,
+    overriding ``options.decks``; the returned ``options`` carry the size used.
+    :class:`ValueError` for an unknown game, options of another game, or ``decks`` for a game
+    without a shoe (:class:`~tabled.games.options.OptionError`, a ``ValueError``, for decks out
+    of range).
+    """
+    try:
+        declared = game(name)
+    except UnknownGame as exc:
+        raise ValueError(str(exc)) from None
+    if options is None:
+        options = declared.options()
+    elif not isinstance(options, declared.options):
+        raise ValueError(f"{type(options).__name__} are not options of {name}")
+    if decks is None:
+        return declared.odds(options)
+    if "decks" not in {f.name for f in dataclass_fields(declared.options)}:
+        raise ValueError(f"{name} has no shoe: decks is for a game dealt from a shoe only")
+    return declared.odds(options, decks)
