@@ -23,19 +23,9 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from tabled.contract.secrets import read_secret
 from tabled.pit.config import PostgresSettings
 from tabled.pit.messages import Message
-from tabled.pit.store import (
-    T_STORE,
-    Recorded,
-    Row,
-    SqlStore,
-    StoreError,
-    Tx,
-    insert_message,
-    schema,
-    schema_v2,
-    store_error,
-    stored_message,
-)
+from tabled.pit.sql import insert_message, schema, schema_v2, stored_message
+from tabled.pit.store import T_STORE, Recorded, Row, StoreError, Tx, store_error
+from tabled.pit.store_sql import SqlStore
 
 #: What PostgreSQL (or psycopg, adapting a value) refuses for the content it is given: SQLSTATE
 #: class 22 (``bigint out of range``, NUL in text, an invalid text representation) and 23 (a

@@ -24,19 +24,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tabled.pit.messages import Message
-from tabled.pit.store import (
-    T_STORE,
-    Recorded,
-    Row,
-    SqlStore,
-    StoreError,
-    Tx,
-    insert_message,
-    schema,
-    schema_v2,
-    store_error,
-    stored_message,
-)
+from tabled.pit.sql import insert_message, schema, schema_v2, stored_message
+from tabled.pit.store import T_STORE, Recorded, Row, StoreError, Tx, store_error
+from tabled.pit.store_sql import SqlStore
 
 T = TypeVar("T")
 
