@@ -205,7 +205,7 @@ def _cmd_odds(args: argparse.Namespace) -> int:
 
     from tabled.games.odds.render import text
     from tabled.games.options import OptionError
-    from tabled.games.registry import game, odds, option_type, parse_options
+    from tabled.games.registry import odds, odds_markdown, option_type, parse_options
 
     def refuse(reason: str) -> int:
         print(f"tabled odds: {reason}", file=sys.stderr)
@@ -216,10 +216,10 @@ def _cmd_odds(args: argparse.Namespace) -> int:
         if raw or args.decks is not None or args.json:
             return refuse("--markdown shows every option combination: no --option, --decks "
                           "or --json with it")
-        markdown = game(args.game).odds_markdown
+        markdown = odds_markdown(args.game)
         if markdown is None:
             return refuse(f"{args.game} declares no odds tables for its document")
-        print(markdown())
+        print(markdown)
         return 0
     if args.decks is not None and "decks" not in option_type(args.game).__dataclass_fields__:
         return refuse(f"--decks is for a game dealt from a shoe ({args.game} has none)")

@@ -42,9 +42,12 @@ class GameDeclaration:
     ``name`` is the contract's ``game`` (an id, docs/mqtt.md) and the config's ``[table] game``.
     ``options`` is the frozen dataclass of its regulated options (each field with its default;
     its ``__post_init__`` refuses a value the rules do not allow, naming the article);
-    ``table(options)`` a fresh table (:class:`tabled.games.table.Table`); ``odds(options,
-    **kw)`` its exact odds (``tabled odds``), ``odds_markdown()`` the tables of its document
-    under docs/rules/ (``tabled odds --markdown``). ``declarations``: the words a dealer may
+    ``table(options)`` a fresh table (:class:`tabled.games.table.Table`). ``odds`` names
+    (``"module:attribute"``, loaded only when asked: the table service never loads a game's
+    combinatorics) its exact odds, ``f(options)`` or ``f(options, decks)`` returning an
+    :class:`~tabled.games.odds.model.Odds` (``tabled odds``); ``odds_markdown``, a function of
+    no argument returning the tables of its document under docs/rules/ (``tabled odds
+    --markdown``). ``declarations``: the words a dealer may
     declare on the console (a ``declare`` event), which the pit compares with the outcome.
     ``required``: fields an event type must carry at this game beyond what docs/contract.md
     requires of every game (Q Poker: a ``card``'s ``seat``). ``parts``: the other layers'
@@ -56,8 +59,8 @@ class GameDeclaration:
     summary: str
     options: type[Any]
     table: Callable[[Any], Table]
-    odds: Callable[..., Odds]
-    odds_markdown: Callable[[], str] | None = None
+    odds: str
+    odds_markdown: str | None = None
     declarations: tuple[str, ...] = ()
     required: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     parts: Mapping[str, str] = field(default_factory=dict)
@@ -79,29 +82,29 @@ def game_names() -> list[str]:
 @functools.cache
 def games() -> Mapping[str, GameDeclaration]:
     """Every installed game by name, loaded once from the ``tabled.games`` entry points."""
-    found: dict[str, GameDeclaration] = {}
-    for entry in entry_points(group=ENTRY_POINTS):
-        try:
-            declared = entry.load()
-        except Exception as exc:  # a broken plugin names itself, and stops nothing else
-            raise BadGame(f"game {entry.name!r} ({entry.value}) does not load: "
-                          f"{type(exc).__name__}: {exc}") from exc
-        if not isinstance(declared, GameDeclaration):
-            raise BadGame(f"game {entry.name!r} ({entry.value}) is a "
-                          f"{type(declared).__name__}, not a GameDeclaration")
-        if declared.name != entry.name or not valid_id(declared.name):
-            raise BadGame(f"game {entry.name!r} ({entry.value}) declares the name "
-                          f"{declared.name!r}: it must be the entry point's, an id")
-        found[entry.name] = declared
-    return MappingProxyType(dict(sorted(found.items())))
+    return MappingProxyType({name: game(name) for name in game_names()})
 
 
+@functools.cache
 def game(name: str) -> GameDeclaration:
-    """The declaration of the installed game ``name``, or :class:`UnknownGame`."""
+    """The declaration of the installed game ``name`` (loading that game only), or
+    :class:`UnknownGame`."""
+    found = entry_points(group=ENTRY_POINTS, name=name)
+    if not found:
+        raise UnknownGame(f"unknown game {name!r} (known: {', '.join(game_names())})")
+    entry = next(iter(found))
     try:
-        return games()[name]
-    except KeyError:
-        raise UnknownGame(f"unknown game {name!r} (known: {', '.join(games())})") from None
+        declared = entry.load()
+    except Exception as exc:  # a broken plugin names itself, and stops nothing else
+        raise BadGame(f"game {entry.name!r} ({entry.value}) does not load: "
+                      f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(declared, GameDeclaration):
+        raise BadGame(f"game {entry.name!r} ({entry.value}) is a "
+                      f"{type(declared).__name__}, not a GameDeclaration")
+    if declared.name != entry.name or not valid_id(declared.name):
+        raise BadGame(f"game {entry.name!r} ({entry.value}) declares the name "
+                      f"{declared.name!r}: it must be the entry point's, an id")
+    return declared
 
 
 def part(name: str, which: str) -> Any | None:
@@ -176,8 +179,20 @@ def odds(name: str, options: GameOptions | None = None, decks: int | None = None
         options = declared.options()
     elif not isinstance(options, declared.options):
         raise ValueError(f"{type(options).__name__} are not options of {name}")
+    compute = _load(declared.odds)
     if decks is None:
-        return declared.odds(options)
+        result: Odds = compute(options)
+        return result
     if "decks" not in {f.name for f in dataclass_fields(declared.options)}:
         raise ValueError(f"{name} has no shoe: decks is for a game dealt from a shoe only")
-    return declared.odds(options, decks)
+    result = compute(options, decks)
+    return result
+
+
+def odds_markdown(name: str) -> str | None:
+    """The tables of game ``name``'s document under docs/rules/, or None if it declares none."""
+    target = game(name).odds_markdown
+    if target is None:
+        return None
+    text: str = _load(target)()
+    return text

@@ -65,9 +65,7 @@ def _names_in_python(path: Path) -> list[str]:
             text = " ".join([node.module or "", *(alias.name for alias in node.names)])
         elif isinstance(node, ast.Import):
             text = " ".join(alias.name for alias in node.names)
-        elif isinstance(node, ast.arg):
-            text = node.arg
-        elif isinstance(node, ast.keyword) and node.arg:
+        elif isinstance(node, ast.arg) or (isinstance(node, ast.keyword) and node.arg):
             text = node.arg
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             text = node.name
@@ -115,7 +113,8 @@ def test_the_search_finds_a_game_named_in_code(name: str, tmp_path: Path) -> Non
     module = tmp_path / "module.py"
     module.write_text(f'"""About {name}."""\n# {name}\nimport x\nGAME = "{name}"\n'
                       f"def f({name}_options: int) -> None:\n    '''{name}.'''\n"
-                      f"from tabled.games.{name} import rules\nDETAIL = 'see {name}.art1'\n", encoding="utf-8")
+                      f"from tabled.games.{name} import rules\nDETAIL = 'see {name}.art1'\n",
+                      encoding="utf-8")
     global ROOT
     saved, ROOT = ROOT, tmp_path
     try:

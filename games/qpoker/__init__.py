@@ -7,7 +7,6 @@ regulated options, :mod:`.odds` its exact odds; the other layers' parts are name
 
 from __future__ import annotations
 
-from tabled.games.qpoker.odds import markdown, qpoker_odds
 from tabled.games.qpoker.options import QPokerOptions
 from tabled.games.qpoker.rules import QPokerTable
 from tabled.games.registry import GameDeclaration
@@ -18,8 +17,8 @@ GAME = GameDeclaration(
     summary="a shuffler-dealer dealing every seat; the dealer's cards withheld until reveal",
     options=QPokerOptions,
     table=QPokerTable,
-    odds=qpoker_odds,
-    odds_markdown=markdown,
+    odds="tabled.games.qpoker.odds:qpoker_odds",
+    odds_markdown="tabled.games.qpoker.odds:markdown",
     # whether the dealer qualifies (Art. 9.4)
     declarations=("dealer_qualifies", "dealer_does_not_qualify"),
     # Q Poker deals every card to a seat, and a round's round_start lists the seats with a bet
