@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
@@ -49,6 +50,10 @@ class GameDeclaration:
     ``required``: fields an event type must carry at this game beyond what docs/contract.md
     requires of every game (Q Poker: a ``card``'s ``seat``). ``parts``: the other layers'
     parts, by name, as ``"module:attribute"`` (loaded with :func:`part`).
+    ``streams(rng, rounds)``: a valid event stream of the game under its default options,
+    ``rounds`` rounds all closed by its end, as JSON Lines without their newlines, made only
+    with ``rng`` (the same seed, the same lines): what the games conformance kit plays
+    (``tabled conformance --game``, docs/games.md).
     """
 
     name: str
@@ -61,6 +66,7 @@ class GameDeclaration:
     declarations: tuple[str, ...] = ()
     required: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     parts: Mapping[str, str] = field(default_factory=dict)
+    streams: Callable[[random.Random, int], list[str]] | None = None
 
 
 class UnknownGame(RulesError, LookupError):

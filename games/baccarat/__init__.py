@@ -9,6 +9,7 @@ from __future__ import annotations
 from tabled.games.baccarat.odds import baccarat_odds, markdown
 from tabled.games.baccarat.options import BaccaratOptions
 from tabled.games.baccarat.rules import BaccaratTable
+from tabled.games.baccarat.streams import streams
 from tabled.games.registry import GameDeclaration
 
 GAME = GameDeclaration(
@@ -21,4 +22,6 @@ GAME = GameDeclaration(
     odds_markdown=markdown,
     # the dealer's call of a hand: the winner
     declarations=("banker", "player", "tie"),
+    # the games conformance kit's event streams (docs/games.md)
+    streams=streams,
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from tabled.games.craps.odds import craps_odds, markdown
 from tabled.games.craps.options import CrapsOptions
 from tabled.games.craps.rules import CrapsTable
+from tabled.games.craps.streams import streams
 from tabled.games.registry import GameDeclaration
 
 GAME = GameDeclaration(
@@ -22,4 +23,6 @@ GAME = GameDeclaration(
     # the stickman's call of a throw: on a come-out roll natural (7 or 11), craps (2, 3, 12) or
     # point (a point is set); with a point on, seven_out, point_made or no_decision
     declarations=("natural", "craps", "point", "seven_out", "point_made", "no_decision"),
+    # the games conformance kit's event streams (docs/games.md)
+    streams=streams,
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from tabled.games.qpoker.odds import markdown, qpoker_odds
 from tabled.games.qpoker.options import QPokerOptions
 from tabled.games.qpoker.rules import QPokerTable
+from tabled.games.qpoker.streams import streams
 from tabled.games.registry import GameDeclaration
 
 GAME = GameDeclaration(
@@ -24,4 +25,6 @@ GAME = GameDeclaration(
     declarations=("dealer_qualifies", "dealer_does_not_qualify"),
     # Q Poker deals every card to a seat, and a round's round_start lists the seats with a bet
     required={"card": ("seat",), "round_start": ("seats",)},
+    # the games conformance kit's event streams (docs/games.md)
+    streams=streams,
 )
