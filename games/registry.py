@@ -50,10 +50,6 @@ class GameDeclaration:
     ``required``: fields an event type must carry at this game beyond what docs/contract.md
     requires of every game (Q Poker: a ``card``'s ``seat``). ``parts``: the other layers'
     parts, by name, as ``"module:attribute"`` (loaded with :func:`part`).
-    ``streams(rng, rounds)``: a valid event stream of the game under its default options,
-    ``rounds`` rounds all closed by its end, as JSON Lines without their newlines, made only
-    with ``rng`` (the same seed, the same lines): what the games conformance kit plays
-    (``tabled conformance --game``, docs/games.md).
     """
 
     name: str
@@ -66,6 +62,10 @@ class GameDeclaration:
     declarations: tuple[str, ...] = ()
     required: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     parts: Mapping[str, str] = field(default_factory=dict)
+    #: ``streams(rng, rounds)``: a valid event stream of the game under its default options,
+    #: ``rounds`` rounds all closed by its end, as JSON Lines without their newlines, made only
+    #: with ``rng`` (the same seed, the same lines): what the games conformance kit plays
+    #: (``tabled conformance --game``, docs/games.md).
     streams: Callable[[random.Random, int], list[str]] | None = None
 
 

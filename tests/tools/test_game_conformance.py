@@ -128,3 +128,11 @@ def test_a_game_without_streams_fails_every_check(test_games: Path) -> None:
     results = run_game("kit_silent", options=OPTIONS)
     assert [r.outcome for r in results] == ["fail"] * len(CHECKS)
     assert all("kit_silent declares no streams" in r.detail for r in results)
+
+
+def test_the_checks_are_the_documented_ones() -> None:
+    """docs/games.md's table of checks names each check of the kit, in order."""
+    text = (ROOT / "docs" / "games.md").read_text(encoding="utf-8")
+    table = text.split("<!-- checks: game conformance -->", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split("|")[1].strip().strip("`") for line in table.splitlines()[3:]]
+    assert rows == list(CHECKS)
