@@ -108,6 +108,7 @@ class Session:
     declared: GameDeclaration
     options: GameKitOptions
     _lines: list[str] | None = None
+    _events: list[Event] | None = None
 
     @property
     def name(self) -> str:
@@ -132,11 +133,18 @@ class Session:
         return self._lines
 
     def events(self) -> list[Event]:
-        """The stream's events; :class:`CheckFailed` when the game's own stream is malformed."""
-        try:
-            return [event for _, event in read_events(self.lines, self.name)]
-        except LineError as exc:
-            raise CheckFailed(f"the game's own stream is malformed: {exc}") from None
+        """The stream's events; :class:`CheckFailed` when the game's own stream is malformed
+        (to the contract, or to the game: ``tabled replay`` refuses it)."""
+        if self._events is None:
+            code, _, err = replay_text(self.name, self.lines)
+            if code != 0:
+                raise CheckFailed(f"tabled replay refuses the game's own stream (exit {code}): "
+                                  f"{_cut(err.strip().splitlines()[-1] if err.strip() else '')}")
+            try:
+                self._events = [event for _, event in read_events(self.lines)]
+            except LineError as exc:
+                raise CheckFailed(f"the game's own stream is malformed: {exc}") from None
+        return self._events
 
 
 def replay_text(name: str, lines: Sequence[str]) -> tuple[int, str, str]:
