@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import functools
 import importlib
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
 from importlib.metadata import entry_points
+from random import Random
 from types import MappingProxyType
 from typing import Any
 
@@ -66,7 +66,7 @@ class GameDeclaration:
     #: ``rounds`` rounds all closed by its end, as JSON Lines without their newlines, made only
     #: with ``rng`` (the same seed, the same lines): what the games conformance kit plays
     #: (``tabled conformance --game``, docs/games.md).
-    streams: Callable[[random.Random, int], list[str]] | None = None
+    streams: Callable[[Random, int], list[str]] | None = None
 
 
 class UnknownGame(RulesError, LookupError):

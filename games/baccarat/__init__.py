@@ -18,10 +18,9 @@ GAME = GameDeclaration(
     summary="a shoe or a shuffler-dealer; Player, Banker, Tie and pairs (dispatch 67/2007)",
     options=BaccaratOptions,
     table=BaccaratTable,
+    streams=streams,  # what the games conformance kit plays (docs/games.md)
     odds=baccarat_odds,
     odds_markdown=markdown,
     # the dealer's call of a hand: the winner
     declarations=("banker", "player", "tie"),
-    # the games conformance kit's event streams (docs/games.md)
-    streams=streams,
 )

@@ -18,11 +18,10 @@ GAME = GameDeclaration(
     summary="an electronic dice sensor; Pass, Don't Pass, Come, Field, Big 6/8 and the rest",
     options=CrapsOptions,
     table=CrapsTable,
+    streams=streams,  # what the games conformance kit plays (docs/games.md)
     odds=craps_odds,
     odds_markdown=markdown,
     # the stickman's call of a throw: on a come-out roll natural (7 or 11), craps (2, 3, 12) or
     # point (a point is set); with a point on, seven_out, point_made or no_decision
     declarations=("natural", "craps", "point", "seven_out", "point_made", "no_decision"),
-    # the games conformance kit's event streams (docs/games.md)
-    streams=streams,
 )

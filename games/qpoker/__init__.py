@@ -19,12 +19,11 @@ GAME = GameDeclaration(
     summary="a shuffler-dealer dealing every seat; the dealer's cards withheld until reveal",
     options=QPokerOptions,
     table=QPokerTable,
+    streams=streams,  # what the games conformance kit plays (docs/games.md)
     odds=qpoker_odds,
     odds_markdown=markdown,
     # whether the dealer qualifies (Art. 9.4)
     declarations=("dealer_qualifies", "dealer_does_not_qualify"),
     # Q Poker deals every card to a seat, and a round's round_start lists the seats with a bet
     required={"card": ("seat",), "round_start": ("seats",)},
-    # the games conformance kit's event streams (docs/games.md)
-    streams=streams,
 )
