@@ -156,11 +156,13 @@ def replay_text(name: str, lines: Sequence[str]) -> tuple[int, str, str]:
 
 
 def replay_process(name: str, path: Path, timeout: float) -> subprocess.CompletedProcess[bytes]:
-    """``tabled replay --game NAME FILE`` as a process of its own."""
+    """``tabled replay --game NAME FILE`` as a process of its own, with a hash seed of its
+    own (a game whose outcomes follow the order of a set differs from one process to the
+    next)."""
     return subprocess.run(
         [sys.executable, "-m", "tabled.tools.cli", "replay", "--game", name, str(path)],
-        capture_output=True, timeout=timeout, check=False, env={**os.environ, "PYTHONHASHSEED":
-                                                               "random"})
+        capture_output=True, timeout=timeout, check=False,
+        env={**os.environ, "PYTHONHASHSEED": "random"})
 
 
 def _first_difference(a: str, b: str) -> str:
