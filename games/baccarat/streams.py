@@ -3,8 +3,9 @@
 Owns :func:`streams`, the declaration's ``streams``: a shoe shuffled with the given
 ``random.Random``, its ``shoe_start`` and burn, then hands dealt card by card in the order the
 rules call for them (the rules core itself says when a hand is complete), with now and then a
-demonstration hand (Art. 2.2) and a hand the dealer voids midway (Art. 10). Pure: nothing but
-``rng`` decides a line.
+demonstration hand (Art. 2.2) and a hand the dealer voids midway (Art. 10); after some hands the
+cut card comes out (Art. 3), between two hands or in one, and a new shoe follows the last hand.
+Pure: nothing but ``rng`` decides a line.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from tabled.games.baccarat.rules import BaccaratTable
 #: their first cards (Art. 10).
 DEMO: Final = 0.05
 VOIDED: Final = 0.05
-#: A new shoe begins when fewer cards than this are left in the old one.
+#: A new shoe begins when fewer cards than this are left in the old one, or after its last hand:
+#: the cut card comes out after this many hands of it (at least, at most).
 LOW: Final = 60
+CUT_AFTER: Final = (6, 24)
 #: More cards than a hand can take (Art. 5-6: six): the rules never closed the hand.
 _MOST_CARDS: Final = 8
 
@@ -47,23 +50,31 @@ def streams(rng: random.Random, rounds: int) -> list[str]:
         return any(isinstance(o, Outcome) for o in table.feed(parse_event(event)))
 
     closed = 0
+    hands_left = 0  # in this shoe, before the cut card comes out (Art. 3)
     while closed < rounds:
-        if len(shoe) < LOW:
+        if len(shoe) < LOW or hands_left < 0:
             shoe = sorted(CARD_CODES) * decks
             rng.shuffle(shoe)
+            hands_left = rng.randint(*CUT_AFTER)
             emit({"type": "shoe_start", "decks": decks})
-            emit({"type": "burn", "card": shoe.pop()})
+            emit({"type": "burn", "card": shoe.pop()} if rng.random() < 0.8 else {"type": "burn"})
+        cut_in_hand = hands_left == 0 and rng.random() < 0.5
+        if hands_left == 0 and not cut_in_hand:
+            emit({"type": "cut_card"})  # between hands: the next one is the last
         if rng.random() < DEMO:
             emit({"type": "demo"})
         void_after = rng.randint(1, 3) if rng.random() < VOIDED else None
         for dealt in range(1, _MOST_CARDS + 1):
             if emit({"type": "card", "card": shoe.pop()}):
                 break
+            if dealt == 1 and cut_in_hand:
+                emit({"type": "cut_card"})  # in the hand: this one is the last
             if dealt == void_after:
                 if not emit({"type": "void", "reason": "dealer_call"}):
                     raise RuntimeError("the rules did not close a hand the dealer voided")
                 break
         else:
             raise RuntimeError(f"the rules closed no hand in {_MOST_CARDS} cards")
+        hands_left -= 1
         closed += 1
     return lines
