@@ -62,11 +62,12 @@ class GameDeclaration:
     declarations: tuple[str, ...] = ()
     required: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     parts: Mapping[str, str] = field(default_factory=dict)
-    #: ``streams(rng, rounds)``: a valid event stream of the game under its default options,
-    #: ``rounds`` rounds all closed by its end, as JSON Lines without their newlines, made only
-    #: with ``rng`` (the same seed, the same lines): what the games conformance kit plays
-    #: (``tabled conformance --game``, docs/games.md).
-    streams: Callable[[Random, int], list[str]] | None = None
+    #: Names (``"module:attribute"``, loaded only when asked: :func:`stream_maker`) the
+    #: function ``f(rng, rounds)`` giving a valid event stream of the game under its default
+    #: options, ``rounds`` rounds all closed by its end, as JSON Lines without their newlines,
+    #: made only with ``rng`` (the same seed, the same lines): what the games conformance kit
+    #: plays (``tabled conformance --game``, docs/games.md).
+    streams: str | None = None
 
 
 class UnknownGame(RulesError, LookupError):
@@ -187,3 +188,13 @@ def odds(name: str, options: GameOptions | None = None, decks: int | None = None
     if "decks" not in {f.name for f in dataclass_fields(declared.options)}:
         raise ValueError(f"{name} has no shoe: decks is for a game dealt from a shoe only")
     return declared.odds(options, decks)
+
+
+def stream_maker(name: str) -> Callable[[Random, int], list[str]] | None:
+    """Game ``name``'s event streams (``GameDeclaration.streams``), or None if it declares
+    none; :class:`BadGame` when they do not load."""
+    target = game(name).streams
+    if target is None:
+        return None
+    maker: Callable[[Random, int], list[str]] = _load(target)
+    return maker

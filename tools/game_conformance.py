@@ -37,7 +37,13 @@ from tabled.daemon.config import Config, TableSettings
 from tabled.daemon.journal import Journal
 from tabled.daemon.replay import EXIT_BAD_INPUT, replay
 from tabled.daemon.runtime import TableRuntime
-from tabled.games.registry import GameDeclaration, UnknownGame, game, make_table
+from tabled.games.registry import (
+    GameDeclaration,
+    UnknownGame,
+    game,
+    make_table,
+    stream_maker,
+)
 
 #: Every check, in the order they run, with what it proves.
 CHECKS: Final[Mapping[str, str]] = {
@@ -116,7 +122,7 @@ class Session:
 
     def make(self, seed: int) -> list[str]:
         """The game's stream of ``seed`` (lines without newlines)."""
-        maker = self.declared.streams
+        maker = stream_maker(self.name)
         if maker is None:
             raise CheckFailed(f"{self.name} declares no streams (GameDeclaration.streams: "
                               "the kit has nothing to play)")

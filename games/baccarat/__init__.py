@@ -9,7 +9,6 @@ from __future__ import annotations
 from tabled.games.baccarat.odds import baccarat_odds, markdown
 from tabled.games.baccarat.options import BaccaratOptions
 from tabled.games.baccarat.rules import BaccaratTable
-from tabled.games.baccarat.streams import streams
 from tabled.games.registry import GameDeclaration
 
 GAME = GameDeclaration(
@@ -17,8 +16,8 @@ GAME = GameDeclaration(
     title="Baccarat",
     summary="a shoe or a shuffler-dealer; Player, Banker, Tie and pairs (dispatch 67/2007)",
     options=BaccaratOptions,
+    streams="tabled.games.baccarat.streams:streams",  # what the games conformance kit plays
     table=BaccaratTable,
-    streams=streams,  # what the games conformance kit plays (docs/games.md)
     odds=baccarat_odds,
     odds_markdown=markdown,
     # the dealer's call of a hand: the winner

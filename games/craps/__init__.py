@@ -9,7 +9,6 @@ from __future__ import annotations
 from tabled.games.craps.odds import craps_odds, markdown
 from tabled.games.craps.options import CrapsOptions
 from tabled.games.craps.rules import CrapsTable
-from tabled.games.craps.streams import streams
 from tabled.games.registry import GameDeclaration
 
 GAME = GameDeclaration(
@@ -17,8 +16,8 @@ GAME = GameDeclaration(
     title="Craps",
     summary="an electronic dice sensor; Pass, Don't Pass, Come, Field, Big 6/8 and the rest",
     options=CrapsOptions,
+    streams="tabled.games.craps.streams:streams",  # what the games conformance kit plays
     table=CrapsTable,
-    streams=streams,  # what the games conformance kit plays (docs/games.md)
     odds=craps_odds,
     odds_markdown=markdown,
     # the stickman's call of a throw: on a come-out roll natural (7 or 11), craps (2, 3, 12) or

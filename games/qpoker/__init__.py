@@ -10,7 +10,6 @@ from __future__ import annotations
 from tabled.games.qpoker.odds import markdown, qpoker_odds
 from tabled.games.qpoker.options import QPokerOptions
 from tabled.games.qpoker.rules import QPokerTable
-from tabled.games.qpoker.streams import streams
 from tabled.games.registry import GameDeclaration
 
 GAME = GameDeclaration(
@@ -18,8 +17,8 @@ GAME = GameDeclaration(
     title="Q Poker",
     summary="a shuffler-dealer dealing every seat; the dealer's cards withheld until reveal",
     options=QPokerOptions,
+    streams="tabled.games.qpoker.streams:streams",  # what the games conformance kit plays
     table=QPokerTable,
-    streams=streams,  # what the games conformance kit plays (docs/games.md)
     odds=qpoker_odds,
     odds_markdown=markdown,
     # whether the dealer qualifies (Art. 9.4)

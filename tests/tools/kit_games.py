@@ -223,17 +223,20 @@ class SilentTable(DiceTable):
     name = "kit_silent"
 
 
-def _declare(table: Any, streams: Any) -> GameDeclaration:
+def _declare(table: Any, streams: str | None) -> GameDeclaration:
     return GameDeclaration(name=table.name, title=table.name, summary="a test game, broken on "
-                           "purpose", options=NoOptions, table=table, odds=no_odds,
+                           "purpose", options=NoOptions, table=table,
+                           odds="tests.tools.kit_games:no_odds",
                            streams=streams)
 
 
-NO_ARTICLE = _declare(NoArticleTable, dice_streams)
-RANDOM = _declare(RandomTable, dice_streams)
-AMNESIA = _declare(AmnesiaTable, dice_streams)
-HIDDEN = _declare(HighCardTable, card_streams)
-LEAKY = _declare(LeakyTable, card_streams)
+DICE = "tests.tools.kit_games:dice_streams"
+CARDS = "tests.tools.kit_games:card_streams"
+NO_ARTICLE = _declare(NoArticleTable, DICE)
+RANDOM = _declare(RandomTable, DICE)
+AMNESIA = _declare(AmnesiaTable, DICE)
+HIDDEN = _declare(HighCardTable, CARDS)
+LEAKY = _declare(LeakyTable, CARDS)
 SILENT = _declare(SilentTable, None)
 
 #: The entry points a test registers: name = "module:attribute".
