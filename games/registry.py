@@ -120,6 +120,16 @@ def part(name: str, which: str) -> Any | None:
     return _load(target)
 
 
+def stream_maker(name: str) -> Callable[[Random, int], list[str]] | None:
+    """Game ``name``'s event streams (``GameDeclaration.streams``), or None if it declares
+    none; :class:`BadGame` when they do not load."""
+    target = game(name).streams
+    if target is None:
+        return None
+    maker: Callable[[Random, int], list[str]] = _load(target)
+    return maker
+
+
 @functools.cache
 def _load(target: str) -> Any:
     module, _, attribute = target.partition(":")
@@ -188,13 +198,3 @@ def odds(name: str, options: GameOptions | None = None, decks: int | None = None
     if "decks" not in {f.name for f in dataclass_fields(declared.options)}:
         raise ValueError(f"{name} has no shoe: decks is for a game dealt from a shoe only")
     return declared.odds(options, decks)
-
-
-def stream_maker(name: str) -> Callable[[Random, int], list[str]] | None:
-    """Game ``name``'s event streams (``GameDeclaration.streams``), or None if it declares
-    none; :class:`BadGame` when they do not load."""
-    target = game(name).streams
-    if target is None:
-        return None
-    maker: Callable[[Random, int], list[str]] = _load(target)
-    return maker
