@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
 from importlib.metadata import entry_points
+from random import Random
 from types import MappingProxyType
 from typing import Any
 
@@ -64,6 +65,12 @@ class GameDeclaration:
     declarations: tuple[str, ...] = ()
     required: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     parts: Mapping[str, str] = field(default_factory=dict)
+    #: Names (``"module:attribute"``, loaded only when asked: :func:`stream_maker`) the
+    #: function ``f(rng, rounds)`` giving a valid event stream of the game under its default
+    #: options, ``rounds`` rounds all closed by its end, as JSON Lines without their newlines,
+    #: made only with ``rng`` (the same seed, the same lines): what the games conformance kit
+    #: plays (``tabled conformance --game``, docs/games.md).
+    streams: str | None = None
 
 
 class UnknownGame(RulesError, LookupError):
@@ -114,6 +121,16 @@ def part(name: str, which: str) -> Any | None:
     if target is None:
         return None
     return _load(target)
+
+
+def stream_maker(name: str) -> Callable[[Random, int], list[str]] | None:
+    """Game ``name``'s event streams (``GameDeclaration.streams``), or None if it declares
+    none; :class:`BadGame` when they do not load."""
+    target = game(name).streams
+    if target is None:
+        return None
+    maker: Callable[[Random, int], list[str]] = _load(target)
+    return maker
 
 
 @functools.cache

@@ -264,6 +264,11 @@ def _add_conformance(sub: Any) -> None:
                     "refuses a commit mid-stream (default 0.004)")
     kp.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
                     help="the longest any one wait of a check may take (default 20)")
+    # the games conformance kit (docs/games.md): an installed game's replay properties
+    kp.add_argument("--game", action="append", metavar="GAME",
+                    help="check an installed game instead (repeatable; with --list, its checks)")
+    kp.add_argument("--rounds", type=_positive_int, metavar="N",
+                    help="--game: rounds in the game's stream (default 40)")
     kp.set_defaults(func=_cmd_conformance)
 
 

@@ -791,9 +791,18 @@ def _line(result: CheckResult) -> str:
 
 def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """``tabled conformance``: 0 when every check of every family passed (or was skipped with
-    its reason), 1 when one failed, 2 for a family or check that does not exist."""
+    its reason), 1 when one failed, 2 for a family or check that does not exist. With
+    ``--game``, the games conformance kit's (:mod:`tabled.tools.game_conformance`)."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
+    if getattr(args, "game", None):
+        # the games conformance kit (docs/games.md): games, not device families
+        if args.families or args.all:
+            print("tabled conformance: name device families or --game, not both", file=err)
+            return EXIT_USAGE
+        from tabled.tools.game_conformance import main as games_main
+
+        return games_main(args, out, err)
     if args.list:
         for name, proves in CHECKS.items():
             print(f"{name}: {proves}", file=out)

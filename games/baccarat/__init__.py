@@ -16,6 +16,7 @@ GAME = GameDeclaration(
     title="Baccarat",
     summary="a shoe or a shuffler-dealer; Player, Banker, Tie and pairs (dispatch 67/2007)",
     options=BaccaratOptions,
+    streams="tabled.games.baccarat.streams:streams",  # what the games conformance kit plays
     table=BaccaratTable,
     odds="tabled.games.baccarat.odds:baccarat_odds",
     odds_markdown="tabled.games.baccarat.odds:markdown",

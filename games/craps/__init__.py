@@ -16,6 +16,7 @@ GAME = GameDeclaration(
     title="Craps",
     summary="an electronic dice sensor; Pass, Don't Pass, Come, Field, Big 6/8 and the rest",
     options=CrapsOptions,
+    streams="tabled.games.craps.streams:streams",  # what the games conformance kit plays
     table=CrapsTable,
     odds="tabled.games.craps.odds:craps_odds",
     odds_markdown="tabled.games.craps.odds:markdown",

@@ -16,6 +16,7 @@ GAME = GameDeclaration(
     title="Q Poker",
     summary="a shuffler-dealer dealing every seat; the dealer's cards withheld until reveal",
     options=QPokerOptions,
+    streams="tabled.games.qpoker.streams:streams",  # what the games conformance kit plays
     table=QPokerTable,
     odds="tabled.games.qpoker.odds:qpoker_odds",
     odds_markdown="tabled.games.qpoker.odds:markdown",
