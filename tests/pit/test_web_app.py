@@ -26,6 +26,7 @@ import structlog
 from tabled.contract.secrets import SecretError
 from tabled.daemon.broker import free_port
 from tabled.daemon.errors import DaemonError
+from tabled.games.parts import pit as parts_pit
 from tabled.pit.auth import hash_password
 from tabled.pit.config import parse_config
 from tabled.pit.errors import PitError
@@ -343,11 +344,11 @@ async def test_headers_health_metrics_and_the_vendored_files(tmp_path: Path) -> 
 
 def test_a_road_shows_its_latest_columns() -> None:
     entries = [{"col": c, "row": c % 6, "color": "red"} for c in range(50)]
-    grid = present.grid("big_eye_boy", entries, width=30)
+    grid = parts_pit.grid("big_eye_boy", entries, width=30)
     assert grid.first == 20 and grid.columns == range(20, 50)
     assert grid.rows[49 % 6][29] == entries[49] and grid.rows[20 % 6][0] == entries[20]
     assert sum(1 for row in grid.rows for cell in row if cell) == 30
-    empty = present.grid("big_road", [], width=36)
+    empty = parts_pit.grid("big_road", [], width=36)
     assert empty.first == 0 and all(cell is None for row in empty.rows for cell in row)
     assert present.card("TD") == present.Card("TD", "10", "♦", True)
     assert present.card("AS").red is False
