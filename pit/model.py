@@ -143,6 +143,17 @@ def pit_part(game: str | None) -> PitPart | None:
     return part
 
 
+def panel_event_types() -> frozenset[str]:
+    """The event types some installed game's panel reads (``PitPart.events``): a record
+    fetched late of one of them, like an outcome, has its table's model built again."""
+    try:
+        names = list(registry.games())
+    except registry.BadGame:
+        return frozenset()
+    return frozenset(kind for name in names if (part := pit_part(name)) is not None
+                     for kind in part.events)
+
+
 def game_title(game: str | None) -> str:
     """A game's name as the page shows it (its declaration's title; the id of a game not
     installed here; ``?`` before the table named one)."""
