@@ -108,4 +108,4 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
 
 
 PIT = PitPart(panel=BaccaratPanel, describe=describe, view=view, package="tabled.games.baccarat",
-              events=("shoe_start",))
+              events=("shoe_start",), stylesheet="pit.css")

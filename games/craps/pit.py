@@ -103,4 +103,5 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-PIT = PitPart(panel=CrapsPanel, describe=describe, view=view, package="tabled.games.craps")
+PIT = PitPart(panel=CrapsPanel, describe=describe, view=view, package="tabled.games.craps",
+              stylesheet="pit.css")

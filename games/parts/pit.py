@@ -30,7 +30,9 @@ What flows between the pit and the part is the contract's types and plain data:
   (``craps/panel.html``) and offers every fragment its own macros (``{% import "_marks.html"
   as m %}``: ``m.card``, ``m.hand``, ``m.die``), filters (``card``, ``clock``, ``stamp``,
   ``quote``) and globals (``PIPS``, ``ago``); the environment trims blocks
-  (``trim_blocks``, ``lstrip_blocks``) and is strict about undefined names.
+  (``trim_blocks``, ``lstrip_blocks``) and is strict about undefined names. The page has no
+  inline style (its CSP forbids them): a game's classes are in its ``stylesheet``, served within
+  ``/static/pit.css`` after the pit's own (whose variables, ``var(--panel)`` …, it may use).
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ class PitPart:
     lays out. ``package``: the game's package, whose ``templates/`` folder holds
     ``panel_template`` and ``recall_template`` (None: the recall shows the settlement only).
     ``events``: the card-less event types the panel reads (:meth:`Panel.event`).
+    ``stylesheet``: a CSS file in the same ``templates/`` folder, served within the page's
+    stylesheet after the pit's own (its classes are the game's: ``.craps``, ``.g-craps`` …).
     """
 
     panel: Callable[[], Panel]
@@ -84,6 +88,7 @@ class PitPart:
     panel_template: str = "panel.html"
     recall_template: str | None = "recall.html"
     events: tuple[str, ...] = ()
+    stylesheet: str | None = None
 
 
 # -- helpers a panel or a view may use -----------------------------------------------------------

@@ -75,4 +75,5 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
             "voids": list(reversed(list(panel.get("voids") or [])))}
 
 
-PIT = PitPart(panel=QPokerPanel, describe=describe, view=view, package="tabled.games.qpoker")
+PIT = PitPart(panel=QPokerPanel, describe=describe, view=view, package="tabled.games.qpoker",
+              stylesheet="pit.css")

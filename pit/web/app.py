@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
@@ -128,6 +129,23 @@ def panel_view(panel: Mapping[str, Any]) -> dict[str, Any]:
     return {"outcomes": list(reversed(list(panel.get("outcomes") or [])))}
 
 
+def _stylesheet(env: jinja2.Environment) -> bytes:
+    """The page's stylesheet (``/static/pit.css``): the pit's own, then each game's (its pit
+    part's ``stylesheet``, in the games' order). A game's that does not load is logged and
+    left out: its panel shows unstyled, the page still works."""
+    sheets = [(HERE / "static" / "pit.css").read_text(encoding="utf-8")]
+    loader = env.loader
+    for name in _game_templates():
+        part = pit_part(name)
+        if part is None or part.stylesheet is None or loader is None:
+            continue
+        try:
+            sheets.append(loader.get_source(env, f"{name}/{part.stylesheet}")[0])
+        except jinja2.TemplateNotFound as exc:
+            log.error("pit_stylesheet_unusable", game=name, error=str(exc))
+    return "\n".join(sheets).encode()
+
+
 def _environment() -> jinja2.Environment:
     loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(HERE / "templates"),
                                   jinja2.PrefixLoader(_game_templates())])
@@ -181,6 +199,8 @@ class PitWeb:
         self.sessions = Sessions(port.record, self.users, settings, port.pit_id,
                                  port.audit_days)
         self.env = _environment()
+        self.css = _stylesheet(self.env)
+        self.css_etag = '"' + hashlib.sha256(self.css).hexdigest()[:32] + '"'
         #: set when the server stops: the live streams end, so shutdown does not wait
         self.stopping = asyncio.Event()
         routes = [
@@ -194,6 +214,7 @@ class PitWeb:
             Route("/logout", self.logout, methods=["POST"]),
             Route("/events", self.events),
             Route("/healthz", self.healthz),
+            Route("/static/pit.css", self.stylesheet),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
             Route("/metrics", _Asgi(port.metrics_app)),
         ]
@@ -507,6 +528,12 @@ class PitWeb:
         return EventSourceResponse(
             guarded(), ping=15,
             headers={"cache-control": "no-store", "x-accel-buffering": "no"})
+
+    async def stylesheet(self, request: Request) -> Response:
+        """The page's stylesheet, the pit's and every game's (:func:`_stylesheet`)."""
+        if request.headers.get("if-none-match") == self.css_etag:
+            return Response(status_code=304, headers={"etag": self.css_etag})
+        return Response(self.css, media_type="text/css", headers={"etag": self.css_etag})
 
     async def healthz(self, request: Request) -> Response:
         port = self.port

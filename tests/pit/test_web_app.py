@@ -574,7 +574,29 @@ def test_the_pit_outside_its_integrity_monitors_names_no_game() -> None:
                 found.append(f"{path.relative_to(ROOT)}:{tok.start[0]}: {tok.string}")
             if tok.type not in (tokenize.NL, tokenize.COMMENT):
                 previous = tok.type
-    for path in (ROOT / "pit" / "web" / "templates").glob("*.html"):
+    for path in [*(ROOT / "pit" / "web" / "templates").glob("*.html"),
+                 *(ROOT / "pit" / "web" / "static").glob("*.css"),
+                 *(ROOT / "pit" / "web" / "static").glob("*.js")]:
         found += [f"{path.relative_to(ROOT)}: {m.group()}" for m in names.finditer(
             path.read_text())]
     assert found == []
+
+
+async def test_the_stylesheet_is_the_pits_then_each_games(tmp_path: Path) -> None:
+    async with web(tmp_path) as (_, _, client):
+        served = await client.get("/static/pit.css")
+        assert served.status_code == 200
+        assert served.headers["content-type"].startswith("text/css")
+        css = served.text
+        own = (ROOT / "pit" / "web" / "static" / "pit.css").read_text()
+        assert css.startswith(own)
+        at = len(own)
+        for name in registry.games():  # each game's classes, after the pit's own
+            sheet = (ROOT / "games" / name / "templates" / "pit.css").read_text()
+            assert css.index(sheet, at) >= at
+            at = css.index(sheet, at) + len(sheet)
+        assert ".g-craps" in css and ".qround" in css and "--banker" in css
+        again = await client.get("/static/pit.css",
+                                 headers={"if-none-match": served.headers["etag"]})
+        assert again.status_code == 304 and again.content == b""
+        assert (await client.get("/static/pit.js")).status_code == 200
