@@ -123,24 +123,29 @@ class ChangeFeed:
 # -- each game's panel --------------------------------------------------------------------------
 
 
+#: Games whose pit part does not load (each logged once).
+_UNUSABLE: set[str] = set()
+
+
 def pit_part(game: str | None) -> PitPart | None:
     """Game ``game``'s pit part (games/parts/pit.py), asked of the registry; None for a game
     that declares none, or is not installed here. A part that does not load is logged and
     treated as none: the table still shows, with the generic panel."""
-    if game is None:
+    if game is None or game in _UNUSABLE:
         return None
     try:
         part = registry.part(game, "pit")
     except registry.UnknownGame:
         return None
     except registry.BadGame as exc:
-        log.error("pit_part_unusable", game=game, error=str(exc))
-        return None
-    if part is not None and not isinstance(part, PitPart):
-        log.error("pit_part_unusable", game=game,
-                  error=f"its pit part is a {type(part).__name__}, not a PitPart")
-        return None
-    return part
+        error = str(exc)
+    else:
+        if part is None or isinstance(part, PitPart):
+            return part
+        error = f"its pit part is a {type(part).__name__}, not a PitPart"
+    _UNUSABLE.add(game)  # logged once: the table shows with the generic panel from now on
+    log.error("pit_part_unusable", game=game, error=error)
+    return None
 
 
 def panel_event_types() -> frozenset[str]:
