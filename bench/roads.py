@@ -1,7 +1,8 @@
 """``python -m bench.roads [--hands N]``: how fast and how small the baccarat roads are.
 
-Measures :class:`pit.roads.Roads` in process, on hands drawn at the game's real frequencies
-(Banker 45.86 %, Player 44.62 %, Tie 9.52 %; each pair 7.47 %) by a seeded ``random.Random``:
+Measures :class:`tabled.games.baccarat.roads.Roads` in process, on hands drawn at the game's
+real frequencies (Banker 45.86 %, Player 44.62 %, Tie 9.52 %; each pair 7.47 %) by a seeded
+``random.Random``:
 
 - the page's path: ``add()`` one hand at a time, each returning its ``Update``, all into one
   ``Roads`` (no shoe ever that long: the worst case for growth), with the time per hand over the
@@ -31,7 +32,7 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-from tabled.pit.roads import Hand, Roads
+from tabled.games.baccarat.roads import Hand, Roads
 
 SEED = 20261129
 SHOE_HANDS = 80

@@ -5,4 +5,4 @@ from __future__ import annotations
 
 class PitError(Exception):
     """Everything the pit raises on purpose: a bad config, a malformed message, a refused
-    action, a store that fails, a record the roads cannot read."""
+    action, a store that fails."""

@@ -2,16 +2,16 @@
 
 Owns the picture the web page shows — per table: game, state (online / degraded / offline /
 unknown) and since when, each device's state, the last outcome in one line, outcomes in the last
-hour, open alerts, and a panel per game (craps: the last 50 rolls, the point, the session's
-totals and per-die face histograms; Q Poker: the last rounds with the seats' and the dealer's
-hands and the Dobo and Play results, voids with their article; baccarat: the last hands and the
-roads of :mod:`tabled.pit.roads`, the same code as ``tabled roads``). Pure and synchronous:
-records in, dicts out; no I/O but :meth:`Floor.rebuild` reading the store at start.
+hour, open alerts, and its game's panel. It knows no game by name: a game's panel and its
+one-line description are the game's pit part (games/parts/pit.py), asked of the registry; a
+game that declares none gets a generic panel (its last outcomes by round, status and article).
+Pure and synchronous: records in, dicts out; no I/O but :meth:`Floor.rebuild` reading the store
+at start.
 
 It must never show a card the table has not shown: the panels are built from **outcome
-records only** (a Q Poker outcome is published at the reveal, with the dealer's cards), never
-from the event stream, where the dealer's cards arrive a moment before the outcome. The one
-event it reads is ``shoe_start`` (a new baccarat shoe starts new roads), which has no card.
+records only** (a withheld card is published with the outcome, at the reveal), never from the
+event stream, where it arrives a moment before the outcome. The only events it reads are those
+a game's part lists (``PitPart.events``: card-less, such as a new shoe).
 """
 
 from __future__ import annotations
@@ -25,17 +25,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
-from msgspec import UNSET
 
-from tabled.contract.outcome import (
-    BaccaratOutcome,
-    Bet,
-    CrapsOutcome,
-    OutcomeRecord,
-    QPokerOutcome,
-)
+from tabled.contract.outcome import OutcomeRecord
+from tabled.games import registry
+from tabled.games.parts.pit import Panel, PitPart, given
 from tabled.pit.messages import Message, device_state
-from tabled.pit.roads import RecordError, Roads, hand_of_record
 from tabled.pit.store import SEVERITIES, Alert, StoredMessage
 
 if TYPE_CHECKING:
@@ -43,10 +37,8 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("tabled.pit.model")
 
-#: Rolls kept for the craps panel; Q Poker rounds and baccarat hands kept for theirs.
-CRAPS_ROLLS = 50
-QPOKER_ROUNDS = 10
-BACCARAT_HANDS = 80
+#: Outcomes kept for the panel of a game that declares no pit part.
+OUTCOMES = 10
 HOUR = 3600.0
 MINUTE = 60
 
@@ -128,189 +120,88 @@ class ChangeFeed:
             sub._put(change)
 
 
-# -- per-game panels ----------------------------------------------------------------------------
+# -- each game's panel --------------------------------------------------------------------------
 
 
-def _pays(bet: Bet) -> dict[str, Any]:
-    out: dict[str, Any] = {"result": bet.result}
-    if bet.pays is not UNSET:
-        out["pays"] = bet.pays
-    return out
+#: Games whose pit part does not load (each logged once).
+_UNUSABLE: set[str] = set()
 
 
-def _given(value: Any) -> Any:
-    """A field of a typed record as the page shows it: absent is None."""
-    return None if value is UNSET else value
+def pit_part(game: str | None) -> PitPart | None:
+    """Game ``game``'s pit part (games/parts/pit.py), asked of the registry; None for a game
+    that declares none, or is not installed here. A part that does not load is logged and
+    treated as none: the table still shows, with the generic panel."""
+    if game is None or game in _UNUSABLE:
+        return None
+    try:
+        part = registry.part(game, "pit")
+    except registry.UnknownGame:
+        return None
+    except registry.BadGame as exc:
+        error = str(exc)
+    else:
+        if part is None or isinstance(part, PitPart):
+            return part
+        error = f"its pit part is a {type(part).__name__}, not a PitPart"
+    _UNUSABLE.add(game)  # logged once: the table shows with the generic panel from now on
+    log.error("pit_part_unusable", game=game, error=error)
+    return None
 
 
-@dataclass
-class CrapsPanel:
-    rolls: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=CRAPS_ROLLS))
-    point: int | None = None
-    session_rolls: int = 0
-    no_rolls: int = 0
-    totals: dict[int, int] = field(default_factory=lambda: dict.fromkeys(range(2, 13), 0))
-    die1: dict[int, int] = field(default_factory=lambda: dict.fromkeys(range(1, 7), 0))
-    die2: dict[int, int] = field(default_factory=lambda: dict.fromkeys(range(1, 7), 0))
+def panel_event_types() -> frozenset[str]:
+    """The event types some installed game's panel reads (``PitPart.events``): a record
+    fetched late of one of them, like an outcome, has its table's model built again."""
+    try:
+        names = list(registry.games())
+    except registry.BadGame:
+        return frozenset()
+    return frozenset(kind for name in names if (part := pit_part(name)) is not None
+                     for kind in part.events)
 
-    def new_session(self) -> None:
-        self.session_rolls = self.no_rolls = 0
-        for hist in (self.totals, self.die1, self.die2):
-            for key in hist:
-                hist[key] = 0
 
-    def add(self, outcome: OutcomeRecord) -> None:
-        if not isinstance(outcome, CrapsOutcome):
-            return
-        result = outcome.result
-        if outcome.no_roll is True:
-            self.no_rolls += 1
-            self.rolls.append({"round": outcome.round, "no_roll": True})
-            return
-        dice = result.dice
-        if outcome.status == "void" or dice is None:
-            self.rolls.append({"round": outcome.round, "void": True,
-                               "article": _given(outcome.article)})
-            return
-        a, b = dice
-        self.rolls.append({"round": outcome.round, "dice": [a, b], "total": a + b,
-                           "point_before": result.point_before,
-                           "point_after": result.point_after})
-        self.point = result.point_after
-        self.session_rolls += 1
-        self.totals[a + b] += 1
-        self.die1[a] += 1
-        self.die2[b] += 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"game": "craps", "point": self.point, "rolls": list(self.rolls),
-                "session": {"rolls": self.session_rolls, "no_rolls": self.no_rolls,
-                            "totals": {str(k): v for k, v in self.totals.items()},
-                            "die1": {str(k): v for k, v in self.die1.items()},
-                            "die2": {str(k): v for k, v in self.die2.items()}}}
+def game_title(game: str | None) -> str:
+    """A game's name as the page shows it (its declaration's title; the id of a game not
+    installed here; ``?`` before the table named one)."""
+    if game is None:
+        return "?"
+    try:
+        return registry.game(game).title
+    except registry.UnknownGame:
+        return game
 
 
 @dataclass
-class QPokerPanel:
-    rounds: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=QPOKER_ROUNDS))
-    voids: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=QPOKER_ROUNDS))
+class OutcomesPanel:
+    """The panel of a game that declares no pit part: its last outcomes by round, status and
+    article."""
+
+    game: str
+    outcomes: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=OUTCOMES))
 
     def new_session(self) -> None:
         pass
 
     def add(self, outcome: OutcomeRecord) -> None:
-        # Only a published outcome gets here: the dealer's cards in it were shown at the reveal.
-        if not isinstance(outcome, QPokerOutcome):
-            return
-        result, bets = outcome.result, outcome.bets
-        dealer = result.dealer
-        seats = {}
-        for seat, info in sorted(result.seats.items(), key=lambda kv: int(kv[0])):
-            seat_bets = bets.get(seat)
-            seats[seat] = {"cards": list(info.cards), "hand": info.hand, "status": info.status,
-                           "dobo": None if seat_bets is None else _pays(seat_bets.dobo),
-                           "play": None if seat_bets is None else _pays(seat_bets.play)}
-        entry = {"round": outcome.round, "status": outcome.status,
-                 "dealer": {"cards": list(dealer.cards), "hand": dealer.hand,
-                            "qualifies": dealer.qualifies},
-                 "seats": seats}
-        if outcome.status == "void":
-            entry["void_reason"] = _given(outcome.void_reason)
-            entry["article"] = _given(outcome.article)
-            self.voids.append({"round": outcome.round,
-                               "reason": _given(outcome.void_reason),
-                               "article": _given(outcome.article)})
-        self.rounds.append(entry)
+        self.outcomes.append({"round": outcome.round, "status": outcome.status,
+                              "article": given(outcome.article),
+                              "void_reason": given(outcome.void_reason)})
+
+    def event(self, payload: Mapping[str, Any]) -> bool:
+        return False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"game": "qpoker", "rounds": list(self.rounds), "voids": list(self.voids)}
-
-
-@dataclass
-class BaccaratPanel:
-    hands: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=BACCARAT_HANDS))
-    #: The shoe's scoreboard (docs/pit.md "Roads"), the same code as ``tabled roads``.
-    roads: Roads = field(default_factory=Roads)
-    shoe: int = 0
-
-    def new_session(self) -> None:
-        pass
-
-    def new_shoe(self) -> None:
-        self.shoe += 1
-        self.roads = Roads()
-
-    def add(self, outcome: OutcomeRecord) -> None:
-        if not isinstance(outcome, BaccaratOutcome):
-            return
-        result, bets = outcome.result, outcome.bets
-        self.hands.append({
-            "round": outcome.round, "status": outcome.status,
-            "demo": outcome.demo is True, "winner": result.winner,
-            "player_total": result.player_total,
-            "banker_total": result.banker_total, "natural": result.natural,
-            "player_cards": list(result.player_cards),
-            "banker_cards": list(result.banker_cards),
-            "player_pair": bets["player_pair"].result == "win",
-            "banker_pair": bets["banker_pair"].result == "win",
-            "article": _given(outcome.article), "shoe": self.shoe})
-        try:
-            hand = hand_of_record(outcome)
-        except RecordError as exc:  # counted and logged by the caller's checks; never fatal
-            log.warning("roads_skipped", round=outcome.round, reason=str(exc))
-            return
-        if hand is not None:
-            self.roads.add(hand)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"game": "baccarat", "shoe": self.shoe, "hands": list(self.hands),
-                "roads": self.roads.to_dict()}
-
-
-Panel = CrapsPanel | QPokerPanel | BaccaratPanel
-#: Each game's panel (the floor's picture of a table's play).
-PANELS: dict[str, Callable[[], Panel]] = {
-    "craps": CrapsPanel, "qpoker": QPokerPanel, "baccarat": BaccaratPanel,
-}
-
-
-def _describe_baccarat(outcome: BaccaratOutcome) -> str:
-    rnd, result = outcome.round, outcome.result
-    if outcome.demo is True:
-        return f"#{rnd} demonstration hand"
-    winner = result.winner
-    head = "tie" if winner == "tie" else f"{winner} wins"
-    natural = " natural" if result.natural else ""
-    return f"#{rnd} {head} {result.player_total}-{result.banker_total}{natural}"
-
-
-def _describe_craps(outcome: CrapsOutcome) -> str:
-    rnd, result = outcome.round, outcome.result
-    if outcome.no_roll is True:
-        return f"#{rnd} no roll"
-    dice = result.dice or ("?", "?")
-    point = result.point_after
-    return (f"#{rnd} {dice[0]}-{dice[1]} = {result.total}, point "
-            f"{'off' if point is None else point}")
-
-
-def _describe_qpoker(outcome: QPokerOutcome) -> str:
-    dealer = outcome.result.dealer
-    qualifies = "qualifies" if dealer.qualifies else "does not qualify"
-    return (f"#{outcome.round} dealer {dealer.hand} ({qualifies}), "
-            f"{len(outcome.result.seats)} seats")
+        return {"game": self.game, "outcomes": list(self.outcomes)}
 
 
 def describe(outcome: OutcomeRecord) -> str:
     """The last outcome of a table in one line, for its tile."""
     if outcome.status == "void":
-        return (f"#{outcome.round} void ({_given(outcome.article)}): "
-                f"{_given(outcome.void_reason)}")
-    if isinstance(outcome, BaccaratOutcome):
-        return _describe_baccarat(outcome)
-    if isinstance(outcome, CrapsOutcome):
-        return _describe_craps(outcome)
-    return _describe_qpoker(outcome)
+        return (f"#{outcome.round} void ({given(outcome.article)}): "
+                f"{given(outcome.void_reason)}")
+    part = pit_part(outcome.game)
+    if part is None:
+        return f"#{outcome.round} {outcome.status}"
+    return part.describe(outcome)
 
 
 # -- one table ----------------------------------------------------------------------------------
@@ -394,9 +285,9 @@ class TableModel:
     last_outcome: dict[str, Any] | None = None
     #: outcomes received per minute (minute number -> count), the last hour's only
     outcome_minutes: dict[int, int] = field(default_factory=dict)
-    #: the outcome numbers applied; the last ``shoe_start`` event's number
+    #: the outcome numbers applied; the number of the last event its panel read
     outcomes: Numbers = field(default_factory=Numbers)
-    shoe_start_seq: int | None = None
+    panel_event_seq: int | None = None
     last_heard: float | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     panel: Panel | None = None
@@ -617,8 +508,8 @@ class Floor:
         if model.game == game and model.panel is not None:
             return
         model.game = game
-        panel = PANELS.get(game)
-        model.panel = None if panel is None else panel()
+        part = pit_part(game)
+        model.panel = OutcomesPanel(game) if part is None else part.panel()
 
     def _outcome(self, model: TableModel, outcome: OutcomeRecord, received_at: float) -> bool:
         game = outcome.game
@@ -636,14 +527,16 @@ class Floor:
         return True
 
     def _event(self, model: TableModel, seq: int | None, payload: Mapping[str, Any]) -> bool:
-        # Only a new shoe matters here; nothing of the event stream is shown (module docstring).
-        if payload.get("type") != "shoe_start" or not isinstance(model.panel, BaccaratPanel):
+        # Only the card-less events a game's panel reads matter here (baccarat: a new shoe);
+        # nothing of the event stream is shown (module docstring).
+        part = pit_part(model.game)
+        if model.panel is None or part is None or payload.get("type") not in part.events:
             return False
-        if seq is not None and model.shoe_start_seq is not None and seq <= model.shoe_start_seq:
-            return False  # a copy, or an older shoe's start arriving late
-        model.shoe_start_seq = seq if seq is not None else model.shoe_start_seq
-        model.panel.new_shoe()
-        return True
+        if seq is not None and model.panel_event_seq is not None \
+                and seq <= model.panel_event_seq:
+            return False  # a copy, or an older event arriving late
+        model.panel_event_seq = seq if seq is not None else model.panel_event_seq
+        return model.panel.event(payload)
 
     def _metrics(self, model: TableModel, payload: Mapping[str, Any]) -> bool:
         model.metrics = {k: payload.get(k) for k in (

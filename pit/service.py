@@ -41,7 +41,7 @@ from tabled.pit.config import PitConfig
 from tabled.pit.ingest import Ingest, wait_connected
 from tabled.pit.messages import Malformed, Message, parse_message
 from tabled.pit.metrics import PitMetrics
-from tabled.pit.model import ChangeFeed, Floor
+from tabled.pit.model import ChangeFeed, Floor, panel_event_types
 from tabled.pit.reconcile import Reconciler
 from tabled.pit.store import (
     Alert,
@@ -419,7 +419,8 @@ class PitService:
                       stream=message.stream, table_seq=message.table_seq)
         applied = False
         if recorded.new and backfill:
-            if channel == "outcome" or (channel == "event" and message.kind == "shoe_start"):
+            if channel == "outcome" or (channel == "event"
+                                        and message.kind in panel_event_types()):
                 self._reload.add((message.site, message.table))
         elif recorded.new:
             applied = self.floor.apply(message)

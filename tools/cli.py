@@ -21,9 +21,9 @@ from tabled.daemon import cli as daemon_cli
 
 def _cmd_roads(args: argparse.Namespace) -> int:
     from tabled.games.baccarat.options import BaccaratOptions
+    from tabled.games.baccarat.roads import EXIT_BAD_INPUT, write_roads
     from tabled.games.options import OptionError
     from tabled.games.registry import parse_options
-    from tabled.pit.roads import EXIT_BAD_INPUT, write_roads
 
     try:
         options = parse_options("baccarat", dict(args.option))

@@ -22,4 +22,5 @@ GAME = GameDeclaration(
     odds_markdown="tabled.games.baccarat.odds:markdown",
     # the dealer's call of a hand: the winner
     declarations=("banker", "player", "tie"),
+    parts={"pit": "tabled.games.baccarat.pit:PIT"},
 )

@@ -2,8 +2,8 @@
 
 ============================  ===============================================================
 ``GET /``                     the floor: a tile per table
-``GET /table/{site}/{table}`` a table: its state and devices, and its game's panel (baccarat
-                              scoreboard, craps rolls and histograms, Q Poker rounds)
+``GET /table/{site}/{table}`` a table: its state and devices, and its game's panel (the
+                              game's pit part draws it: games/parts/pit.py)
 ``GET …/recall``              the table's last 10 rounds from the record: every event, card
                               and settlement (GLI-11 recall)
 ``GET /alerts``               every alert (``?state=`` filter) and the latest actions
@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
@@ -49,9 +50,10 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tabled.games import registry
 from tabled.pit.auth import Forbidden, User, Users
 from tabled.pit.config import WebSettings
-from tabled.pit.model import Change
+from tabled.pit.model import Change, game_title, pit_part
 from tabled.pit.store import LIVE_STATES, AlertActionError, StoreError, WebSession
 from tabled.pit.web import present
 from tabled.pit.web.live import View, stream
@@ -80,14 +82,81 @@ STATE_FILTERS: dict[str, tuple[str, ...]] = {
 }
 
 
+def _game_templates() -> dict[str, jinja2.BaseLoader]:
+    """Each installed game's templates (package data of its package, games/parts/pit.py),
+    under the game's name: ``craps/panel.html``. A game whose part or templates do not load
+    is logged and drawn with the generic panel."""
+    try:
+        names = list(registry.games())
+    except registry.BadGame as exc:
+        log.error("games_unusable", error=str(exc))
+        return {}
+    loaders: dict[str, jinja2.BaseLoader] = {}
+    for name in names:
+        part = pit_part(name)
+        if part is None:
+            continue
+        try:
+            loaders[name] = jinja2.PackageLoader(part.package, "templates")
+        except (ValueError, ImportError) as exc:
+            log.error("pit_templates_unusable", game=name, package=part.package, error=str(exc))
+    return loaders
+
+
+def panel_template(game: str | None) -> str | None:
+    """The template of game ``game``'s panel on its table page (the generic one for a game
+    with no pit part)."""
+    part = pit_part(game)
+    if part is None:
+        return "_outcomes.html"
+    return f"{game}/{part.panel_template}"
+
+
+def recall_template(game: Any) -> str | None:
+    """The template of a recalled round's outcome at game ``game``; None: none."""
+    part = pit_part(game) if isinstance(game, str) else None
+    if part is None or part.recall_template is None:
+        return None
+    return f"{game}/{part.recall_template}"
+
+
+def panel_view(panel: Mapping[str, Any]) -> dict[str, Any]:
+    """A table's panel (the model's dict) as its template lays it out."""
+    game = panel.get("game")
+    part = pit_part(game) if isinstance(game, str) else None
+    if part is not None:
+        return dict(part.view(panel))
+    return {"outcomes": list(reversed(list(panel.get("outcomes") or [])))}
+
+
+def _stylesheet(env: jinja2.Environment) -> bytes:
+    """The page's stylesheet (``/static/pit.css``): the pit's own, then each game's (its pit
+    part's ``stylesheet``, in the games' order). A game's that does not load is logged and
+    left out: its panel shows unstyled, the page still works."""
+    sheets = [(HERE / "static" / "pit.css").read_text(encoding="utf-8")]
+    loader = env.loader
+    for name in _game_templates():
+        part = pit_part(name)
+        if part is None or part.stylesheet is None or loader is None:
+            continue
+        try:
+            sheets.append(loader.get_source(env, f"{name}/{part.stylesheet}")[0])
+        except jinja2.TemplateNotFound as exc:
+            log.error("pit_stylesheet_unusable", game=name, error=str(exc))
+    return "\n".join(sheets).encode()
+
+
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
+    loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(HERE / "templates"),
+                                  jinja2.PrefixLoader(_game_templates())])
+    env = jinja2.Environment(loader=loader,
                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.StrictUndefined)
     env.filters.update(card=present.card, cards=present.cards, clock=present.clock,
                        stamp=present.stamp, iso=present.iso,
                        quote=lambda s: quote(str(s), safe=""))
-    env.globals.update(ROAD_TITLES=present.ROAD_TITLES, PIPS=present.PIPS, ago=present.ago)
+    env.globals.update(PIPS=present.PIPS, ago=present.ago, game_title=game_title,
+                       recall_template=recall_template)
     return env
 
 
@@ -130,6 +199,8 @@ class PitWeb:
         self.sessions = Sessions(port.record, self.users, settings, port.pit_id,
                                  port.audit_days)
         self.env = _environment()
+        self.css = _stylesheet(self.env)
+        self.css_etag = '"' + hashlib.sha256(self.css).hexdigest()[:32] + '"'
         #: set when the server stops: the live streams end, so shutdown does not wait
         self.stopping = asyncio.Event()
         routes = [
@@ -143,6 +214,7 @@ class PitWeb:
             Route("/logout", self.logout, methods=["POST"]),
             Route("/events", self.events),
             Route("/healthz", self.healthz),
+            Route("/static/pit.css", self.stylesheet),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
             Route("/metrics", _Asgi(port.metrics_app)),
         ]
@@ -213,11 +285,11 @@ class PitWeb:
         tile = floor.tile(site, table)
         if tile is None:
             return None
-        panel = floor.panel(site, table) or {}
-        game = panel.get("game")
-        viewer = present.VIEWS.get(str(game))
-        view: dict[str, Any] = {} if viewer is None else viewer(panel)
-        return {"tile": tile, "game": game, "view": view,
+        panel = floor.panel(site, table)
+        game = None if panel is None else panel.get("game")
+        return {"tile": tile, "game": game,
+                "view": {} if panel is None else panel_view(panel),
+                "panel_template": None if panel is None else panel_template(game),
                 "table_alerts": present.worst_first(floor.alerts(site, table))}
 
     @_page()
@@ -456,6 +528,12 @@ class PitWeb:
         return EventSourceResponse(
             guarded(), ping=15,
             headers={"cache-control": "no-store", "x-accel-buffering": "no"})
+
+    async def stylesheet(self, request: Request) -> Response:
+        """The page's stylesheet, the pit's and every game's (:func:`_stylesheet`)."""
+        if request.headers.get("if-none-match") == self.css_etag:
+            return Response(status_code=304, headers={"etag": self.css_etag})
+        return Response(self.css, media_type="text/css", headers={"etag": self.css_etag})
 
     async def healthz(self, request: Request) -> Response:
         port = self.port

@@ -5,10 +5,16 @@ equal to the live model."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import random
 from typing import Any
 
+import pytest
+import structlog
+
+from tabled.games import registry
+from tabled.pit import model
 from tabled.pit.metrics import PitMetrics
 from tabled.pit.model import Change, ChangeFeed, Floor
 from tabled.pit.store_sqlite import SqliteStore
@@ -232,3 +238,23 @@ def test_a_device_state_the_pit_does_not_know_is_kept_shown_and_counted() -> Non
     assert floor.unknown_device_states == 1
     text = PitMetrics(floor).text().decode()
     assert "pit_device_states_unknown_total 1.0" in text
+
+
+def test_a_pit_part_that_does_not_load_leaves_the_table_on_the_floor_logged_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    declared = dict(registry.games())
+    broken = dataclasses.replace(declared["craps"], parts={"pit": "tabled.games.craps:NO_PART"})
+    monkeypatch.setattr(registry, "games", lambda: {**declared, "craps": broken})
+    monkeypatch.setattr(model, "_UNUSABLE", set())
+    floor = Floor()
+    with structlog.testing.capture_logs() as logs:
+        floor.apply(birth("craps", devices=[{"id": "dice-1", "family": "dice"}]))
+        for n in range(3):
+            floor.apply(craps_outcome(n + 1, n, (3, 4), None))
+    tile = floor.tile("lab", "t1")
+    assert tile is not None and tile["last_outcome"]["line"] == "#3 complete"
+    assert floor.panel("lab", "t1") == {"game": "craps", "outcomes": [
+        {"round": n, "status": "complete", "article": None, "void_reason": None}
+        for n in (1, 2, 3)]}
+    unusable = [e for e in logs if e["event"] == "pit_part_unusable"]
+    assert len(unusable) == 1 and "NO_PART" in unusable[0]["error"]

@@ -23,8 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tabled.contract.outcome import Outcome
-from tabled.games.baccarat.rules import BaccaratTable
-from tabled.pit.roads import (
+from tabled.games.baccarat.roads import (
     DERIVED_ROADS,
     ROWS,
     Hand,
@@ -36,6 +35,7 @@ from tabled.pit.roads import (
     hand_of,
     write_roads,
 )
+from tabled.games.baccarat.rules import BaccaratTable
 
 ROOT = Path(__file__).resolve().parents[2]
 WINNER: dict[str, Winner] = {"B": "banker", "P": "player", "T": "tie"}
@@ -66,18 +66,17 @@ def ask(roads: Roads) -> dict[str, str]:
 
 
 def test_the_roads_load_only_the_contract_and_the_rules_core() -> None:
-    """pit.roads may import the contract and the rules core, never the daemon's service
-    internals (runtime, journal, MQTT, service), nor replay."""
-    code = ("import sys, tabled.pit.roads; print(' '.join(sorted(m for m in sys.modules "
-            "if m.startswith('tabled.'))))")
+    """The roads (baccarat's, games/baccarat/roads.py) load the contract and the games only,
+    never the daemon's service internals (runtime, journal, MQTT, service), the pit, nor replay."""
+    code = ("import sys, tabled.games.baccarat.roads; print(' '.join(sorted(m for m in "
+            "sys.modules if m.startswith('tabled.'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, timeout=60, check=True)
-    allowed = {"tabled.contract", "tabled.contract.devices", "tabled.contract.events",
-               "tabled.contract.faults", "tabled.contract.limits", "tabled.pit.errors",
-               "tabled.contract.outcome", "tabled.daemon", "tabled.pit", "tabled.pit.roads"}
     loaded = set(done.stdout.split())
-    assert "tabled.pit.roads" in loaded
-    assert {m for m in loaded if not m.startswith("tabled.games.table")} <= allowed
+    assert "tabled.games.baccarat.roads" in loaded
+    assert {m for m in loaded
+            if not m.startswith(("tabled.contract.", "tabled.games."))} <= {
+        "tabled.contract", "tabled.games"}
 
 
 # -- the bead plate and the counts -------------------------------------------------------------

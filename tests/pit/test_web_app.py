@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
+import io
 import json
 import os
+import re
 import secrets
 import ssl
 import time
+import tokenize
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,10 +30,14 @@ import structlog
 from tabled.contract.secrets import SecretError
 from tabled.daemon.broker import free_port
 from tabled.daemon.errors import DaemonError
+from tabled.games import registry
+from tabled.games.parts import pit as parts_pit
+from tabled.games.parts.pit import PitPart
 from tabled.pit.auth import hash_password
 from tabled.pit.config import parse_config
 from tabled.pit.errors import PitError
 from tabled.pit.service import PitService
+from tabled.pit.web import app as web_app
 from tabled.pit.web import present
 from tabled.pit.web.app import PitWeb
 from tabled.pit.web.server import WebServer
@@ -343,11 +351,11 @@ async def test_headers_health_metrics_and_the_vendored_files(tmp_path: Path) -> 
 
 def test_a_road_shows_its_latest_columns() -> None:
     entries = [{"col": c, "row": c % 6, "color": "red"} for c in range(50)]
-    grid = present.grid("big_eye_boy", entries, width=30)
+    grid = parts_pit.grid("big_eye_boy", entries, width=30)
     assert grid.first == 20 and grid.columns == range(20, 50)
     assert grid.rows[49 % 6][29] == entries[49] and grid.rows[20 % 6][0] == entries[20]
     assert sum(1 for row in grid.rows for cell in row if cell) == 30
-    empty = present.grid("big_road", [], width=36)
+    empty = parts_pit.grid("big_road", [], width=36)
     assert empty.first == 0 and all(cell is None for row in empty.rows for cell in row)
     assert present.card("TD") == present.Card("TD", "10", "♦", True)
     assert present.card("AS").red is False
@@ -488,3 +496,107 @@ async def test_the_live_stream_sends_only_what_the_page_does_not_show(tmp_path: 
             service.request_stop()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(task, 10)
+
+
+# -- a game is a unit: the pit asks each game's pit part (games/parts/pit.py) -------------------
+
+
+def test_every_built_in_game_declares_a_pit_part_whose_templates_load() -> None:
+    env = web_app._environment()
+    for name in registry.games():
+        part = registry.part(name, "pit")
+        assert isinstance(part, PitPart), name
+        env.get_template(f"{name}/{part.panel_template}")
+        assert part.recall_template is not None
+        env.get_template(f"{name}/{part.recall_template}")
+        panel = part.panel()
+        assert panel.to_dict()["game"] == name and isinstance(part.view(panel.to_dict()), dict)
+
+
+async def test_a_game_without_a_pit_part_shows_on_the_floor_with_its_outcomes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin that declares no pit part: a tile like any other (its title, its last outcome
+    by round and status), and a table page listing its outcomes by round, status and article."""
+    declared = dict(registry.games())
+    monkeypatch.setattr(registry, "games", lambda: {
+        **declared, "craps": dataclasses.replace(declared["craps"], parts={})})
+    assert registry.part("craps", "pit") is None
+    async with web(tmp_path, anonymous_view=True) as (service, _, client):
+        craps = Table(service, "craps-1", "craps", "dice-1")
+        await craps.birth()
+        for r, dice in enumerate([[3, 4], [2, 2]], start=1):
+            await craps.outcome(r, result={"dice": dice, "total": sum(dice),
+                                           "point_before": None, "point_after": None}, bets={})
+        floor = (await client.get("/")).text
+        tile = floor[floor.index('data-table="craps-1"'):]
+        assert '<span class="game g-craps">Craps</span>' in tile
+        assert '<span class="line">#2 complete</span>' in tile
+        await craps.send("outcome", {"v": 2, "type": "outcome", "game": "craps", "round": 3,
+                                     "status": "void", "void_reason": "dice_not_read",
+                                     "article": "craps.art5", "result": NOTHING_DEALT["craps"],
+                                     "bets": all_bets("craps")})
+        floor = (await client.get("/")).text
+        assert '<span class="line void">#3 void (craps.art5): dice not read</span>' in floor
+        page = await client.get("/table/lab/craps-1")
+        assert page.status_code == 200
+        assert '<section class="outcomes">' in page.text and "craps-head" not in page.text
+        rows = re.findall(r'<tr class="(void)?" data-round="(\d+)"><td>#\d+</td><td>(\w+)</td>'
+                          r'<td>([^<]*)', page.text)
+        assert rows == [("void", "3", "void", "craps.art5 "), ("", "2", "complete", ""),
+                        ("", "1", "complete", "")]
+        recall = await client.get("/table/lab/craps-1/recall")
+        assert recall.status_code == 200 and 'class="die"' not in recall.text
+        assert recall.text.count('class="recall-round"') == 3
+        assert service.floor.snapshot()["tables"][0]["panel"] == {
+            "game": "craps", "outcomes": [
+                {"round": 1, "status": "complete", "article": None, "void_reason": None},
+                {"round": 2, "status": "complete", "article": None, "void_reason": None},
+                {"round": 3, "status": "void", "article": "craps.art5",
+                 "void_reason": "dice_not_read"}]}
+
+
+def test_the_pit_outside_its_integrity_monitors_names_no_game() -> None:
+    """What the pit shows of a game is the game's (games/<game>/pit.py and its templates): no
+    game's name in the pit's code (its docstrings and comments aside) or templates."""
+    names = re.compile(r"baccarat|craps|qpoker|q poker|sicbo", re.IGNORECASE)
+    owned_elsewhere = {"config.py", "store.py", "store_sqlite.py", "store_postgres.py"}
+    found = []
+    for path in [*(ROOT / "pit").glob("*.py"), *(ROOT / "pit" / "web").glob("*.py")]:
+        if path.name in owned_elsewhere:
+            continue
+        tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+        previous = tokenize.NEWLINE
+        for tok in tokens:
+            docstring = tok.type == tokenize.STRING and previous in (
+                tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT)
+            if tok.type not in (tokenize.COMMENT, tokenize.NL) and not docstring \
+                    and names.search(tok.string) and "pace(config." not in tok.line:
+                found.append(f"{path.relative_to(ROOT)}:{tok.start[0]}: {tok.string}")
+            if tok.type not in (tokenize.NL, tokenize.COMMENT):
+                previous = tok.type
+    for path in [*(ROOT / "pit" / "web" / "templates").glob("*.html"),
+                 *(ROOT / "pit" / "web" / "static").glob("*.css"),
+                 *(ROOT / "pit" / "web" / "static").glob("*.js")]:
+        found += [f"{path.relative_to(ROOT)}: {m.group()}" for m in names.finditer(
+            path.read_text())]
+    assert found == []
+
+
+async def test_the_stylesheet_is_the_pits_then_each_games(tmp_path: Path) -> None:
+    async with web(tmp_path) as (_, _, client):
+        served = await client.get("/static/pit.css")
+        assert served.status_code == 200
+        assert served.headers["content-type"].startswith("text/css")
+        css = served.text
+        own = (ROOT / "pit" / "web" / "static" / "pit.css").read_text()
+        assert css.startswith(own)
+        at = len(own)
+        for name in registry.games():  # each game's classes, after the pit's own
+            sheet = (ROOT / "games" / name / "templates" / "pit.css").read_text()
+            assert css.index(sheet, at) >= at
+            at = css.index(sheet, at) + len(sheet)
+        assert ".g-craps" in css and ".qround" in css and "--banker" in css
+        again = await client.get("/static/pit.css",
+                                 headers={"if-none-match": served.headers["etag"]})
+        assert again.status_code == 304 and again.content == b""
+        assert (await client.get("/static/pit.js")).status_code == 200

@@ -6,7 +6,7 @@ page (fed one outcome at a time) and ``tabled roads`` (fed a recorded event stre
 pure and typed: no clock, no logging, no I/O but the streams handed to :func:`write_roads`. A
 hand costs O(1) amortised: nothing is ever recomputed from the shoe's start, and the roads are
 kept packed (a few machine words per hand) so that a long history stays small. It imports only
-the contract and the rules core, never the daemon's service internals.
+the contract and the games (it is baccarat's: the pit's panel and ``tabled roads`` ask for it).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from tabled.contract.events import CARD_CODES, LineError, ShoeStart, read_events
 from tabled.contract.outcome import BaccaratOutcome, Notice, Outcome
 from tabled.games.baccarat.options import BaccaratOptions
 from tabled.games.baccarat.rules import BaccaratResult
+from tabled.games.errors import RulesError
 from tabled.games.registry import make_table
-from tabled.pit.errors import PitError
 
 Winner: TypeAlias = Literal["banker", "player", "tie"]
 Side: TypeAlias = Literal["banker", "player"]
@@ -46,7 +46,7 @@ _RED: Final = 0
 _BLUE: Final = 1
 
 
-class RecordError(PitError, ValueError):
+class RecordError(RulesError):
     """An outcome record the roads cannot read: not a baccarat outcome, or missing its result."""
 
 

@@ -1,0 +1,178 @@
+"""The protocol of a game's pit part: what the floor monitor (``tabled pit``) asks of a game.
+
+This module owns the shape of a game's view on the pit's pages; it never imports the pit. A
+game declares its part in its :class:`~tabled.games.registry.GameDeclaration` as
+``parts={"pit": "tabled.games.<game>.pit:PIT"}``, the attribute being a :class:`PitPart`; the
+pit loads it with ``registry.part(game, "pit")``. A game that declares none still shows on the
+floor: its tile says the last outcome by round and status, its table page lists its last
+outcomes by round, status and article (the pit's generic panel).
+
+What flows between the pit and the part is the contract's types and plain data:
+
+- the pit's model (pure, no I/O) makes one :class:`Panel` per table with ``PitPart.panel()``,
+  and feeds it the table's **outcome records** (the contract's decoded records,
+  :data:`tabled.contract.outcome.OutcomeRecord`) — never the event stream, where a withheld
+  card arrives before the outcome — plus, through :meth:`Panel.event`, only the event types the
+  part lists in ``PitPart.events``, which must carry no card (baccarat: ``shoe_start``, a new
+  shoe starts new roads). ``Panel.to_dict()`` is the panel as JSON-ready plain data, with
+  ``"game"`` naming the game (``tabled pit status`` prints it; the page draws it): the scoreboard
+  of a game (baccarat's roads) is part of it;
+- the tile's one line is ``PitPart.describe(outcome)`` for a complete outcome (the pit writes a
+  void's line itself: ``#12 void (Art. 7.3): reason``);
+- the web page turns the panel's dict into what its template lays out with
+  ``PitPart.view(panel)`` (pure, plain values; the helpers below draw grids and histograms),
+  and renders the game's template fragments, which are package data of the game's package
+  (``<package>/templates/``, listed in pyproject's package-data): ``panel_template`` on the
+  table page with ``view`` (and ``tile``) in its context, ``recall_template`` on the recall page
+  once per recalled round with ``o`` (the outcome record as a dict) and ``res`` (its
+  ``result``, ``{}`` when absent) in its context — it decides itself whether a void shows
+  anything. The pit's Jinja environment finds a game's templates under the game's name
+  (``craps/panel.html``) and offers every fragment its own macros (``{% import "_marks.html"
+  as m %}``: ``m.card``, ``m.hand``, ``m.die``), filters (``card``, ``clock``, ``stamp``,
+  ``quote``) and globals (``PIPS``, ``ago``); the environment trims blocks
+  (``trim_blocks``, ``lstrip_blocks``) and is strict about undefined names. The page has no
+  inline style (its CSP forbids them): a game's classes are in its ``stylesheet``, served within
+  ``/static/pit.css`` after the pit's own (whose variables, ``var(--panel)`` …, it may use).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from msgspec import UNSET
+
+from tabled.contract.outcome import Bet, OutcomeRecord
+
+#: Rows of a scoreboard grid (a baccarat road), unless a game says otherwise.
+GRID_ROWS = 6
+
+
+class Panel(Protocol):
+    """The floor's picture of one table's play at a game (one per table, made by
+    ``PitPart.panel()``). Pure and synchronous; it must never fail on a record it cannot
+    read (it skips it)."""
+
+    def new_session(self) -> None:
+        """The table started a new run (a new birth record): reset what counts a session."""
+
+    def add(self, outcome: OutcomeRecord) -> None:
+        """One new outcome record of the table, in the table's order."""
+
+    def event(self, payload: Mapping[str, Any]) -> bool:
+        """One event of a type the part lists in ``PitPart.events`` (the pit drops copies and
+        older ones by ``table_seq``); True if the panel changed."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The panel as JSON-ready plain data, ``"game"`` naming the game."""
+
+
+@dataclass(frozen=True, slots=True)
+class PitPart:
+    """A game's pit part (module docstring).
+
+    ``panel``: a fresh :class:`Panel`. ``describe``: a complete outcome in one line, for the
+    tile (``#12 6-1 = 7, point off``). ``view``: the panel's dict to the values its template
+    lays out. ``package``: the game's package, whose ``templates/`` folder holds
+    ``panel_template`` and ``recall_template`` (None: the recall shows the settlement only).
+    ``events``: the card-less event types the panel reads (:meth:`Panel.event`).
+    ``stylesheet``: a CSS file in the same ``templates/`` folder, served within the page's
+    stylesheet after the pit's own (its classes are the game's: ``.craps``, ``.g-craps`` …).
+    """
+
+    panel: Callable[[], Panel]
+    describe: Callable[[OutcomeRecord], str]
+    view: Callable[[Mapping[str, Any]], Mapping[str, Any]]
+    package: str
+    panel_template: str = "panel.html"
+    recall_template: str | None = "recall.html"
+    events: tuple[str, ...] = ()
+    stylesheet: str | None = None
+
+
+# -- helpers a panel or a view may use -----------------------------------------------------------
+
+
+def given(value: Any) -> Any:
+    """A field of a typed record as the page shows it: absent is None."""
+    return None if value is UNSET else value
+
+
+def pays(bet: Bet) -> dict[str, Any]:
+    """A settled bet as the page shows it: ``{"result": "win", "pays": "1:1"}``."""
+    out: dict[str, Any] = {"result": bet.result}
+    if bet.pays is not UNSET:
+        out["pays"] = bet.pays
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Grid:
+    """A scoreboard road laid out for display: ``rows[r][i]`` is the cell at column
+    ``first + i``, row ``r`` (None when empty); ``first`` is the first column shown."""
+
+    name: str
+    first: int
+    width: int
+    rows: list[list[Mapping[str, Any] | None]]
+    entries: int
+
+    @property
+    def columns(self) -> range:
+        return range(self.first, self.first + self.width)
+
+
+def grid(name: str, entries: Sequence[Mapping[str, Any]], width: int,
+         rows: int = GRID_ROWS) -> Grid:
+    """Place road entries (each with ``col`` and ``row``) in a grid ``width`` columns wide,
+    showing the latest columns when the road is wider."""
+    last = max((int(e["col"]) for e in entries), default=-1)
+    first = max(0, last + 1 - width)
+    table: list[list[Mapping[str, Any] | None]] = [[None] * width for _ in range(rows)]
+    for entry in entries:
+        col, row = int(entry["col"]) - first, int(entry["row"])
+        if 0 <= col < width and 0 <= row < rows:
+            table[row][col] = entry
+    return Grid(name, first, width, table, len(entries))
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    label: str
+    count: int
+    x: float
+    y: float
+    height: float
+    expected_y: float | None = None
+
+
+def histogram(counts: Mapping[str, int], *, height: float = 60.0, step: float = 22.0,
+              bar: float = 16.0, expected: Mapping[int, float] | None = None) -> dict[str, Any]:
+    """SVG geometry of a histogram (no inline styles: the page's CSP forbids them)."""
+    keys = sorted(counts, key=lambda k: int(k))
+    total = sum(counts.values())
+    top: float = max([*counts.values(), 1])
+    if expected and total:
+        top = max(top, max(p * total for p in expected.values()))
+    bars = []
+    for i, key in enumerate(keys):
+        h = height * counts[key] / top if top else 0.0
+        exp = None
+        if expected and total:
+            exp = round(height - height * expected[int(key)] * total / top, 1)
+        bars.append(Bar(key, counts[key], round(i * step + (step - bar) / 2, 1),
+                        round(height - h, 1), round(h, 1), exp))
+    return {"bars": bars, "width": len(keys) * step, "height": height, "bar": bar,
+            "total": total}
+
+
+def chi_square(faces: Mapping[str, int], sides: int = 6) -> float | None:
+    """Pearson's statistic of a die's faces against a fair die (``sides - 1`` degrees of
+    freedom), for a glance; the integrity monitors own the tests that raise alerts."""
+    n = sum(faces.values())
+    if n == 0:
+        return None
+    expected = n / sides
+    return round(sum((faces.get(str(f), 0) - expected) ** 2 / expected
+                     for f in range(1, sides + 1)), 2)

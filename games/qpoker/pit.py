@@ -1,0 +1,79 @@
+"""Q Poker on the pit's pages (games/parts/pit.py): the panel, the tile's line, the view.
+
+This module owns what the floor shows of a Q Poker table: the last rounds with the seats' and
+the dealer's hands and the Dobo and Play results, and the voids with their article. It reads
+outcome records only — published at the reveal, with the dealer's cards — so it never shows a
+card the table has not shown. Pure; it imports only the contract and the games' shared parts.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tabled.contract.outcome import OutcomeRecord, QPokerOutcome
+from tabled.games.parts.pit import PitPart, given, pays
+
+#: Rounds kept for the panel (and voids).
+ROUNDS = 10
+
+
+@dataclass
+class QPokerPanel:
+    rounds: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=ROUNDS))
+    voids: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=ROUNDS))
+
+    def new_session(self) -> None:
+        pass
+
+    def add(self, outcome: OutcomeRecord) -> None:
+        # Only a published outcome gets here: the dealer's cards in it were shown at the reveal.
+        if not isinstance(outcome, QPokerOutcome):
+            return
+        result, bets = outcome.result, outcome.bets
+        dealer = result.dealer
+        seats = {}
+        for seat, info in sorted(result.seats.items(), key=lambda kv: int(kv[0])):
+            seat_bets = bets.get(seat)
+            seats[seat] = {"cards": list(info.cards), "hand": info.hand, "status": info.status,
+                           "dobo": None if seat_bets is None else pays(seat_bets.dobo),
+                           "play": None if seat_bets is None else pays(seat_bets.play)}
+        entry = {"round": outcome.round, "status": outcome.status,
+                 "dealer": {"cards": list(dealer.cards), "hand": dealer.hand,
+                            "qualifies": dealer.qualifies},
+                 "seats": seats}
+        if outcome.status == "void":
+            entry["void_reason"] = given(outcome.void_reason)
+            entry["article"] = given(outcome.article)
+            self.voids.append({"round": outcome.round,
+                               "reason": given(outcome.void_reason),
+                               "article": given(outcome.article)})
+        self.rounds.append(entry)
+
+    def event(self, payload: Mapping[str, Any]) -> bool:
+        return False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"game": "qpoker", "rounds": list(self.rounds), "voids": list(self.voids)}
+
+
+def describe(outcome: OutcomeRecord) -> str:
+    """A round in one line: ``#12 dealer pair (qualifies), 3 seats``."""
+    if not isinstance(outcome, QPokerOutcome):
+        return f"#{outcome.round} {outcome.status}"
+    dealer = outcome.result.dealer
+    qualifies = "qualifies" if dealer.qualifies else "does not qualify"
+    return (f"#{outcome.round} dealer {dealer.hand} ({qualifies}), "
+            f"{len(outcome.result.seats)} seats")
+
+
+def view(panel: Mapping[str, Any]) -> dict[str, Any]:
+    """The panel as ``panel.html`` lays it out: rounds and voids newest first."""
+    return {"rounds": list(reversed(list(panel.get("rounds") or []))),
+            "voids": list(reversed(list(panel.get("voids") or [])))}
+
+
+PIT = PitPart(panel=QPokerPanel, describe=describe, view=view, package="tabled.games.qpoker",
+              stylesheet="pit.css")
