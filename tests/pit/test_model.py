@@ -244,7 +244,9 @@ def test_a_pit_part_that_does_not_load_leaves_the_table_on_the_floor_logged_once
         monkeypatch: pytest.MonkeyPatch) -> None:
     declared = dict(registry.games())
     broken = dataclasses.replace(declared["craps"], parts={"pit": "tabled.games.craps:NO_PART"})
-    monkeypatch.setattr(registry, "games", lambda: {**declared, "craps": broken})
+    declared["craps"] = broken
+    monkeypatch.setattr(registry, "games", lambda: declared)
+    monkeypatch.setattr(registry, "game", lambda name: declared[name])
     monkeypatch.setattr(model, "_UNUSABLE", set())
     floor = Floor()
     with structlog.testing.capture_logs() as logs:

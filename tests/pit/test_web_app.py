@@ -518,8 +518,9 @@ async def test_a_game_without_a_pit_part_shows_on_the_floor_with_its_outcomes(
     """A plugin that declares no pit part: a tile like any other (its title, its last outcome
     by round and status), and a table page listing its outcomes by round, status and article."""
     declared = dict(registry.games())
-    monkeypatch.setattr(registry, "games", lambda: {
-        **declared, "craps": dataclasses.replace(declared["craps"], parts={})})
+    declared["craps"] = dataclasses.replace(declared["craps"], parts={})
+    monkeypatch.setattr(registry, "games", lambda: declared)
+    monkeypatch.setattr(registry, "game", lambda name: declared[name])
     assert registry.part("craps", "pit") is None
     async with web(tmp_path, anonymous_view=True) as (service, _, client):
         craps = Table(service, "craps-1", "craps", "dice-1")
