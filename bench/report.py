@@ -740,8 +740,25 @@ PROFILES = [
     "- **A stop that never ended** (2026-12-03): a daemon hung on SIGTERM once in CI. "
     "aiomqtt's waits use `asyncio.wait_for`, which on Python 3.11 returns the result and "
     "drops a cancellation that arrives in the same turn as the PUBACK (CPython gh-86296): "
-    "the metrics task lived on and the task group waited for it. contract/asyncmqtt.py waits "
-    "with `asyncio.timeout` instead (docs/reliability.md). The wait is not on an event's path.",
+    "the metrics task lived on and the task group waited for it. contract/mqttprivate.py "
+    "waits with `asyncio.timeout` instead (docs/reliability.md). The wait is not on an "
+    "event's path.",
+    "- **Private library uses** (2026-12-04, issue 28): what each private name of aiomqtt "
+    'and paho buys, measured before keeping it (docs/design.md, "Private library uses"; all'
+    " now in contract/mqttprivate.py). The direct publish (`TableClient.publish_now`) "
+    "against aiomqtt's own publish (a task and three turns of the loop per message): two "
+    "daemons of the same code, one with each client, driven block by block beside (b) with "
+    "this benchmark's plan, 3,000 events each, six shoe runs and five dice runs on a "
+    "machine shared with other work (load average 2-7 on 2 cores, (b)'s shoe p50 1.6-5.7 ms"
+    " against 0.80 in the table above, so only the pairs compare). Shoe p50 direct / "
+    "aiomqtt, ms: 1.63/2.18, 3.08/3.18, 4.58/4.55, 2.02/2.60, 8.74/11.05, 4.47/5.49; p99: "
+    "10.2/19.9, 13.1/19.1, 19.5/40.1, 16.9/21.7, 39.4/69.0, 19.3/37.6. Dice p50: 3.24/3.16,"
+    " 2.41/3.19, 2.35/2.48, 5.30/5.97, 8.46/10.77. With aiomqtt's publish the shoe's p99 "
+    "was 1.7-2.7× (b)'s in four runs of six, over the goal's 1.5×; direct 0.9-1.3× in "
+    "those. Kept, and the publisher's second path (aiomqtt's publish) removed. The pit's "
+    "batch of received messages: 20,000 queued messages drained through aiomqtt's iterator "
+    "cost 14.5-18.3 µs of CPU each, taken from the queue 1.1-2.0 µs (three runs); kept, "
+    "through aiomqtt's public `queue_type` instead of its private `_queue`.",
     "",
 ]
 

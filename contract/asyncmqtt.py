@@ -1,39 +1,52 @@
 """aiomqtt's client, as the table daemon and the pit use it.
 
-One change: a cancellation always stops it (:class:`Client`). Here, not in
-:mod:`tabled.daemon.mqtt`, because the pit uses it too and the table's MQTT parts are the table
-service's own.
+Owns :class:`Client`: aiomqtt's, with the adapter's wait that a cancellation always stops
+(:mod:`tabled.contract.mqttprivate`), and the messages already received taken without a wait
+each (:meth:`Client.waiting`). Here, not in :mod:`tabled.daemon.mqtt`, because the pit uses it
+too and the table's MQTT parts are the table service's own. It never touches a private name
+of aiomqtt or paho itself: those are :mod:`tabled.contract.mqttprivate`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
-from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any
 
 import aiomqtt
-from aiomqtt.exceptions import MqttError
 
-T = TypeVar("T")
+from tabled.contract.mqttprivate import AdaptedClient
 
 
-class Client(aiomqtt.Client):
+class Client(AdaptedClient):
     """An :class:`aiomqtt.Client` that a cancellation always stops: the table's and the pit's.
 
-    aiomqtt waits for every acknowledgement (PUBACK, SUBACK, CONNACK, the end of a DISCONNECT)
-    with :func:`asyncio.wait_for`, which on Python 3.11 loses a cancellation that arrives in the
-    same turn of the loop as the acknowledgement: it returns the result and the task runs on
-    (CPython gh-86296, fixed in 3.12 by rewriting ``wait_for`` on :func:`asyncio.timeout`). A
-    daemon told to stop then cancelled a task that published its metrics once a second, and
-    waited for it for ever (seen once in CI: the table's shutdown hung after its "offline").
-    Here the wait is 3.12's: the timeout around the awaited future itself."""
+    Its queue of received messages is made by aiomqtt from the ``queue_type`` it is given (a
+    documented argument), here a queue that tells this client it was made: so the client holds
+    it and :meth:`waiting` reads it without a private name."""
 
-    async def _wait_for(self, fut: Awaitable[T], timeout: float | None) -> T:  # noqa: ASYNC109 (aiomqtt's)
-        if timeout is None:
-            timeout = self.timeout
-        try:
-            async with asyncio.timeout(None if timeout == math.inf else timeout):
-                return await fut
-        except TimeoutError:
-            raise MqttError("Operation timed out") from None
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        made: list[asyncio.Queue[aiomqtt.Message]] = []
+
+        class Inbox(asyncio.Queue[aiomqtt.Message]):
+            def __init__(self, maxsize: int = 0) -> None:
+                super().__init__(maxsize)
+                made.append(self)
+
+        kwargs.setdefault("queue_type", Inbox)
+        super().__init__(*args, **kwargs)
+        self._inbox = made[0] if made else None
+
+    def waiting(self, limit: int) -> list[aiomqtt.Message]:
+        """The messages already received and not yet handed on (at most ``limit``), without
+        waiting: aiomqtt's iterator makes a task and a wait per message (what that costs:
+        docs/design.md, "Private library uses")."""
+        out: list[aiomqtt.Message] = []
+        queue = self._inbox
+        if queue is None:
+            return out
+        while len(out) < limit:
+            try:
+                out.append(queue.get_nowait())
+            except asyncio.QueueEmpty:
+                break
+        return out

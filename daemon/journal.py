@@ -2,41 +2,19 @@
 
 Owns the SQLite file (WAL, ``synchronous=FULL``: a commit returns only once it is on disk) and the
 rules of what goes in it. The daemon writes an event and everything it caused (outcomes, the
-redacted events to publish, faults) in **one transaction** before anything is published, so a
-crash at any point leaves either all of it or none of it. Published messages get their per-table,
-per-topic sequence number here, once, so a restart re-publishes the same message under the same
-number and never a new one.
+redacted events to publish, faults) in **one transaction** before anything is published. Published
+messages get their per-topic sequence number here, once, so a restart re-publishes the same
+message under the same number. Rows form a SHA-256 chain that :meth:`Journal.verify` checks.
 
-Rows form a chain: each row's ``hash`` is SHA-256 over the previous row's hash and the row's own
-fields, so any edit, insertion or deletion breaks :meth:`Journal.verify` from that row on.
-
-One process writes a journal: opening it for writing takes an OS lock (``flock``) on a file
-beside it, ``<journal>.lock``, which holds the holder's PID, for as long as the journal is open;
-a second writer is refused with :class:`JournalInUse`, naming that PID. Readers (``tabled journal
-verify`` and ``recall``, audits) open it with ``create=False``: no lock, since SQLite's WAL gives
-a reader a consistent snapshot beside a live writer, and a connection that refuses any write.
-
-The writer keeps the chain's position in memory (last id, last hash, the next number of each
-topic). After any failed write, and whenever a write finds the file's last row is not the one it
-wrote, it reads them from the file again before writing: a failure whose cause has gone (a full
-disk freed, an I/O error that passed, rows written behind its back) never leaves it writing from
-a position the file has left.
-
-It is the journal's one owner, and each writer gets a typed part of it, not the file: the table
-runtime the :class:`EventLog` (events and what they caused), the publisher the
-:class:`DeliveryLog` (what the broker acknowledged, the numbers of non-durable messages), the
-command gate and start-up the :class:`AuditLog` (starts, refused commands, spent nonces).
-
-The file's format is versioned (SQLite's ``user_version``): opening a journal written by an
-older release migrates it in place (:data:`MIGRATIONS`), one written by a newer one is refused.
-
-Each file has an identity, a random id made when the file is created (one made before it is
-given one when a writer first opens it), kept in ``meta``: a replaced journal has another. Any
-stretch of a published stream can be read back, byte for byte as it was published
-(:meth:`Journal.published_range`, what a table serves on ``…/fetch``).
+One process writes a journal (an ``flock`` on ``<journal>.lock``; a second writer is refused
+with :class:`JournalInUse`); readers open it with ``create=False``. After a failed write, or a
+file whose last row is not the one it wrote, the writer reads its position from the file again.
+Each writer gets a typed part, not the file: the table runtime the :class:`EventLog`, the
+publisher the :class:`DeliveryLog`, the command gate and start-up the :class:`AuditLog`. The
+format is versioned (:data:`MIGRATIONS`) and each file has an identity.
 
 It never publishes, never reads the rules, and never logs a row's body (it may hold face-down
-cards).
+cards). The layout, its versions and what each choice was measured to cost: docs/journal.md.
 """
 
 from __future__ import annotations
@@ -62,11 +40,7 @@ import msgspec
 from tabled.contract.limits import MAX_SEQ
 from tabled.daemon.errors import DaemonError
 
-#: The file format this code writes. 1: release 0.1.0 (which did not record it: a journal
-#: without a version is 1); 2: the version recorded, delivery numbers under typed meta keys;
-#: 3: the ``event`` stream's numbers are not indexed (:data:`UNINDEXED_TOPIC`).
-#: 4: an input published as itself is one row, the input and its message (:class:`InputEntry`,
-#: ``published``); the index of rounds covers outputs only.
+#: The file format this code writes (each version: docs/journal.md, "Format versions").
 SCHEMA_VERSION: Final = 4
 #: How often the checkpoint thread copies the WAL into the database, seconds.
 T_CHECKPOINT: Final = 1.0
@@ -75,23 +49,19 @@ T_CHECKPOINT: Final = 1.0
 CHECKPOINT_COMMITS: Final = 250
 T_CHECKPOINT_MAX: Final = 60.0
 GENESIS: Final = b"\x00" * 32
-#: The page size of a new journal file, bytes. A commit writes every page it changed to the WAL
-#: and fsyncs it: an event's rows (its input and published copy, a few hundred bytes each, an
-#: outcome under 1 KiB) change the table's last leaf and an index leaf or two, so the page is
-#: what the disk is asked to write. 1 KiB pages cut an event's commit by 23-29 µs against
-#: SQLite's default 4 KiB (bench.journal_cost, interleaved, docs/performance.md); smaller ones
-#: would put an outcome's row on overflow pages. A journal keeps the size it was made with.
+#: The page size of a new journal file, bytes: a commit writes every page it changed, so the
+#: page is what the disk is asked to write (why 1 KiB: docs/journal.md). A journal keeps the
+#: size it was made with.
 PAGE_SIZE: Final = 1024
 #: How much a probe of a failing disk writes: more than a busy commit (an event with an outcome
 #: and its published copies, a few KiB), so that a disk that takes it takes the next commit.
 PROBE_BYTES: Final = 256 * 1024
 #: Topics whose messages are durable: journaled, sequenced, re-published until acknowledged.
 DURABLE_TOPICS: Final = ("event", "outcome", "fault")
-#: The topic whose numbers have no index (format 3). Nearly every commit holds one message of
-#: it (an event's published copy), and its index entry was a page more in each commit's WAL:
-#: 26-33 µs of every event's commit (bench.journal_cost). Its next number is that of its last
-#: row (numbers rise with the rows: :meth:`Journal.verify` checks every stream's run), found by
-#: reading back from the journal's end; the other streams' numbers stay unique by index.
+#: The topic whose numbers have no index (format 3: nearly every commit holds one of its
+#: messages; docs/journal.md). Its next number is that of its last row (numbers rise with the
+#: rows: :meth:`Journal.verify` checks every stream's run), found by reading back from the
+#: journal's end; the other streams' numbers stay unique by index.
 UNINDEXED_TOPIC: Final = "event"
 #: The topic an input published as itself is a message of.
 _EVENT: Final = "event"
@@ -215,7 +185,7 @@ class InputEntry:
     not None) and its ``table_seq`` added after its own fields. It is then one row, not an
     input row and a copy (format 4): the row's ``topic``, ``stream_seq`` and ``round`` say
     what is added, inside the hash chain, and the message is made from them when it is read
-    (:func:`_message`). A second row was a third of an event's commit (bench.journal_cost).
+    (:func:`_message`; what a second row cost: docs/journal.md).
     ``body`` must not have a ``round`` of its own when ``round`` is given."""
 
     source: str
@@ -453,7 +423,7 @@ class Journal:
 
         It goes in the ``acked`` column of that write's last row, outside the hash chain (it
         is delivery bookkeeping, not the record). Not in ``meta``: another table is another
-        page in every commit's WAL, measured at 0.1-0.15 ms of each commit on this disk."""
+        page in every commit's WAL (docs/journal.md)."""
         self._acked_to_record = acked_id
 
     def _save_acked(self) -> None:
@@ -836,25 +806,11 @@ class Journal:
                            longest: float = T_CHECKPOINT_MAX) -> None:
         """Move WAL checkpoints off the commit path: a thread with its own connection copies
         the WAL into the database once ``commits`` commits are in it, or ``longest`` seconds
-        after the last copy if any is (it looks every ``interval`` seconds). Inline, SQLite
-        checkpoints inside a commit every 1,000 pages, and that commit then waits for the copy
-        and a second fsync (tens of milliseconds on a busy disk).
-
-        Not every second, as before: after a checkpoint that copied everything the next commit
-        starts the WAL again from its beginning, and with ``synchronous=FULL`` SQLite syncs the
-        new WAL header before that commit's frames: two fsyncs instead of one. Every second at
-        a hundred events a second that was 1 % of the commits, the latency's p99
-        (bench/latency.py); every 250 commits it is 0.4 %. Not rarer either: the WAL file keeps
-        the size it reached, about 11 kB a shoe event's commit, so 250 commits bound it near
-        3 MB at any pace (copied every second, a second at the full rate was about 10 MB). 1,000
-        commits held the latency's p99 as well but took 11 MB: on the fault campaign's 8 MB
-        journal disk the WAL filled what a full disk had freed, and the daemon stayed
-        degraded.
-
-        And at once, at its next look, after a write that failed or a probe of the disk: a WAL
-        that reached a full disk's last block is copied, so that the next write starts it again
-        from its beginning instead of needing more space (the probe's 256 KiB go through the
-        WAL too, and a disk that is full again is probed every second)."""
+        after the last copy if any is (it looks every ``interval`` seconds); and at once, at its
+        next look, after a write that failed or a probe of the disk, so that a WAL that reached
+        a full disk's last block starts again instead of needing more space. Inline, SQLite
+        checkpoints inside a commit, which then waits for the copy and a second fsync. Why
+        every ``commits`` commits, neither more often nor less: docs/journal.md."""
         if self._checkpointer is not None:
             return
         self._db.execute("PRAGMA wal_autocheckpoint=0")

@@ -6,33 +6,14 @@ Owns sequencing, ACK/NAK, retransmission, heartbeats and link resets over
 :meth:`Link.data_to_send`, and timers fire from :meth:`Link.poll`. The device side and the host
 side run the same class, so the simulators exercise exactly the code a table runs.
 
-Protocol (docs/protocols/framing.md):
-
-- Go-back-N with a window of :data:`WINDOW` frames. Every data frame is acknowledged with
-  ``ACK(seq)`` (cumulative). A damaged frame or a gap is answered with ``NAK(expected)``, once
-  until the next good frame; the sender then retransmits from ``expected``.
-- A frame not acknowledged within :data:`T_ACK` is retransmitted with every later one; the
-  timeout doubles with each retry up to :data:`T_ACK_MAX` (a busy peer is not a dead one), and
-  after :data:`MAX_RETRIES` the link is down.
-- The host opens with ``RESET``; the device answers ``RESET_ACK`` and both restart their
-  sequence numbers at 0. Frames the device had not had acknowledged are renumbered and sent
-  again, so nothing is lost across a reset. Either side may RESET (a device after a reboot).
-- A side that has sent nothing for :data:`T_HEARTBEAT` sends a ``HEARTBEAT``; a side that has
-  heard nothing for :data:`T_SILENCE` declares the link down.
-- Exactly once across resets: the device numbers its messages with a 32-bit *message number*
-  that a reset does not restart, and answers RESET with ``RESET_ACK(boot_id, first, identity)``:
-  its boot id (random at power-on), the number of the first message it will send, and its
-  identity. A host that knows the last message it made durable from that boot (``resume``)
-  drops re-sent messages up to it (acknowledging them), so a host crash between its journal
-  commit and its ACK duplicates nothing.
-- Identity before data: the RESET_ACK carries the device's identity, its family's identity
-  message (kind and payload). A host checks it (``check_identity``) before anything else of
-  the link: a device that is not the one it expects is refused before any of its frames is
-  acknowledged. Every data frame is checked too (``check_message``) *before* it is
-  acknowledged: a frame the host cannot take as its own family's is never acknowledged, so the
-  device keeps it for the host it was meant for. A refusal takes the link down
-  (:class:`PeerRefused`). A host told which message its previous link refused (``refused``)
-  refuses at the handshake a device that would send that message first again.
+The protocol is docs/protocols/framing.md's: Go-back-N with a window of :data:`WINDOW` frames
+and cumulative ACKs, NAK on damage or a gap, retransmission after :data:`T_ACK` (doubling up to
+:data:`T_ACK_MAX`, down after :data:`MAX_RETRIES`), heartbeats (:data:`T_HEARTBEAT`,
+:data:`T_SILENCE`), and the RESET / RESET_ACK handshake that carries the device's boot id, its
+first message number and its identity. Two rules shape this class: exactly once across resets
+(a host that knows the last message it made durable from a boot, ``resume``, drops re-sent ones
+up to it) and nothing acknowledged before it is checked (the identity, ``check_identity``, and
+every data frame, ``check_message``; a refusal takes the link down: :class:`PeerRefused`).
 """
 
 from __future__ import annotations

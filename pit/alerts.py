@@ -2,45 +2,15 @@
 
 Owns the rules, not the record: each decision is one call to the store, which makes it one
 transaction with its audit entry (so a restart, another pit server or the command line see the
-same alerts). Rules, at least those of the issue:
-
-==================  ========  ==============================================================
-kind                severity  raised by / cleared by
-==================  ========  ==============================================================
-offline             critical  ``…/status`` offline (its last will; ``major`` for a clean
-                              shutdown) / the table online again
-degraded            major     ``…/status`` degraded (the journal cannot write) / online
-silent              major     online and nothing heard for ``alerts.silence_after`` / any
-                              message
-device_lost         major     a device status ``lost`` or a ``device_lost`` fault / connected
-device_unavailable  major     a device status ``unavailable`` (not after a loss: that one
-                              is open already; not a refused device: ``wrong_device``) /
-                              connected
-wrong_device        major     a device the birth record does not declare, of another family,
-                              or a status ``unavailable`` with reason ``wrong_device`` (the
-                              daemon refused it) / the right device connected
-seq_gap             major     a jump in ``table_seq`` of event, outcome or fault still missing
-                              ``alerts.gap_grace`` seconds later, naming the numbers / all of
-                              them arrived late (noted as they come). With reconciliation
-                              (pit.reconcile): numbers still missing ``reconcile.gap_deadline``
-                              after they were known missing, or that the table's journal no
-                              longer has (``unrecoverable``) / closed when they all arrive
-seq_conflict        critical  a stored number arriving with other content (a reset journal)
-fault               by code   every fault the tables publish (transient)
-notice              minor     a rules notice (transient)
-command_rejected    major     a refused console command; ``critical`` when forged (transient)
-void                minor     every void round, with its article (transient)
-integrity:<name>    by name   an integrity monitor's finding (``pit/watch.py``,
-                              docs/integrity.md): ``dice``, ``shoe_count``, ``shoe_runs``,
-                              ``slug``, ``riffle`` critical; ``frequency``,
-                              ``result_mismatch`` major (transient); ``pace`` minor / the
-                              pace back within bounds
-==================  ========  ==============================================================
+same alerts). The kinds, their severities and what raises and clears each are docs/pit.md's
+"Alerts" table (offline, degraded, silent, device_lost, device_unavailable, wrong_device,
+seq_gap, seq_conflict, fault, notice, command_rejected, void, ``integrity:<name>``).
 
 One alert per (table, kind, subject) that is not closed: a repeat counts, it does not open
 another. A *transient* alert reports a fact with nothing to clear, so acknowledging it closes
 it. People act through :class:`AlertDesk`, which checks the role here (a viewer cannot
-acknowledge, whatever page or command it comes through) and audits refusals too.
+acknowledge, whatever page or command it comes through) and audits refusals too. It never
+decides a table's state itself: it reads what the tables published.
 """
 
 from __future__ import annotations

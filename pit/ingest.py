@@ -136,7 +136,7 @@ class Ingest:
             messages = client.messages
             async for message in messages:
                 batch = [_item(message)]
-                batch += [_item(m) for m in _waiting(client, MAX_BATCH - 1)]
+                batch += [_item(m) for m in client.waiting(MAX_BATCH - 1)]
                 await self.on_message(batch)
 
     def _tls_context(self) -> ssl.SSLContext | None:
@@ -150,22 +150,6 @@ def _item(message: aiomqtt.Message) -> tuple[str, bytes, bool]:
     raw = message.payload
     payload = raw if isinstance(raw, bytes) else str(raw).encode() if raw is not None else b""
     return str(message.topic), payload, bool(message.retain)
-
-
-def _waiting(client: aiomqtt.Client, limit: int) -> list[aiomqtt.Message]:
-    """The messages already received and not yet handed on (at most ``limit``), taken from
-    aiomqtt's queue without waiting: its iterator makes a task and a wait per message, which
-    a busy pit pays for every message."""
-    queue = getattr(client, "_queue", None)
-    out: list[aiomqtt.Message] = []
-    if not isinstance(queue, asyncio.Queue):
-        return out
-    while len(out) < limit:
-        try:
-            out.append(queue.get_nowait())
-        except asyncio.QueueEmpty:
-            break
-    return out
 
 
 async def wait_connected(ingest: Ingest, within: float) -> bool:

@@ -1,34 +1,23 @@
 """The table's MQTT client: aiomqtt's, with paho's writes made on the spot.
 
-Owns one thing: how bytes paho has queued reach the broker's socket. aiomqtt runs paho on the
-event loop and writes through a writer callback that it registers with
-``call_soon_threadsafe(loop.add_writer, …)``, so a publish costs three turns of the loop before
-its first byte is on the socket: the task that runs ``publish``, the turn that registers the
-writer, the turn that finds the socket writable (measured: 0.2-0.3 ms of every event's
-device-to-subscriber latency, with a wake-up byte through the loop's self-pipe on top).
-:class:`TableClient` changes two things and nothing else:
+Owns one thing: how bytes paho has queued reach the broker's socket. aiomqtt registers its
+writer callback with ``call_soon_threadsafe(loop.add_writer, …)``, so its publish costs three
+turns of the loop before the first byte is on the socket. :class:`TableClient` changes two
+things and nothing else:
 
-- paho's "register write" callback, when it comes on the loop's own thread (it always does
-  once connected: aiomqtt calls paho only from the loop), adds the writer at once instead of a
-  turn later; from any other thread (paho's connect runs in an executor) it is aiomqtt's own.
-  Registering and unregistering are then both synchronous, so a writer is never added after
-  the write it was for (which would leave a callback that finds nothing to write and is never
-  removed: a loop spinning on a writable socket);
+- paho's wish for a writer, when it comes on the loop's own thread (it always does once
+  connected), adds the writer at once instead of a turn later; from any other thread (paho's
+  connect runs in an executor) it is aiomqtt's own. Adding and removing are then both
+  synchronous, so a writer is never added after the write it was for (which would leave a
+  callback spinning on a writable socket);
 - :meth:`TableClient.publish_now`: a QoS 1 publish through paho's ``publish()``, written to the
-  socket before it returns (paho's ``loop_write()``, as the writer callback would call it); a
-  writer is added only for what does not fit in the socket's buffer; and the PUBACKs reported
-  to one listener (:attr:`TableClient.on_acked`) from paho's ``on_publish``.
+  socket before it returns; a writer is added only for what the socket does not take at once;
+  the PUBACKs go to one listener (:attr:`TableClient.on_acked`).
 
-Never while paho holds its callback lock: paho's write takes that lock (a plain, non-reentrant
-one) to report a QoS 0 publish, so a write from inside a paho callback on the loop's thread
-would wait for itself for ever. :meth:`publish_now` then leaves the write to the writer callback,
-and ``on_acked`` listeners must not publish (they are called inside that lock).
-
-aiomqtt (pinned below 3) keeps paho in ``Client._client`` and the loop in ``Client._loop``, and
-names the callbacks extended here ``_on_socket_register_write``, ``_on_socket_unregister_write``
-and ``_on_publish``; paho's callback lock is ``_in_callback_mutex``: the private facts this
-module relies on, checked by tests/integration/test_durable_direct.py against the installed
-aiomqtt and paho.
+Never while paho holds its callback lock (a write there would wait for itself for ever): then
+:meth:`publish_now` leaves the write to the writer callback, and ``on_acked`` listeners must
+not publish. The library internals this needs are :mod:`tabled.contract.mqttprivate`'s; what
+they buy is measured in docs/design.md, "Private library uses".
 """
 
 from __future__ import annotations
@@ -71,22 +60,16 @@ class TableClient(Client):
         #: inside paho's callback lock (it must not publish).
         self.on_acked: Callable[[int], None] | None = None
 
-    @property
-    def paho(self) -> mqtt.Client:
-        """The paho client under aiomqtt's."""
-        return self._client
-
     def publish_now(self, topic: str, payload: str | bytes) -> int:
         """Queue ``payload`` on ``topic`` at QoS 1 and write it to the socket now; return paho's
         message id (its PUBACK goes to :attr:`on_acked`). Raises MqttCodeError where paho
         refuses it (the connection is gone).
 
         The writer paho asks for while it queues the message is not added to the loop if this
-        call writes everything itself (two ``epoll_ctl`` calls and a handle less per message:
-        a tenth of the daemon's CPU per shoe event, measured with py-spy); it is added where
-        something is left to write, or where this call may not write (inside paho's callback
-        lock)."""
-        paho = self._client
+        call writes everything itself (two ``epoll_ctl`` calls and a handle less per message);
+        it is added where something is left to write, or where this call may not write
+        (inside paho's callback lock)."""
+        paho = self.paho
         self._queueing = True
         try:
             info = paho.publish(topic, payload, qos=1)
@@ -94,43 +77,30 @@ class TableClient(Client):
             self._queueing = False
         if info.rc != mqtt.MQTT_ERR_SUCCESS:
             raise MqttCodeError(info.rc, "Could not publish message")
-        if paho.want_write() and not paho._in_callback_mutex.locked():
-            self._write()
+        if paho.want_write() and not self.in_paho_callback():
+            self.write_now()
         if self._writer_owed:  # paho holds a writer registered: if bytes are left, it is
             self._writer_owed = False
             sock = paho.socket()
             if sock is not None:
-                self._loop.add_writer(sock.fileno(), self._write)
+                self.loop.add_writer(sock.fileno(), self.write_now)
         return info.mid
 
-    # -- aiomqtt's paho callbacks, made synchronous on the loop's thread ----------------------
+    # -- the adapter's hooks, made synchronous on the loop's thread ----------------------------
 
-    def _on_socket_register_write(self, client: mqtt.Client, userdata: Any,
-                                  sock: Any) -> None:
+    def writer_wanted(self, sock: Any) -> None:
         if threading.get_ident() != self._loop_thread:
-            super()._on_socket_register_write(client, userdata, sock)
+            super().writer_wanted(sock)
         elif self._queueing:
             self._writer_owed = True
         else:
-            self._loop.add_writer(sock.fileno(), self._write)
+            self.loop.add_writer(sock.fileno(), self.write_now)
 
-    def _on_socket_unregister_write(self, client: mqtt.Client, userdata: Any,
-                                    sock: Any) -> None:
+    def writer_not_wanted(self, sock: Any) -> None:
         self._writer_owed = False
-        super()._on_socket_unregister_write(client, userdata, sock)
+        super().writer_not_wanted(sock)
 
-    def _write(self) -> None:
-        """What aiomqtt's writer callback does: paho writes what it has queued; an exception
-        (a broken pipe) is the connection's end."""
-        try:
-            self._client.loop_write()
-        except Exception as exc:
-            if not self._disconnected.done():
-                self._disconnected.set_exception(exc)
-
-    def _on_publish(self, client: mqtt.Client, userdata: Any, mid: int, reason_code: Any,
-                    properties: Any) -> None:
-        super()._on_publish(client, userdata, mid, reason_code, properties)
+    def acknowledged(self, mid: int) -> None:
         listener = self.on_acked
         if listener is not None:
             listener(mid)

@@ -14,13 +14,14 @@ import asyncio
 import contextlib
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import aiomqtt
 import structlog
 
 from tabled.daemon.journal import DeliveryLog, JournalError, StoredOutput
-from tabled.daemon.mqtt.client import TableClient
 from tabled.daemon.mqtt.topics import Topics
 
 log = structlog.get_logger("tabled.mqtt")
@@ -31,30 +32,34 @@ T_ACK_PERSIST = 1.0
 BATCH = 256
 
 
+@runtime_checkable
+class DirectPublish(Protocol):
+    """A client whose QoS 1 publish is on the broker's socket when the call returns, its
+    PUBACKs reported by message id: :class:`~tabled.daemon.mqtt.client.TableClient`."""
+
+    on_acked: Callable[[int], None] | None
+
+    def publish_now(self, topic: str, payload: str | bytes) -> int: ...
+
+
 @dataclass(slots=True)
 class _Pump:
     """The publisher's state for one connection."""
 
-    client: aiomqtt.Client
+    client: DirectPublish
     #: the last journal id started (published or in flight)
     cursor: int
     #: rows up to this id were journaled before the connection: they may be re-deliveries
     first_pass_end: int
-    #: the client's publish written on the spot, where it has one (TableClient); else aiomqtt's
-    direct: TableClient | None = None
     #: every journal row up to this id has been started (or is not to be published)
     scanned: int = 0
     #: started and not yet past the acknowledged position, in journal order: (id, when,
-    #: paho's message id or the aiomqtt publish's future)
-    inflight: deque[tuple[int, float, int | asyncio.Future[None]]] = field(
-        default_factory=deque)
-    #: direct publishes not yet acknowledged: paho's message id -> when it was started
+    #: paho's message id)
+    inflight: deque[tuple[int, float, int]] = field(default_factory=deque)
+    #: publishes not yet acknowledged: paho's message id -> when it was started
     by_mid: dict[int, float] = field(default_factory=dict)
     #: publishes started and not finished
     outstanding: int = 0
-
-    def done(self, _: asyncio.Future[None]) -> None:
-        self.outstanding -= 1
 
 
 class DurablePublisher:
@@ -126,12 +131,16 @@ class DurablePublisher:
         the device-to-subscriber latency), and, through the client's
         :meth:`~tabled.daemon.mqtt.client.TableClient.publish_now`, on the broker's socket
         before the commit's callback returns. Both run on the loop's one thread and ``_fill``
-        never awaits, so rows start once each and in journal order."""
+        never awaits, so rows start once each and in journal order.
+
+        ``client`` must publish directly (:class:`DirectPublish`): aiomqtt's own publish, a
+        task and three turns of the loop per row, does not meet the latency goal
+        (docs/design.md, "Private library uses")."""
+        if not isinstance(client, DirectPublish):
+            raise TypeError(f"a {type(client).__name__} does not publish directly")
         pump = _Pump(client, cursor=self.acked_id, first_pass_end=self.delivery.last_id,
                      scanned=self.acked_id)
-        if isinstance(client, TableClient):
-            pump.direct = client
-            client.on_acked = lambda mid: self._puback(pump, mid)
+        client.on_acked = lambda mid: self._puback(pump, mid)
         self._pump = pump
         last_persist = time.monotonic()
         try:
@@ -159,10 +168,6 @@ class DurablePublisher:
                         await self.wake.wait()
         finally:
             self._pump = None
-            futures = [f for _, _, f in pump.inflight if isinstance(f, asyncio.Future)]
-            for future in futures:
-                future.cancel()
-            await asyncio.gather(*futures, return_exceptions=True)
 
     def persist_ack(self) -> None:
         """A position no journal write has carried yet gets a commit of its own (the journal
@@ -194,24 +199,11 @@ class DurablePublisher:
 
     def _start(self, pump: _Pump, row: StoredOutput) -> None:
         started = time.monotonic()
-        topic = self.topics.durable(row.topic)
-        handle: int | asyncio.Future[None]
-        if pump.direct is not None:
-            handle = pump.direct.publish_now(topic, row.payload)
-            pump.by_mid[handle] = started
-        else:
-            handle = asyncio.ensure_future(self._publish_row(pump.client, topic, row.payload,
-                                                             started))
-            handle.add_done_callback(pump.done)
-            handle.add_done_callback(lambda _: self.wake.set())
+        mid = pump.client.publish_now(self.topics.durable(row.topic), row.payload)
+        pump.by_mid[mid] = started
         pump.outstanding += 1
-        pump.inflight.append((row.id, started, handle))
+        pump.inflight.append((row.id, started, mid))
         pump.cursor = row.id
-
-    async def _publish_row(self, client: aiomqtt.Client, topic: str, payload: str,
-                           started: float) -> None:
-        await client.publish(topic, payload, qos=1, timeout=self.puback_timeout)
-        self._published(started)
 
     def _published(self, started: float) -> None:
         self.counters["published"] += 1
@@ -235,24 +227,17 @@ class DurablePublisher:
         """Move the acknowledged position over the contiguous acknowledged prefix."""
         inflight = pump.inflight
         while inflight:
-            row_id, _, handle = inflight[0]
-            if isinstance(handle, asyncio.Future):
-                if not handle.done():
-                    return
-                exc = handle.exception()
-                if exc is not None:
-                    raise exc  # the connection is gone: the session ends, the loop reconnects
-            elif handle in pump.by_mid:
+            row_id, _, mid = inflight[0]
+            if mid in pump.by_mid:
                 return  # (paho calls on_publish before it marks its own record published)
             inflight.popleft()
             self.acked_id = row_id
             self.delivery.note_acked(row_id)  # rides on the next journal commit
 
     def _check_overdue(self, pump: _Pump) -> None:
-        """A direct publish without its PUBACK after ``puback_timeout`` ends the connection,
-        as aiomqtt's publish timeout does (the futures' path times out by itself)."""
-        if pump.inflight and pump.direct is not None:
-            _, started, handle = pump.inflight[0]
-            if (isinstance(handle, int) and handle in pump.by_mid
-                    and time.monotonic() - started > self.puback_timeout):
+        """A publish without its PUBACK after ``puback_timeout`` ends the connection, as
+        aiomqtt's publish timeout does."""
+        if pump.inflight:
+            _, started, mid = pump.inflight[0]
+            if mid in pump.by_mid and time.monotonic() - started > self.puback_timeout:
                 raise aiomqtt.MqttError(f"no PUBACK within {self.puback_timeout:g} s")

@@ -77,36 +77,11 @@ class _Restatus(Exception):
     and connect again with a birth that says the new state."""
 
 
-# Two facts about a connection that aiomqtt keeps to itself (aiomqtt is pinned below 3). Where
-# they cannot be read, each answer is the one that risks a gap in ``…/status`` numbers rather
-# than one number on two different messages.
-
-
-def _may_hold_will(client: aiomqtt.Client) -> bool:
-    """After a connection attempt without a CONNACK: may the broker have taken our CONNECT,
-    and with it the will? Not if no connection was made (refused, TLS handshake failed), the
-    broker answered no (a negative CONNACK), or the connection was closed (the broker does not
-    close a connection it accepted without a CONNACK). A CONNACK that did not come in time on
-    an open connection: it may have."""
-    paho = getattr(client, "_client", None)
-    try:
-        return paho is None or paho.socket() is not None
-    except Exception:  # not what this aiomqtt looks like: assume it may
-        return True
-
-
 def _why(exc: BaseException) -> str:
     """An aiomqtt error in words, with its cause (the message iterator's "Disconnected during
     message iteration" says why only there: "[code:7] The connection was lost.")."""
     cause = exc.__cause__
     return f"{exc}: {cause}" if cause is not None and str(cause) else str(exc)
-
-
-def _left_cleanly(client: aiomqtt.Client) -> bool:
-    """Did the connection end with our DISCONNECT, so that the broker dropped the will?"""
-    ended = getattr(client, "_disconnected", None)
-    return (isinstance(ended, asyncio.Future) and ended.done() and not ended.cancelled()
-            and ended.exception() is None)
 
 
 class BrokerSession:
@@ -132,7 +107,7 @@ class BrokerSession:
         self.counters: dict[str, int] = {"connects": 0, "disconnects": 0}
         self._parts: list[ConnectionPart] = []
         self._subscriptions: list[tuple[str, MessageHandler]] = []
-        self._client: aiomqtt.Client | None = None
+        self._client: TableClient | None = None
         self._stopping = False
         #: The state the last birth said (``online`` or ``degraded``, with its reason), and
         #: the states to say after it, in order: each is a birth of its own, even one that
@@ -214,7 +189,7 @@ class BrokerSession:
                 error = _why(group.exceptions[0])
                 if self._client is not None:  # the broker had accepted the connection
                     self.counters["disconnects"] += 1
-                    self._lost(error, left_cleanly=_left_cleanly(self._client))
+                    self._lost(error, left_cleanly=self._client.left_cleanly())
                 else:
                     self._cut_short = 0
                     self.problem = error
@@ -264,7 +239,7 @@ class BrokerSession:
                 except MqttConnectError:
                     raise  # the broker said no: it holds no will of ours
                 except aiomqtt.MqttError:
-                    if _may_hold_will(client):  # no CONNACK; the broker may have the CONNECT
+                    if client.may_hold_will():  # no CONNACK; the broker may have the CONNECT
                         self.numbers.spend(will_seq)
                     raise
                 # The broker holds the will: from now on it may publish it (a broker stopping
@@ -308,7 +283,7 @@ class BrokerSession:
         finally:
             # Ended by our DISCONNECT (a change of state, a shutdown, a PUBACK that never
             # came from a broker still there): the broker dropped the will unpublished.
-            if accepted and _left_cleanly(client):
+            if accepted and client.left_cleanly():
                 self.numbers.left_cleanly()
         return restatus
 

@@ -2,17 +2,15 @@
 every row, in journal order, each on the socket before the call that started it returns; the
 acknowledged position moved by the PUBACKs; aiomqtt's own publishes on the same connection
 interleaved without losing a byte; no writer callback left registered (a loop that would spin);
-no write from inside paho's callback lock (a write there waits for itself for ever); and the
-private names of aiomqtt and paho the client relies on, checked against the installed ones."""
+and no write from inside paho's callback lock (a write there waits for itself for ever). The
+private names of aiomqtt and paho under it: tests/integration/test_mqtt_private.py."""
 
 from __future__ import annotations
 
 import asyncio
 import signal
-import threading
 from pathlib import Path
 
-import aiomqtt
 import paho.mqtt.client as mqtt
 
 from tabled.contract.timeutil import rfc3339_now
@@ -56,22 +54,6 @@ class Acks:
         while not mids <= self.mids:
             await self._changed.wait()
             self._changed.clear()
-
-
-def test_the_private_names_the_client_relies_on_are_there() -> None:
-    # aiomqtt keeps paho, the loop and the connection's end under these names, and these are
-    # the callbacks TableClient extends; paho's callback lock is a plain lock
-    for name in ("_on_socket_register_write", "_on_socket_unregister_write", "_on_publish"):
-        assert callable(getattr(aiomqtt.Client, name))
-    async def made() -> TableClient:
-        return TableClient("127.0.0.1", 1)
-    client = asyncio.run(made())
-    assert isinstance(client.paho, mqtt.Client)
-    assert isinstance(client._loop, asyncio.AbstractEventLoop)
-    assert isinstance(client._disconnected, asyncio.Future)
-    assert client.paho.on_publish == client._on_publish  # paho calls the extended one
-    assert client.paho.on_socket_register_write == client._on_socket_register_write
-    assert isinstance(client.paho._in_callback_mutex, type(threading.Lock()))
 
 
 async def test_the_durable_stream_goes_out_in_order_each_row_written_at_once(

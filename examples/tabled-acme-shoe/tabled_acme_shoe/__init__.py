@@ -15,7 +15,7 @@ from tabled.drivers.serial_device import check_serial_settings, open_serial
 from tabled.drivers.sink import EventSink
 
 from tabled_acme_shoe.driver import AcmeShoeDriver
-from tabled_acme_shoe.protocol import SERIAL_MAX
+from tabled_acme_shoe.protocol import SERIAL_CHARS, SERIAL_MAX
 
 __all__ = ["FAMILY", "AcmeShoeDriver", "open_device"]
 
@@ -40,12 +40,12 @@ async def open_device(url: str, *, device_id: str, sink: EventSink, first_seq: i
 
 def check(url: str | None, serial: str | None) -> list[tuple[str, str]]:
     """What is wrong with a device's settings for this family (``tabled check-config``): a URL
-    a serial port can have, and a serial number a CardEye can carry (shorter than tabled's)."""
+    a serial port can have, and a serial number a CardEye's ``ID`` sentence can carry."""
     problems = check_serial_settings(url, serial)
     if serial is not None and not any(key == "serial" for key, _ in problems) and not (
-            len(serial) <= SERIAL_MAX and " " not in serial):
+            len(serial) <= SERIAL_MAX and set(serial) <= SERIAL_CHARS):
         problems.append(("serial", f"a CardEye's serial number has 1 to {SERIAL_MAX} "
-                                   "characters, without a space"))
+                                   "characters of A-Z, 0-9 and -"))
     return problems
 
 

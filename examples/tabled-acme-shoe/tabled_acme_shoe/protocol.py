@@ -1,92 +1,83 @@
-"""The ACME CardEye 2 shoe's messages (sans-IO): frozen messages <-> (kind, payload).
+"""The ACME CardEye 2's sentences (sans-IO): frozen messages <-> ASCII lines.
 
-Owns the vendor's message catalogue (README.md, "Protocol") and nothing else: frames, sequence
-numbers, ACK/NAK and retransmission are tabled's shared serial link
-(:mod:`tabled.drivers.framing`, :mod:`tabled.drivers.link`), which the CardEye speaks; what a
-message means as a tabled event is the driver's. No I/O, no asyncio.
+Owns the vendor's own message protocol (README.md, "Protocol") and nothing else: every message
+is one line of printable ASCII, ``$CE<TYPE>,<field>,...*HH`` and CR LF, where ``HH`` is the
+CardEye's own checksum (the XOR of every byte between ``$`` and ``*``, two upper-case hex
+digits). Each line travels as the payload of one frame of tabled's serial link
+(:mod:`tabled.drivers.framing`, :mod:`tabled.drivers.link`, kind :data:`SENTENCE`), which gives
+it sequence numbers, ACK/NAK and retransmission; what a sentence means as a tabled event is the
+driver's. No I/O, no asyncio.
 
-Encoding is canonical: a payload :func:`decode` accepts re-encodes to the same bytes. Building
-a message with a field out of range raises ``ValueError`` (we misused it); a payload that
-breaks the catalogue raises :class:`~tabled.drivers.errors.ProtocolError` (the device sent
-garbage), which the driver turns into a refusal before the frame is acknowledged.
+Encoding is canonical: a line :func:`parse` accepts is exactly what :func:`line` makes of the
+message. Building a message with a field out of range raises ``ValueError`` (we misused it); a
+line that breaks the grammar or its checksum raises
+:class:`~tabled.drivers.errors.ProtocolError` (the device sent garbage), which the driver turns
+into a refusal before the frame is acknowledged.
 """
 
 from __future__ import annotations
 
 import enum
-import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Final, TypeAlias
 
-from tabled.contract.events import RANKS, SUITS
+from tabled.contract.events import CARD_CODES
 from tabled.drivers.errors import ProtocolError
 
-
-class Kind(enum.IntEnum):
-    """Message kinds: the shoe's from 0x40, the host's from 0x60 (the link's are below 0x10)."""
-
-    HELLO = 0x40
-    SHOE_IN = 0x41
-    CARD = 0x42
-    CUT = 0x43
-    KEY = 0x44
-    ALARM = 0x45
-    STATE = 0x46
-    STATE_REQUEST = 0x60
-
-
-class Key(enum.IntEnum):
-    """The dealer's keys on the shoe."""
-
-    BURN = 1  # the next card drawn is a burn
-    DEMO = 2
-    VOID = 3
-
-
-class Alarm(enum.IntEnum):
-    """The shoe's alarm codes."""
-
-    MISREAD = 0x01  # a card was drawn but not read
-    OPTICS = 0x02  # the reader's window needs cleaning
-    EMPTY = 0x03  # no card left to draw
-
-
-class Mode(enum.IntEnum):
-    """What the shoe is doing, as STATE reports it."""
-
-    IDLE = 0
-    DEALING = 1
-    EMPTY = 2
-
-
-#: ``magic`` of HELLO: every CardEye says it first.
-MAGIC: Final = b"ACME"
-#: The one model this family drives (CardEye 2); HELLO names it.
-MODEL_CARDEYE_2: Final = 0x02
-#: Bit 0 of CARD's and ALARM's flags: the dealer had pressed BURN for this card.
-FLAG_BURN: Final = 0x01
-#: Bit 1 of STATE's alarms: OPTICS is raised.
-ALARM_OPTICS_BIT: Final = 0x02
-#: A serial number: 1 to 16 printable ASCII characters, no space (printed on the shoe).
+#: The one link frame kind the CardEye uses: a sentence, either way (the identity too).
+SENTENCE: Final = 0x50
+#: Every sentence starts with this talker id after the ``$``.
+TALKER: Final = "CE"
+#: The model a CardEye 2 names in its ``ID`` sentence.
+MODEL: Final = "CE2"
+#: A serial number: 1 to 16 characters of A-Z, 0-9 and ``-`` (printed on the shoe).
 SERIAL_MAX: Final = 16
-#: Card counts are 16-bit (a shoe of 16 decks holds 832 cards).
-MAX_COUNT: Final = 0xFFFF
+#: Card counts are four digits (a shoe of 16 decks holds 832 cards).
+MAX_COUNT: Final = 9999
 MAX_DECKS: Final = 16
+#: The longest sentence, bytes (the link carries it whole).
+MAX_LINE: Final = 80
+
+#: The characters of a serial number.
+SERIAL_CHARS: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
 
 
-def card_byte(card: str) -> int:
-    """A tabled card code (``"TD"``) as the CardEye's byte: suit (1 S, 2 H, 3 C, 4 D) in the
-    high nibble, rank (1 A ... 13 K) in the low one."""
-    return (SUITS.index(card[1]) + 1) << 4 | (RANKS.index(card[0]) + 1)
+class Key(enum.Enum):
+    """The dealer's keys the shoe reports (a burn is a flag of the card drawn, not a key)."""
+
+    DEMO = "DEMO"
+    VOID = "VOID"
 
 
-def card_code(byte: int) -> str:
-    """The CardEye's card byte as a tabled card code; ValueError if it is not a card."""
-    suit, rank = byte >> 4, byte & 0x0F
-    if not (1 <= suit <= len(SUITS) and 1 <= rank <= len(RANKS)):
-        raise ValueError(f"0x{byte:02x} is not a card")
-    return RANKS[rank - 1] + SUITS[suit - 1]
+class Error(enum.Enum):
+    """The shoe's error codes, as its ``ERR`` sentence names them."""
+
+    MISREAD = "MISREAD"  # a card was drawn but not read
+    WINDOW = "WINDOW"  # the reader's window needs cleaning
+    EMPTY = "EMPTY"  # no card left to draw
+
+
+class Mode(enum.Enum):
+    """What the shoe is doing, as its ``STA`` sentence says."""
+
+    IDLE = "IDLE"
+    DEAL = "DEAL"
+    EMPTY = "EMPTY"
+
+
+def checksum(body: bytes) -> int:
+    """The CardEye's checksum of a sentence's body (between ``$`` and ``*``): every byte XORed."""
+    total = 0
+    for byte in body:
+        total ^= byte
+    return total
+
+
+def _count(text: str) -> int:
+    if len(text) != 4 or not text.isdigit():
+        raise ValueError(f"{text!r} is not a four-digit count")
+    return int(text)
 
 
 def _check_count(count: int, *, first: int) -> None:
@@ -94,229 +85,250 @@ def _check_count(count: int, *, first: int) -> None:
         raise ValueError(f"count {count} is not {first} to {MAX_COUNT}")
 
 
-def _unpack(fmt: str, payload: bytes) -> tuple[int, ...]:
-    size = struct.calcsize(fmt)
-    if len(payload) != size:
-        raise ValueError(f"payload of {len(payload)} bytes, expected {size}")
-    return struct.unpack(fmt, payload)
+def _flag(text: str) -> bool:
+    if text not in ("B", "N"):
+        raise ValueError(f"{text!r} is not B (burn) or N")
+    return text == "B"
 
 
-def _only(flags: int, allowed: int) -> None:
-    if flags & ~allowed:
-        raise ValueError(f"reserved flag bits set in 0x{flags:02x}")
+def _arity(fields: Sequence[str], n: int) -> None:
+    if len(fields) != n:
+        raise ValueError(f"{len(fields)} fields, expected {n}")
 
 
-# -- the shoe's messages -----------------------------------------------------------------------
+# -- the shoe's sentences ----------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class Hello:
-    """Who the shoe is: model, firmware version, serial number. It rides in the link's
-    RESET_ACK (the shoe's identity); the shoe never sends it as a message of its own."""
+class Ident:
+    """``ID``: who the shoe is (model, firmware, serial number). It rides in the link's
+    RESET_ACK (the shoe's identity); the shoe never sends it as a sentence of its own."""
 
-    KIND: ClassVar[Kind] = Kind.HELLO
-    model: int
-    firmware: tuple[int, int]
+    TYPE: ClassVar[str] = "ID"
+    model: str
+    firmware: str
     serial: str
 
     def __post_init__(self) -> None:
-        if not 0 <= self.model <= 0xFF or not all(0 <= v <= 0xFF for v in self.firmware):
-            raise ValueError("model and firmware numbers are bytes")
-        if not (1 <= len(self.serial) <= SERIAL_MAX
-                and all("!" <= ch <= "~" for ch in self.serial)):
-            raise ValueError(f"serial {self.serial!r} is not 1 to {SERIAL_MAX} printable ASCII "
-                             "characters without a space")
+        if not self.model.isalnum() or not self.firmware.replace(".", "").isdigit():
+            raise ValueError(f"model {self.model!r} / firmware {self.firmware!r}")
+        if not (1 <= len(self.serial) <= SERIAL_MAX and set(self.serial) <= SERIAL_CHARS):
+            raise ValueError(f"serial {self.serial!r} is not 1 to {SERIAL_MAX} characters of "
+                             "A-Z, 0-9 and -")
 
-    @property
-    def firmware_text(self) -> str:
-        return f"{self.firmware[0]}.{self.firmware[1]}"
-
-    def to_payload(self) -> bytes:
-        serial = self.serial.encode("ascii")
-        return (MAGIC + bytes((self.model, *self.firmware, len(serial))) + serial)
+    def fields(self) -> list[str]:
+        return [self.model, self.firmware, self.serial]
 
     @classmethod
-    def from_payload(cls, payload: bytes) -> Hello:
-        if payload[:4] != MAGIC:
-            raise ValueError("no ACME magic")
-        if len(payload) < 8 or len(payload) != 8 + payload[7]:
-            raise ValueError(f"payload of {len(payload)} bytes does not hold its serial")
-        return cls(payload[4], (payload[5], payload[6]), payload[8:].decode("latin-1"))
+    def of(cls, fields: Sequence[str]) -> Ident:
+        _arity(fields, 3)
+        return cls(*fields)
 
 
 @dataclass(frozen=True, slots=True)
-class ShoeIn:
-    """A shoe of ``decks`` decks was loaded: the card count restarts."""
+class NewShoe:
+    """``SHO``: a shoe of ``decks`` decks was loaded; the card count restarts."""
 
-    KIND: ClassVar[Kind] = Kind.SHOE_IN
+    TYPE: ClassVar[str] = "SHO"
     decks: int
 
     def __post_init__(self) -> None:
         if not 1 <= self.decks <= MAX_DECKS:
             raise ValueError(f"decks {self.decks} is not 1 to {MAX_DECKS}")
 
-    def to_payload(self) -> bytes:
-        return bytes((self.decks,))
+    def fields(self) -> list[str]:
+        return [f"{self.decks:02d}"]
 
     @classmethod
-    def from_payload(cls, payload: bytes) -> ShoeIn:
-        (decks,) = _unpack(">B", payload)
-        return cls(decks)
+    def of(cls, fields: Sequence[str]) -> NewShoe:
+        _arity(fields, 1)
+        if len(fields[0]) != 2 or not fields[0].isdigit():
+            raise ValueError(f"{fields[0]!r} is not two digits")
+        return cls(int(fields[0]))
 
 
 @dataclass(frozen=True, slots=True)
-class Card:
-    """Card ``count`` of this shoe (from 1) was drawn and read as ``card``; ``burn`` if the
-    dealer had pressed BURN for it."""
+class Drawn:
+    """``DRW``: card ``count`` of this shoe (from 1) was drawn and read as ``card`` (tabled's
+    card code); ``burn`` if the dealer drew it as a burn."""
 
-    KIND: ClassVar[Kind] = Kind.CARD
+    TYPE: ClassVar[str] = "DRW"
     count: int
     card: str
     burn: bool = False
 
     def __post_init__(self) -> None:
         _check_count(self.count, first=1)
-        if len(self.card) != 2 or self.card[0] not in RANKS or self.card[1] not in SUITS:
+        if self.card not in CARD_CODES:
             raise ValueError(f"{self.card!r} is not a card code")
 
-    def to_payload(self) -> bytes:
-        return struct.pack(">HBB", self.count, card_byte(self.card),
-                           FLAG_BURN if self.burn else 0)
+    def fields(self) -> list[str]:
+        return [f"{self.count:04d}", self.card, "B" if self.burn else "N"]
 
     @classmethod
-    def from_payload(cls, payload: bytes) -> Card:
-        count, byte, flags = _unpack(">HBB", payload)
-        _only(flags, FLAG_BURN)
-        return cls(count, card_code(byte), bool(flags & FLAG_BURN))
+    def of(cls, fields: Sequence[str]) -> Drawn:
+        _arity(fields, 3)
+        return cls(_count(fields[0]), fields[1], _flag(fields[2]))
 
 
 @dataclass(frozen=True, slots=True)
-class Cut:
-    """The cut card came out after ``count`` cards of this shoe."""
+class CutSeen:
+    """``CUT``: the cut card came out after ``count`` cards of this shoe."""
 
-    KIND: ClassVar[Kind] = Kind.CUT
+    TYPE: ClassVar[str] = "CUT"
     count: int
 
     def __post_init__(self) -> None:
         _check_count(self.count, first=0)
 
-    def to_payload(self) -> bytes:
-        return struct.pack(">H", self.count)
+    def fields(self) -> list[str]:
+        return [f"{self.count:04d}"]
 
     @classmethod
-    def from_payload(cls, payload: bytes) -> Cut:
-        (count,) = _unpack(">H", payload)
-        return cls(count)
+    def of(cls, fields: Sequence[str]) -> CutSeen:
+        _arity(fields, 1)
+        return cls(_count(fields[0]))
 
 
 @dataclass(frozen=True, slots=True)
 class KeyPressed:
-    """The dealer pressed ``key``."""
+    """``KEY``: the dealer pressed ``key``."""
 
-    KIND: ClassVar[Kind] = Kind.KEY
+    TYPE: ClassVar[str] = "KEY"
     key: Key
 
-    def to_payload(self) -> bytes:
-        return bytes((self.key,))
+    def fields(self) -> list[str]:
+        return [self.key.value]
 
     @classmethod
-    def from_payload(cls, payload: bytes) -> KeyPressed:
-        (key,) = _unpack(">B", payload)
-        return cls(Key(key))
+    def of(cls, fields: Sequence[str]) -> KeyPressed:
+        _arity(fields, 1)
+        return cls(Key(fields[0]))
 
 
 @dataclass(frozen=True, slots=True)
-class AlarmRaised:
-    """Alarm ``code`` after ``count`` cards of this shoe. MISREAD: card ``count`` was drawn but
-    not read (``burn`` if it was a burn). OPTICS and EMPTY: never a burn."""
+class ErrorRaised:
+    """``ERR``: error ``code`` after ``count`` cards of this shoe. MISREAD: card ``count`` was
+    drawn but not read (``burn`` if it was drawn as a burn). WINDOW and EMPTY: never a burn."""
 
-    KIND: ClassVar[Kind] = Kind.ALARM
-    code: Alarm
+    TYPE: ClassVar[str] = "ERR"
+    code: Error
     count: int
     burn: bool = False
 
     def __post_init__(self) -> None:
-        misread = self.code is Alarm.MISREAD
+        misread = self.code is Error.MISREAD
         _check_count(self.count, first=1 if misread else 0)
         if self.burn and not misread:
             raise ValueError(f"only a MISREAD card can be a burn, not {self.code.name}")
 
-    def to_payload(self) -> bytes:
-        return struct.pack(">BBH", self.code, FLAG_BURN if self.burn else 0, self.count)
+    def fields(self) -> list[str]:
+        return [self.code.value, f"{self.count:04d}", "B" if self.burn else "N"]
 
     @classmethod
-    def from_payload(cls, payload: bytes) -> AlarmRaised:
-        code, flags, count = _unpack(">BBH", payload)
-        _only(flags, FLAG_BURN)
-        return cls(Alarm(code), count, bool(flags & FLAG_BURN))
+    def of(cls, fields: Sequence[str]) -> ErrorRaised:
+        _arity(fields, 3)
+        return cls(Error(fields[0]), _count(fields[1]), _flag(fields[2]))
 
 
 @dataclass(frozen=True, slots=True)
-class State:
-    """The shoe's state, in answer to STATE_REQUEST: mode, decks loaded (0: none), cards drawn,
-    and whether OPTICS is raised."""
+class Status:
+    """``STA``: the shoe's state, in answer to ``QRY``: mode, decks loaded (0: none), cards
+    drawn, and whether the WINDOW error is standing."""
 
-    KIND: ClassVar[Kind] = Kind.STATE
+    TYPE: ClassVar[str] = "STA"
     mode: Mode
     decks: int
     count: int
-    optics: bool = False
+    window: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.decks <= MAX_DECKS:
             raise ValueError(f"decks {self.decks} is not 0 to {MAX_DECKS}")
         _check_count(self.count, first=0)
 
-    def to_payload(self) -> bytes:
-        return struct.pack(">BBHB", self.mode, self.decks, self.count,
-                           ALARM_OPTICS_BIT if self.optics else 0)
+    def fields(self) -> list[str]:
+        return [self.mode.value, f"{self.decks:02d}", f"{self.count:04d}",
+                "W" if self.window else "-"]
 
     @classmethod
-    def from_payload(cls, payload: bytes) -> State:
-        mode, decks, count, alarms = _unpack(">BBHB", payload)
-        _only(alarms, ALARM_OPTICS_BIT)
-        return cls(Mode(mode), decks, count, bool(alarms & ALARM_OPTICS_BIT))
+    def of(cls, fields: Sequence[str]) -> Status:
+        _arity(fields, 4)
+        if len(fields[1]) != 2 or not fields[1].isdigit() or fields[3] not in ("W", "-"):
+            raise ValueError(f"decks {fields[1]!r} / window {fields[3]!r}")
+        return cls(Mode(fields[0]), int(fields[1]), _count(fields[2]), fields[3] == "W")
 
 
-# -- the host's message -------------------------------------------------------------------------
+# -- the host's sentence -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class StateRequest:
-    """The host asks for a :class:`State`."""
+class Query:
+    """``QRY``: the host asks for a :class:`Status`."""
 
-    KIND: ClassVar[Kind] = Kind.STATE_REQUEST
+    TYPE: ClassVar[str] = "QRY"
 
-    def to_payload(self) -> bytes:
-        return b""
+    def fields(self) -> list[str]:
+        return []
 
     @classmethod
-    def from_payload(cls, payload: bytes) -> StateRequest:
-        if payload:
-            raise ValueError(f"takes no payload, got {len(payload)} bytes")
+    def of(cls, fields: Sequence[str]) -> Query:
+        _arity(fields, 0)
         return cls()
 
 
-Report: TypeAlias = ShoeIn | Card | Cut | KeyPressed | AlarmRaised | State
-Message: TypeAlias = Hello | Report | StateRequest
+Report: TypeAlias = NewShoe | Drawn | CutSeen | KeyPressed | ErrorRaised | Status
+Message: TypeAlias = Ident | Report | Query
 
-REPORTS: Final = (ShoeIn, Card, Cut, KeyPressed, AlarmRaised, State)
-_DECODERS: Final[dict[int, Callable[[bytes], Message]]] = {
-    cls.KIND: cls.from_payload for cls in (Hello, *REPORTS, StateRequest)
+REPORTS: Final = (NewShoe, Drawn, CutSeen, KeyPressed, ErrorRaised, Status)
+_PARSERS: Final[dict[str, Callable[[Sequence[str]], Message]]] = {
+    cls.TYPE: cls.of for cls in (Ident, *REPORTS, Query)
 }
+
+
+def line(message: Message) -> bytes:
+    """The sentence that says ``message``, checksum and CR LF included."""
+    body = ",".join([TALKER + message.TYPE, *message.fields()]).encode("ascii")
+    return b"$" + body + b"*%02X\r\n" % checksum(body)
+
+
+def parse(data: bytes) -> Message:
+    """The message a sentence says; ProtocolError if it breaks the grammar or its checksum."""
+    if len(data) > MAX_LINE or not data.startswith(b"$") or not data.endswith(b"\r\n"):
+        raise ProtocolError("not a sentence ($ ... CR LF, at most 80 bytes)")
+    body, star, sent = data[1:-2].rpartition(b"*")
+    if not star or len(sent) != 2 or sent != sent.upper():
+        raise ProtocolError("no checksum (*HH) at the sentence's end")
+    try:
+        text = body.decode("ascii")
+        wanted = int(sent, 16)
+    except ValueError:
+        raise ProtocolError("a sentence is ASCII with a hexadecimal checksum") from None
+    if checksum(body) != wanted:
+        raise ProtocolError(f"checksum {sent.decode()} does not match the sentence "
+                            f"({checksum(body):02X})")
+    if not text.isprintable() or "$" in text or "*" in text:
+        raise ProtocolError("a sentence's fields are printable ASCII without $ or *")
+    head, *fields = text.split(",")
+    parser = _PARSERS.get(head[len(TALKER):]) if head.startswith(TALKER) else None
+    if parser is None:
+        raise ProtocolError(f"unknown sentence {head!r}")
+    try:
+        message = parser(fields)
+    except ValueError as exc:
+        raise ProtocolError(f"{head}: {exc}") from None
+    if line(message) != data:
+        raise ProtocolError(f"{head}: not written as a CardEye writes it")
+    return message
 
 
 def encode(message: Message) -> tuple[int, bytes]:
     """The kind and payload of the link frame that carries ``message``."""
-    return int(message.KIND), message.to_payload()
+    return SENTENCE, line(message)
 
 
 def decode(kind: int, payload: bytes) -> Message:
-    """The message a link frame carries; ProtocolError if it is none of the catalogue's."""
-    decoder = _DECODERS.get(kind)
-    if decoder is None:
-        raise ProtocolError(f"unknown message kind 0x{kind:02x}")
-    try:
-        return decoder(payload)
-    except ValueError as exc:
-        raise ProtocolError(f"{Kind(kind).name}: {exc}") from None
+    """The message a link frame carries; ProtocolError if it is not a CardEye sentence."""
+    if kind != SENTENCE:
+        raise ProtocolError(f"frame kind 0x{kind:02x} is not a CardEye sentence (0x50)")
+    return parse(payload)

@@ -1,7 +1,7 @@
-"""The ACME CardEye 2 family's own tests: its message catalogue, what each message means, its
-settings check and its script. Everything that needs a device and a driver together (framing,
-chunking, damage, unplugs, identity, durability, each alarm as its fault) is the conformance
-kit's: ``tabled conformance acme_shoe``."""
+"""The ACME CardEye 2 family's own tests: its sentences (grammar, checksum, strictness), what
+each sentence means, its settings check and its script. Everything that needs a device and a
+driver together (link frames, chunking, damage, unplugs, identity, durability, each error as
+its fault) is the conformance kit's: ``tabled conformance acme_shoe``."""
 
 from __future__ import annotations
 
@@ -19,39 +19,41 @@ from tabled.drivers.registry import family
 from tabled_acme_shoe import FAMILY, check
 from tabled_acme_shoe.driver import AcmeShoeDriver, normalize
 from tabled_acme_shoe.protocol import (
-    Alarm,
-    AlarmRaised,
-    Card,
-    Cut,
-    Hello,
+    SENTENCE,
+    CutSeen,
+    Drawn,
+    Error,
+    ErrorRaised,
+    Ident,
     Key,
     KeyPressed,
     Message,
     Mode,
-    ShoeIn,
-    State,
-    StateRequest,
-    card_byte,
-    card_code,
+    NewShoe,
+    Query,
+    Status,
+    checksum,
     decode,
     encode,
+    line,
+    parse,
 )
-from tabled_acme_shoe.simulator import ShoeAlarm, deal
+from tabled_acme_shoe.simulator import ShoeError, deal
 
-counts = st.integers(1, 0xFFFF)
+counts = st.integers(1, 9999)
 messages: st.SearchStrategy[Message] = st.one_of(
-    st.builds(Hello, st.integers(0, 255), st.tuples(st.integers(0, 255), st.integers(0, 255)),
-              st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1,
+    st.builds(Ident, st.just("CE2"), st.sampled_from(["2.3", "10.0", "1"]),
+              st.text(st.sampled_from("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-"), min_size=1,
                       max_size=16)),
-    st.builds(ShoeIn, st.integers(1, 16)),
-    st.builds(Card, counts, st.sampled_from(sorted(CARD_CODES)), st.booleans()),
-    st.builds(Cut, st.integers(0, 0xFFFF)),
+    st.builds(NewShoe, st.integers(1, 16)),
+    st.builds(Drawn, counts, st.sampled_from(sorted(CARD_CODES)), st.booleans()),
+    st.builds(CutSeen, st.integers(0, 9999)),
     st.builds(KeyPressed, st.sampled_from(Key)),
-    st.builds(AlarmRaised, st.just(Alarm.MISREAD), counts, st.booleans()),
-    st.builds(AlarmRaised, st.sampled_from([Alarm.OPTICS, Alarm.EMPTY]), counts),
-    st.builds(State, st.sampled_from(Mode), st.integers(0, 16), st.integers(0, 0xFFFF),
+    st.builds(ErrorRaised, st.just(Error.MISREAD), counts, st.booleans()),
+    st.builds(ErrorRaised, st.sampled_from([Error.WINDOW, Error.EMPTY]), counts),
+    st.builds(Status, st.sampled_from(Mode), st.integers(0, 16), st.integers(0, 9999),
               st.booleans()),
-    st.just(StateRequest()),
+    st.just(Query()),
 )
 
 
@@ -60,62 +62,80 @@ def test_every_message_round_trips(message: Message) -> None:
     assert decode(*encode(message)) == message
 
 
-@given(st.integers(0x40, 0x60), st.binary(max_size=24))
-def test_any_payload_is_a_message_that_re_encodes_to_itself_or_a_protocol_error(
-        kind: int, payload: bytes) -> None:
+@given(st.binary(max_size=48))
+def test_any_payload_is_a_sentence_that_re_encodes_to_itself_or_a_protocol_error(
+        payload: bytes) -> None:
     try:
-        message = decode(kind, payload)
+        message = decode(SENTENCE, payload)
     except ProtocolError:
         return
-    assert encode(message) == (kind, payload)  # canonical: one message, one encoding
+    assert encode(message) == (SENTENCE, payload)  # canonical: one message, one sentence
 
 
-def test_cards_are_one_byte_suit_high_rank_low() -> None:
-    assert card_byte("AS") == 0x11 and card_byte("TD") == 0x4A and card_byte("KH") == 0x2D
-    assert all(card_code(card_byte(code)) == code for code in CARD_CODES)
-    for byte in (0x00, 0x10, 0x1E, 0x51):
-        with pytest.raises(ValueError):
-            card_code(byte)
+@given(messages, st.data())
+def test_a_changed_byte_is_never_taken_as_another_sentence(message: Message,
+                                                           data: st.DataObject) -> None:
+    sent = bytearray(line(message))
+    at = data.draw(st.integers(1, len(sent) - 3))  # inside $ ... *HH
+    sent[at] ^= data.draw(st.integers(1, 0x7F))
+    with pytest.raises(ProtocolError):
+        parse(bytes(sent))
 
 
-def test_hello_is_the_identity_and_tells_a_cardeye_from_anything_else() -> None:
+def test_a_sentence_is_ascii_with_its_own_checksum() -> None:
+    assert line(Drawn(7, "TD")) == b"$CEDRW,0007,TD,N*%02X\r\n" % checksum(b"CEDRW,0007,TD,N")
+    assert checksum(b"CEQRY") == 0x43 ^ 0x45 ^ 0x51 ^ 0x52 ^ 0x59
+    with pytest.raises(ProtocolError, match="checksum"):
+        parse(b"$CEQRY*00\r\n")
+    with pytest.raises(ProtocolError, match="not a sentence"):
+        parse(b"$CEQRY*%02X" % checksum(b"CEQRY"))  # no CR LF
+    with pytest.raises(ProtocolError, match="unknown sentence"):
+        parse(b"$CEXYZ*%02X\r\n" % checksum(b"CEXYZ"))
+    with pytest.raises(ProtocolError, match="no checksum"):
+        parse(b"$CEQRY*5c\r\n")  # lower-case hex (its checksum is 5C)
+    with pytest.raises(ProtocolError, match="SHO: '8' is not two digits"):
+        parse(b"$CESHO,8*%02X\r\n" % checksum(b"CESHO,8"))
+    with pytest.raises(ProtocolError, match="is not a CardEye sentence"):
+        decode(0x42, line(Query()))
+
+
+def test_the_id_sentence_is_the_identity_and_tells_a_cardeye_from_anything_else() -> None:
     driver = AcmeShoeDriver.__new__(AcmeShoeDriver)  # (identify reads nothing of the instance)
-    assert driver.identify(*encode(Hello(0x02, (2, 3), "CE2-000417"))) == {
+    assert driver.identify(*encode(Ident("CE2", "2.3", "CE2-000417"))) == {
         "firmware": "2.3", "serial": "CE2-000417", "model": "CardEye 2"}
-    with pytest.raises(ProtocolError, match="model 0x03, not a CardEye 2"):
-        driver.identify(*encode(Hello(0x03, (1, 0), "CE3-1")))
-    with pytest.raises(ProtocolError, match="unknown message kind 0x16"):
+    with pytest.raises(ProtocolError, match="model 'CE3', not a CardEye 2"):
+        driver.identify(*encode(Ident("CE3", "1.0", "CE3-1")))
+    with pytest.raises(ProtocolError, match="0x16 is not a CardEye sentence"):
         driver.identify(0x16, b"\x0cshoe-sim 1.0\x0dSHOE-SIM-0001")  # the built-in shoe's
-    with pytest.raises(ProtocolError, match="no ACME magic"):
-        driver.identify(0x40, b"ACNE\x02\x02\x03\x01X")
+    with pytest.raises(ProtocolError, match="not ID"):
+        driver.identify(*encode(NewShoe(8)))
 
 
 @pytest.mark.parametrize(("message", "event"), [
-    (ShoeIn(8), ShoeStart(decks=8)),
-    (Card(3, "TD"), CardDealt(card="TD", extra={"card_no": 3})),
-    (Card(1, "5H", burn=True), Burn(card="5H", extra={"card_no": 1})),
-    (Cut(70), CutCard(extra={"card_no": 70})),
+    (NewShoe(8), ShoeStart(decks=8)),
+    (Drawn(3, "TD"), CardDealt(card="TD", extra={"card_no": 3})),
+    (Drawn(1, "5H", burn=True), Burn(card="5H", extra={"card_no": 1})),
+    (CutSeen(70), CutCard(extra={"card_no": 70})),
     (KeyPressed(Key.VOID), Void(reason="dealer_button")),
-    (AlarmRaised(Alarm.MISREAD, 2, burn=True),
-     Burn(card=None, extra={"device_code": 1, "card_no": 2, "unreadable": True})),
+    (ErrorRaised(Error.MISREAD, 2, burn=True),
+     Burn(card=None, extra={"device_code": "MISREAD", "card_no": 2, "unreadable": True})),
 ])
-def test_what_each_message_means(message: Message, event: object) -> None:
+def test_what_each_sentence_means(message: Message, event: object) -> None:
     assert normalize(message) == [event]
 
 
-@pytest.mark.parametrize(("alarm", "code"), [
-    (Alarm.MISREAD, "unreadable_card"), (Alarm.OPTICS, "shoe_sensor_dirty"),
-    (Alarm.EMPTY, "shoe_empty")])
-def test_each_alarm_is_the_fault_any_shoe_reports(alarm: Alarm, code: str) -> None:
-    (fault,) = normalize(AlarmRaised(alarm, 9))
+@pytest.mark.parametrize(("error", "code"), [
+    (Error.MISREAD, "unreadable_card"), (Error.WINDOW, "shoe_sensor_dirty"),
+    (Error.EMPTY, "shoe_empty")])
+def test_each_error_is_the_fault_any_shoe_reports(error: Error, code: str) -> None:
+    (fault,) = normalize(ErrorRaised(error, 9))
     assert isinstance(fault, Fault) and fault.code == code
-    assert fault.extra == {"device_code": int(alarm), "card_no": 9}
+    assert fault.extra == {"device_code": error.value, "card_no": 9}
 
 
-def test_the_burn_key_state_and_hello_mean_no_event() -> None:
-    assert normalize(KeyPressed(Key.BURN)) == []
-    assert normalize(State(Mode.DEALING, 8, 12)) == []
-    assert normalize(Hello(2, (2, 3), "X")) == []
+def test_status_and_id_mean_no_event() -> None:
+    assert normalize(Status(Mode.DEAL, 8, 12)) == []
+    assert normalize(Ident("CE2", "2.3", "X")) == []
 
 
 def test_the_family_is_a_serial_shoe_found_through_its_entry_point() -> None:
@@ -128,29 +148,30 @@ def test_the_settings_check_takes_what_a_cardeye_can_be() -> None:
     assert check("socket://127.0.0.1:7000", None) == []
     assert check("usb://1209:0001", None)[0][0] == "url"
     assert check(None, "CE2 000417") == [
-        ("serial", "a CardEye's serial number has 1 to 16 characters, without a space")]
+        ("serial", "a CardEye's serial number has 1 to 16 characters of A-Z, 0-9 and -")]
+    assert check(None, "ce2-1")[0][0] == "serial"
     assert check(None, "X" * 17)[0][0] == "serial"
 
 
 def test_a_session_burns_by_the_first_card_deals_and_cuts() -> None:
     reports = deal(random.Random(4), decks=6, cards=30)
-    assert reports[0] == ShoeIn(6)
-    cards = [r for r in reports if isinstance(r, Card)]
+    assert reports[0] == NewShoe(6)
+    cards = [r for r in reports if isinstance(r, Drawn)]
     burns = [c for c in cards if c.burn]
     value = min("A23456789TJQK".index(burns[0].card[0]) + 1, 10)
     assert len(burns) == 1 + value
     assert [c.count for c in cards] == list(range(1, len(cards) + 1))
     assert len(cards) - len(burns) == 30
-    (cut,) = [r for r in reports if isinstance(r, Cut)]
+    (cut,) = [r for r in reports if isinstance(r, CutSeen)]
     assert cut.count == len(burns) + 20
 
 
-def test_an_empty_alarm_loads_the_next_shoe() -> None:
-    reports = deal(random.Random(4), decks=6, cards=30, alarms=[ShoeAlarm("empty", 15)])
-    second = reports.index(ShoeIn(6), 1)
-    alarm = reports[second - 1]
-    assert isinstance(alarm, AlarmRaised) and alarm.code is Alarm.EMPTY
-    assert sum(isinstance(r, Card) and not r.burn for r in reports) == 30
+def test_an_empty_error_loads_the_next_shoe() -> None:
+    reports = deal(random.Random(4), decks=6, cards=30, errors=[ShoeError("empty", 15)])
+    second = reports.index(NewShoe(6), 1)
+    error = reports[second - 1]
+    assert isinstance(error, ErrorRaised) and error.code is Error.EMPTY
+    assert sum(isinstance(r, Drawn) and not r.burn for r in reports) == 30
 
 
 def test_loading_the_family_loads_no_simulator() -> None:
