@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from tabled.contract.outcome import GAMES
 from tabled.drivers.registry import family_names
+from tabled.games.registry import game_names, games
 
 
 def parse_option(text: str) -> tuple[str, str]:
@@ -243,11 +243,10 @@ def register(sub: Any) -> None:
         description="Read normalized events (JSON Lines) and write one outcome per line, "
         "exactly as the daemon would publish them. Exit 2 on malformed input.",
     )
-    rp.add_argument("--game", required=True, choices=GAMES)
-    add_option_argument(
-        rp, "a regulated option: baccarat method=1|2, commission=five_percent|half_on_four, "
-        "last_hand=this|one_more, decks=6..12; craps big_bets_on_come_out=true|false; "
-        "qpoker positions=7..20")
+    rp.add_argument("--game", required=True, choices=game_names())
+    add_option_argument(rp, "a regulated option: " + "; ".join(
+        f"{name} " + ", ".join(f"{key}={values}" for key, values in declared.option_values.items())
+        for name, declared in games().items() if declared.option_values))
     rp.add_argument("file", nargs="?", default="-", metavar="FILE|-")
     rp.set_defaults(func=_cmd_replay)
 
@@ -259,11 +258,12 @@ def register(sub: Any) -> None:
         "per unit staked, a push counting as a zero-return decision (per hand). Baccarat: the "
         "first hand of a full shoe; Q Poker Play: under the best fold strategy.",
     )
-    op.add_argument("--game", required=True, choices=GAMES)
+    op.add_argument("--game", required=True, choices=game_names())
     add_option_argument(op)
-    op.add_argument("--decks", type=int, metavar="N",
-                    help="baccarat: the shoe size, 6..12 (the decks option, default 8; "
-                    "given both, they must agree)")
+    op.add_argument("--decks", type=int, metavar="N", help="; ".join(
+        f"{name}: the shoe size, {declared.option_values['decks']} (the decks option, default "
+        f"{declared.options().decks}; given both, they must agree)"
+        for name, declared in games().items() if "decks" in declared.option_values))
     op.add_argument("--json", action="store_true", help="one JSON object")
     op.add_argument("--markdown", action="store_true",
                     help="the docs/rules/ tables of every option combination")

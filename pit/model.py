@@ -27,13 +27,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import structlog
 from msgspec import UNSET
 
-from tabled.contract.outcome import (
-    BaccaratOutcome,
-    Bet,
-    CrapsOutcome,
-    OutcomeRecord,
-    QPokerOutcome,
-)
+from tabled.contract.outcome import Bet, OutcomeRecord
+from tabled.games.baccarat.record import BaccaratOutcome
+from tabled.games.craps.record import CrapsOutcome
+from tabled.games.qpoker.record import QPokerOutcome
 from tabled.pit.messages import Message, device_state
 from tabled.pit.roads import RecordError, Roads, hand_of_record
 from tabled.pit.store import SEVERITIES, Alert, StoredMessage

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from tabled.contract.outcome import OutcomeError, OutcomeRecord, decode_outcome
+from tabled.contract.outcome import OutcomeError, OutcomeRecord
+from tabled.games.registry import decode_outcome
 from tabled.pit.errors import PitError
 from tabled.pit.messages import DURABLE, Message
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tabled.games.baccarat.odds import baccarat_odds, markdown
 from tabled.games.baccarat.options import BaccaratOptions
+from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.games.baccarat.rules import BaccaratTable
 from tabled.games.registry import GameDeclaration
 
@@ -21,4 +22,9 @@ GAME = GameDeclaration(
     odds_markdown=markdown,
     # the dealer's call of a hand: the winner
     declarations=("banker", "player", "tie"),
+    # its part of the contract: the typed outcome record and its part of the outcome schema
+    record=BaccaratOutcome,
+    schema="tabled.games.baccarat:outcome.schema.json",
+    option_values={"method": "1|2", "commission": "five_percent|half_on_four",
+                   "last_hand": "this|one_more", "decks": "6..12"},
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tabled.games.qpoker.odds import markdown, qpoker_odds
 from tabled.games.qpoker.options import QPokerOptions
+from tabled.games.qpoker.record import QPokerOutcome
 from tabled.games.qpoker.rules import QPokerTable
 from tabled.games.registry import GameDeclaration
 
@@ -24,4 +25,8 @@ GAME = GameDeclaration(
     declarations=("dealer_qualifies", "dealer_does_not_qualify"),
     # Q Poker deals every card to a seat, and a round's round_start lists the seats with a bet
     required={"card": ("seat",), "round_start": ("seats",)},
+    # its part of the contract: the typed outcome record and its part of the outcome schema
+    record=QPokerOutcome,
+    schema="tabled.games.qpoker:outcome.schema.json",
+    option_values={"positions": "7..20"},
 )
