@@ -250,13 +250,14 @@ def register(sub: Any) -> None:
     rp.add_argument("file", nargs="?", default="-", metavar="FILE|-")
     rp.set_defaults(func=_cmd_replay)
 
+    notes = [declared.odds_help for declared in games().values() if declared.odds_help]
     op = sub.add_parser(
         "odds",
         help="exact house edges of every bet under the configured rules",
         description="Compute, in exact fractions from the rules core's own code, the "
         "probabilities of a round and the house edge of every bet: the house's expected gain "
-        "per unit staked, a push counting as a zero-return decision (per hand). Baccarat: the "
-        "first hand of a full shoe; Q Poker Play: under the best fold strategy.",
+        "per unit staked, a push counting as a zero-return decision (per hand)."
+        + (f" {'; '.join(notes)}." if notes else ""),
     )
     op.add_argument("--game", required=True, choices=game_names())
     add_option_argument(op)

@@ -71,8 +71,9 @@ class GameDeclaration:
     schema as ``"package:resource"`` (package data: the ``properties``, ``if``/``then`` and
     ``$defs`` a record of this game has beyond the envelope, :func:`outcome_schema`).
     ``option_values``: each option's values as a command line's help says them
-    (``{"method": "1|2"}``). ``parts``: the other layers' parts, by name, as
-    ``"module:attribute"`` (loaded with :func:`part`).
+    (``{"method": "1|2"}``); ``odds_help``: what ``tabled odds`` computes of it, where that
+    needs saying (``"Baccarat: the first hand of a full shoe"``). ``parts``: the other layers'
+    parts, by name, as ``"module:attribute"`` (loaded with :func:`part`).
     """
 
     name: str
@@ -88,6 +89,7 @@ class GameDeclaration:
     record: type[GameRecord] | None = None
     schema: str | None = None
     option_values: Mapping[str, str] = field(default_factory=dict)
+    odds_help: str = ""
     parts: Mapping[str, str] = field(default_factory=dict)
 
 

@@ -307,7 +307,9 @@ def describe(outcome: OutcomeRecord) -> str:
         return _describe_baccarat(outcome)
     if isinstance(outcome, CrapsOutcome):
         return _describe_craps(outcome)
-    return _describe_qpoker(outcome)
+    if isinstance(outcome, QPokerOutcome):
+        return _describe_qpoker(outcome)
+    return f"#{outcome.round} {outcome.status}"  # a game without a typed record here
 
 
 # -- one table ----------------------------------------------------------------------------------

@@ -27,4 +27,5 @@ GAME = GameDeclaration(
     schema="tabled.games.baccarat:outcome.schema.json",
     option_values={"method": "1|2", "commission": "five_percent|half_on_four",
                    "last_hand": "this|one_more", "decks": "6..12"},
+    odds_help="Baccarat: the first hand of a full shoe",
 )

@@ -29,4 +29,5 @@ GAME = GameDeclaration(
     record=QPokerOutcome,
     schema="tabled.games.qpoker:outcome.schema.json",
     option_values={"positions": "7..20"},
+    odds_help="Q Poker Play: under the best fold strategy",
 )

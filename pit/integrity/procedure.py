@@ -66,7 +66,9 @@ def decided(game: Game, record: OutcomeRecord) -> tuple[str, str]:
         return _baccarat(record)
     if isinstance(record, CrapsOutcome):
         return _craps(record)
-    return _qpoker(record)
+    if isinstance(record, QPokerOutcome):
+        return _qpoker(record)
+    return record.status, record.status  # a game without a typed record here: its status
 
 
 class DeclarationMonitor:

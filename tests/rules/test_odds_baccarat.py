@@ -20,7 +20,6 @@ import pytest
 
 from tabled.contract.events import CARD_CODES, RANKS, CardDealt
 from tabled.contract.outcome import Outcome
-from tabled.games.baccarat import rules
 from tabled.games.baccarat.odds import (
     Deal,
     baccarat_odds,
@@ -35,6 +34,7 @@ from tabled.games.baccarat.options import BaccaratOptions
 from tabled.games.baccarat.rules import CARD_VALUES, BaccaratTable
 from tabled.games.options import OptionError
 from tabled.games.registry import odds
+from tabled.games.baccarat import rules
 
 METHODS = (1, 2)
 RANKS_OF_VALUE = {v: [r for r in RANKS if CARD_VALUES[r] == v] for v in range(10)}

@@ -12,7 +12,6 @@ from fractions import Fraction
 
 import pytest
 
-from tabled.games.craps import rules
 from tabled.games.craps.odds import (
     STAKE,
     Placement,
@@ -24,6 +23,7 @@ from tabled.games.craps.odds import (
 from tabled.games.craps.options import CrapsOptions
 from tabled.games.craps.rules import BET_KEYS, POINTS
 from tabled.games.registry import odds
+from tabled.games.craps import rules
 
 #: The regulator's pay tables (Art. 2-11) imply these edges.
 EDGES = {
