@@ -361,9 +361,19 @@ _STEP = re.compile(r"\.(?P<name>[^.\[]+)|\[(?P<index>[^\]]+)\]")
 _UNTYPED_DECODER: Final = msgspec.json.Decoder(UntypedRecord)
 #: The records a decoder was made for, and it (one per set of games: normally one).
 _DECODERS: dict[tuple[tuple[str, type[GameRecord]], ...], msgspec.json.Decoder[Any]] = {}
+#: The mapping asked for last and its decoder: the registry passes the same one every time.
+_LAST: list[tuple[Mapping[str, type[GameRecord]], msgspec.json.Decoder[Any] | None]] = []
 
 
 def _decoder(records: Mapping[str, type[GameRecord]]) -> msgspec.json.Decoder[Any] | None:
+    if _LAST and _LAST[0][0] is records:
+        return _LAST[0][1]
+    decoder = _made(records)
+    _LAST[:] = [(records, decoder)]
+    return decoder
+
+
+def _made(records: Mapping[str, type[GameRecord]]) -> msgspec.json.Decoder[Any] | None:
     key = tuple(sorted(records.items()))
     if not key:
         return None
@@ -385,9 +395,9 @@ def decode_outcome(data: bytes | str | Mapping[str, Any],
     """The typed outcome record of ``data`` (JSON text, or the object it decodes to), envelope
     fields (``table_seq``, ``ts``) included, version 1 or 2; fields this version does not know
     are ignored. ``records`` are the typed records of the games known here, by name
-    (``tabled.games.registry.records()``): a record of one of them decodes to its
-    :class:`GameRecord`; of another game (an id), to an :class:`UntypedRecord`. Raises
-    :class:`OutcomeError` naming the field and the reason.
+    (``tabled.games.registry.records()``; read once per mapping object): a record of one of
+    them decodes to its :class:`GameRecord`; of another game (an id), to an
+    :class:`UntypedRecord`. Raises :class:`OutcomeError` naming the field and the reason.
 
     JSON's own types, strictly: an integer is not ``true`` or ``1.0``, a string is not a
     number, ``null`` only where the contract allows it."""
