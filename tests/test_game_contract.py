@@ -8,10 +8,13 @@ the installed ones."""
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import subprocess
 import sys
 import textwrap
+import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -186,3 +189,53 @@ def test_the_contract_reads_a_roll_of_two_or_more_dice_and_no_fewer() -> None:
         parse_line('{"v":2,"type":"roll","dice":[6]}')
     with pytest.raises(EventError, match=r"^dice \[6, 7, 1\] is not"):
         parse_line('{"v":2,"type":"roll","dice":[6,7,1]}')
+
+
+# -- the ground floor and the table service name no game -----------------------------------------
+
+#: Strings that name a game and are a device's own words, not a game's table (a device kind's
+#: description).
+DEVICE_WORDS = {("contract/devices.py", "shuffler")}
+
+
+def _literals(path: Path) -> Iterator[tuple[int, str]]:
+    """Each string literal of a module that is not a docstring, with its line."""
+    tokens = list(tokenize.generate_tokens(io.StringIO(path.read_text()).readline))
+    before: tokenize.TokenInfo | None = None
+    for token in tokens:
+        if token.type == tokenize.STRING and before is not None and before.type not in (
+                tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING):
+            yield token.start[0], token.string
+        if token.type not in (tokenize.COMMENT, tokenize.NL):
+            before = token
+
+
+def _schema_values(value: object, key: str = "") -> Iterator[str]:
+    """The values a schema checks (enum, const, pattern): not its descriptions."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k not in ("description", "title", "$comment"):
+                yield from _schema_values(v, k)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _schema_values(item, key)
+    elif isinstance(value, str) and key in ("enum", "const", "pattern", ""):
+        yield value
+
+
+def test_the_contract_and_the_table_service_name_no_game() -> None:
+    """No per-game table, literal or test outside the game packages: the ground floor
+    (contract/), the table service (daemon/) and the contract's schemas know no game by name
+    (comments and docstrings citing articles are fine)."""
+    named = re.compile(rf"\b({'|'.join(registry.game_names())})\b", re.IGNORECASE)
+    found = []
+    for folder in ("contract", "daemon"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            where = str(path.relative_to(ROOT))
+            found += [f"{where}:{line} {text}" for line, text in _literals(path)
+                      if named.search(text) and not any(
+                          where == w and key in text for w, key in DEVICE_WORDS)]
+    for path in sorted((ROOT / "contract" / "schemas").glob("*.json")):
+        found += [f"{path.name}: {value}" for value in _schema_values(json.loads(
+            path.read_text())) if named.search(value)]
+    assert not found, found
