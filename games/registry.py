@@ -10,9 +10,9 @@ console (a game's vocabulary). It never names a game itself.
 
 The declaration holds what is pure (the rules, options, odds, policy, and the game's part of the
 contract: the fields and words its events need, its typed outcome record and that record's part
-of the outcome schema); the parts other layers
-need (``pit``, ``integrity``, ``demo``, ``console``) are named as ``"module:attribute"`` and loaded
-only by the layer that asks (:func:`part`), so the table service never loads the pit's view.
+of the outcome schema); the parts other layers need (``pit``, ``integrity``, ``demo``,
+``console``) are named as ``"module:attribute"`` and loaded only by the layer that asks
+(:func:`part`), so the table service never loads the pit's view.
 """
 
 from __future__ import annotations
@@ -243,7 +243,7 @@ def event_checks(name: str) -> EventChecks:
     checks: dict[str, list[EventCheck]] = {}
     for etype, names in declared.required.items():
         checks.setdefault(etype, []).append(
-            functools.partial(_required, names=names, game=name))
+            functools.partial(require_fields, names=names, game=name))
     checks.setdefault(Declare.TYPE, []).append(
         functools.partial(_declared, words=declared.declarations, name=name))
     for etype, check in declared.checks.items():
@@ -259,10 +259,6 @@ def check_event(event: Event, name: str) -> None:
     check = event_checks(name).get(event.TYPE)
     if check is not None:
         check(event)
-
-
-def _required(event: Event, names: tuple[str, ...], game: str) -> None:
-    require_fields(event, names, game)
 
 
 def _declared(event: Event, words: tuple[str, ...], name: str) -> None:
