@@ -239,3 +239,14 @@ def test_the_contract_and_the_table_service_name_no_game() -> None:
         found += [f"{path.name}: {value}" for value in _schema_values(json.loads(
             path.read_text())) if named.search(value)]
     assert not found, found
+
+
+def test_tabled_integrity_refuses_a_craps_roll_of_three_dice_as_malformed() -> None:
+    """``tabled integrity`` reads a stream as replay does: a roll craps refuses is malformed
+    (exit 2, naming the line), never a crash of the rules core that cannot unpack it."""
+    from tabled.pit.integrity.command import write_findings
+
+    text = '{"v":2,"type":"roll","dice":[3,4]}\n{"v":2,"type":"roll","dice":[3,4,5]}\n'
+    out, err = io.StringIO(), io.StringIO()
+    assert write_findings("craps", None, io.StringIO(text), out, err) == 2
+    assert err.getvalue() == "line 2: dice [3, 4, 5] is not two integers 1-6\n"
