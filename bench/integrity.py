@@ -52,9 +52,10 @@ from tabled.contract.events import (
     ShoeStart,
     encode_event,
 )
-from tabled.contract.outcome import BaccaratOutcome, Game, Outcome, OutcomeRecord
+from tabled.contract.outcome import Game, Outcome, OutcomeRecord
 from tabled.drivers.shoe.driver import normalize as shoe_events
 from tabled.drivers.shuffler.driver import normalize as shuffler_events
+from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.games.registry import make_table
 from tabled.pit.integrity import Settings, TableMonitors, calibrate, slug_index
 from tabled.pit.integrity.calibration import DEFAULT_SETTINGS, STATISTICS, hands_per_shoe

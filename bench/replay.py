@@ -61,13 +61,13 @@ def breakdown(game: str, path: Path, limit: int = 200_000) -> dict[str, Any]:
     whole process's time is start-up and the file's reading and writing)."""
     from tabled.contract.events import read_events
     from tabled.contract.outcome import Outcome
-    from tabled.games.registry import make_table
+    from tabled.games.registry import event_checks, make_table
 
     with open(path, encoding="utf-8") as stream:
         lines = [line for _, line in zip(range(limit), stream, strict=False)]
     clock = time.process_time
     marks = [clock()]
-    events = [event for _, event in read_events(lines, game)]
+    events = [event for _, event in read_events(lines, event_checks(game))]
     marks.append(clock())
     table = make_table(game, None)
     outcomes = [o for event in events for o in table.feed(event) if isinstance(o, Outcome)]

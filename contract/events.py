@@ -23,8 +23,10 @@ plain JSON values for its extras). A line msgspec refuses is explained from the 
 the value there, naming the field.
 
 It must never accept an event it cannot represent faithfully: anything malformed raises
-:class:`EventError` with a reason a person can act on. What one game requires beyond the event
-type (:data:`GAME_REQUIRED`) is checked where the game is known (:func:`check_for_game`).
+:class:`EventError` with a reason a person can act on. It knows no game: what one game requires
+beyond the event type (a field, the words its dealer declares, two dice to a roll) is that game's
+declaration's, checked where the game is known (``tabled.games.registry.check_event``), by the
+:data:`EventChecks` the parsers here take.
 """
 
 from __future__ import annotations
@@ -32,13 +34,14 @@ from __future__ import annotations
 import json
 import re
 import types
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal, TypeAlias, Union, cast
 
 import msgspec
 
 from tabled.contract import CONTRACT_VERSION, READ_VERSIONS, ContractError
 from tabled.contract.devices import DEVICE_KINDS
+from tabled.contract.limits import ID_PATTERN, ID_RULE
 
 RANKS = "A23456789TJQK"
 SUITS = "SHCD"
@@ -50,32 +53,18 @@ DEALER: Literal["dealer"] = "dealer"
 #: What a ``fault`` event's optional ``family`` (the driver family of the device, a plugin's
 #: name) must look like.
 _FAMILY_NAME = r"[a-z][a-z0-9_]{0,31}"
-#: What a dealer may declare on the console (a ``declare`` event), by game: the result the
-#: dealer calls out, which the pit compares with the rules core's outcome. Baccarat: the
-#: winner. Craps, the stickman's call of a throw: on a come-out roll ``natural`` (7 or 11),
-#: ``craps`` (2, 3, 12) or ``point`` (a point is set); with a point on, ``seven_out``,
-#: ``point_made`` or ``no_decision``. Q Poker: whether the dealer qualifies (Art. 9.4).
-DECLARATIONS: dict[str, tuple[str, ...]] = {
-    "baccarat": ("banker", "player", "tie"),
-    "craps": ("natural", "craps", "point", "seven_out", "point_made", "no_decision"),
-    "qpoker": ("dealer_qualifies", "dealer_does_not_qualify"),
-}
-_DECLARED: frozenset[str] = frozenset(word for words in DECLARATIONS.values() for word in words)
+#: What a ``declare`` event's ``result`` (the word a dealer declares) must look like: an id.
+#: Which words a table takes is its game's (the declaration's ``declarations``).
+_DECLARED_WORD = ID_PATTERN.replace("$", r"\Z")
+_DECLARED_MATCH: Final = re.compile(_DECLARED_WORD)
+#: How many dice a ``roll`` carries at least: two (craps); a game of three (sic bo) throws
+#: three. How many exactly is the game's check.
+MIN_DICE: Final = 2
 
 
 class EventError(ContractError):
     """A malformed event: not JSON, an unknown type, a bad card or die, a missing field."""
 
-
-#: Fields docs/contract.md requires of an event type in one game only (the event table's "qpoker:"
-#: entries): Q Poker deals every card to a seat, and a round's ``round_start`` lists the seats
-#: with a bet. The parser knows no game, so these are checked where the game is known, with
-#: :func:`check_for_game` (``tabled replay``, the daemon's runtime) or ``parse_line(line,
-#: game=...)``; without them the rules would have to guess (a card to no position, bets
-#: inferred from the deal).
-GAME_REQUIRED: Mapping[str, Mapping[str, tuple[str, ...]]] = {
-    "qpoker": {"card": ("seat",), "round_start": ("seats",)},
-}
 
 # -- the values the contract allows, as msgspec constraints ---------------------------------------
 
@@ -86,13 +75,13 @@ _Text = Annotated[str, msgspec.Meta(min_length=1)]  # a non-empty string
 _Die = Annotated[int, msgspec.Meta(ge=1, le=6)]
 _AnySeat = _Positive | Literal["dealer"]
 _Family = Annotated[str, msgspec.Meta(pattern=rf"^{_FAMILY_NAME}\Z")]
+_Declared = Annotated[str, msgspec.Meta(pattern=_DECLARED_WORD)]
+_Dice = Annotated[tuple[_Die, ...], msgspec.Meta(min_length=MIN_DICE)]
 if TYPE_CHECKING:  # the values below, spelt out at run time from the tables above
     _CardCode: TypeAlias = str
-    _Declared: TypeAlias = str
     _Kind: TypeAlias = str
 else:
     _CardCode = Literal[tuple(sorted(CARD_CODES))]
-    _Declared = Literal[tuple(sorted(_DECLARED))]
     _Kind = Literal[tuple(DEVICE_KINDS)]
 
 
@@ -228,10 +217,11 @@ class Reveal(Event, frozen=True):
 
 
 class Roll(Event, frozen=True):
-    """Craps: the two faces of a throw (a cocked die already read as its clearest face)."""
+    """A throw of dice: the face of each die (a cocked die already read as its clearest face),
+    two or more (:data:`MIN_DICE`); how many a game throws is the game's check (craps: two)."""
 
     TYPE: ClassVar[str] = "roll"
-    dice: tuple[int, int]
+    dice: tuple[int, ...]
 
 
 class NoRoll(Event, frozen=True):
@@ -272,9 +262,9 @@ class Withheld(Event, frozen=True):
 
 class Declare(Event, frozen=True):
     """An addition to contract v1: the result the dealer declares on the console (``result``,
-    one of :data:`DECLARATIONS`), for round ``round`` or, without one, for the round decided
-    last. It decides nothing: the rules core accepts it and changes nothing; the pit compares
-    it with the round's outcome (``result_mismatch``)."""
+    an id; which words a table takes is its game's declaration's), for round ``round`` or,
+    without one, for the round decided last. It decides nothing: the rules core accepts it and
+    changes nothing; the pit compares it with the round's outcome (``result_mismatch``)."""
 
     TYPE: ClassVar[str] = "declare"
     result: str
@@ -428,7 +418,7 @@ class _RevealWire(_Wire, frozen=True, tag="reveal"):
 
 
 class _RollWire(_Wire, frozen=True, tag="roll"):
-    dice: tuple[_Die, _Die]
+    dice: _Dice
 
     def event(self, extra: Mapping[str, Any]) -> Event:
         return Roll(dice=self.dice, meta=self, extra=extra)
@@ -550,11 +540,19 @@ _DECODE_ERRORS: Final = (msgspec.DecodeError, UnicodeEncodeError, RecursionError
 # -- decoding -------------------------------------------------------------------------------------
 
 
-def parse_line(line: str | bytes, game: str | None = None) -> Event:
+#: A game's check of one event type beyond the contract (a Q Poker ``card`` without its seat, a
+#: word its dealer does not declare, a craps roll of three dice): raises :class:`EventError`.
+EventCheck: TypeAlias = Callable[[Event], None]
+#: A game's checks, by event type: what ``tabled.games.registry.event_checks(game)`` gives and
+#: the parsers below take (an event of a type without one is the contract's alone).
+EventChecks: TypeAlias = Mapping[str, EventCheck]
+
+
+def parse_line(line: str | bytes, checks: EventChecks | None = None) -> Event:
     """Parse one JSON Lines record into an event, or raise :class:`EventError`.
 
-    A line is one event object: a blank line is malformed too (docs/contract.md). With ``game``,
-    the fields required in that game are required too (:func:`check_for_game`)."""
+    A line is one event object: a blank line is malformed too (docs/contract.md). With
+    ``checks`` (a game's, :data:`EventChecks`), what that game requires is required too."""
     try:
         wire = _decode_common(line)
     except _DECODE_ERRORS:
@@ -562,23 +560,26 @@ def parse_line(line: str | bytes, game: str | None = None) -> Event:
     else:
         mentions_null = ("null" in line) if isinstance(line, str) else (b"null" in line)
         event = _parse_text(line) if mentions_null else wire.event(_NO_EXTRA)
-    if game is not None:
-        check_for_game(event, game)
+    if checks:
+        check = checks.get(event.TYPE)
+        if check is not None:
+            check(event)
     return event
 
 
-def read_events(lines: Iterable[str], game: str | None = None) -> Iterator[tuple[int, Event]]:
+def read_events(lines: Iterable[str], checks: EventChecks | None = None
+                ) -> Iterator[tuple[int, Event]]:
     """Each event of a JSON Lines stream with its line number (from 1), in order.
 
     Every line is one event object (docs/contract.md): a blank line is malformed like any other
-    line that is not one, and so, given ``game``, is an event without a field that game
-    requires (:func:`check_for_game`). The first malformed line raises :class:`LineError`:
-    what the stream gave before it has been yielded, nothing after it is read. ``tabled
-    replay`` and ``tabled roads`` read through here, so both number and refuse lines alike.
+    line that is not one, and so, given a game's ``checks`` (:data:`EventChecks`), is an event
+    that game refuses (a Q Poker card without its seat). The first malformed line raises
+    :class:`LineError`: what the stream gave before it has been yielded, nothing after it is
+    read. ``tabled replay`` and ``tabled roads`` read through here, so both number and refuse
+    lines alike.
     """
     # parse_line, inlined: this loop is ``tabled replay``'s (a call per line is a tenth of it)
-    required = None if game is None else GAME_REQUIRED.get(game)
-    game_name = game or ""
+    checked = checks or {}
     decode, parse_text, no_extra = _decode_common, _parse_text, _NO_EXTRA
     for lineno, line in enumerate(lines, 1):
         try:
@@ -589,8 +590,10 @@ def read_events(lines: Iterable[str], game: str | None = None) -> Iterator[tuple
             else:
                 mentions_null = ("null" in line) if isinstance(line, str) else (b"null" in line)
                 event = parse_text(line) if mentions_null else wire.event(no_extra)
-            if required is not None and event.TYPE in required:
-                check_for_game(event, game_name)
+            if checked:
+                check = checked.get(event.TYPE)
+                if check is not None:
+                    check(event)
         except EventError as exc:
             raise LineError(lineno, exc) from None
         yield lineno, event
@@ -605,32 +608,35 @@ class LineError(EventError):
         self.reason = str(error)
 
 
-def parse_event(obj: Any, game: str | None = None) -> Event:
+def parse_event(obj: Any, checks: EventChecks | None = None) -> Event:
     """Build a typed event from a decoded JSON object, or raise :class:`EventError`.
 
     The same wire structs decide as for a line (msgspec converts the object instead of
-    decoding text). With ``game``, the fields docs/contract.md requires in that game only are
-    required too (:data:`GAME_REQUIRED`)."""
+    decoding text). With ``checks`` (a game's, :data:`EventChecks`), what that game requires
+    is required too."""
     _check_text(obj)
     event = _from_object(obj)
-    if game is not None:
-        check_for_game(event, game)
+    if checks:
+        check = checks.get(event.TYPE)
+        if check is not None:
+            check(event)
     return event
 
 
-def check_for_game(event: Event, game: str) -> None:
-    """Raise :class:`EventError` if ``event`` lacks a field docs/contract.md requires in ``game``
-    (a Q Poker ``card`` without ``seat``, a Q Poker ``round_start`` without ``seats``).
-
-    The one check ``tabled replay`` and the daemon's runtime both make before an event reaches
-    the rules, so that both refuse the same events."""
-    required = GAME_REQUIRED.get(game)
-    if not required:
-        return
-    for name in required.get(event.TYPE, ()):
+def require_fields(event: Event, names: Iterable[str], game: str) -> None:
+    """Raise :class:`EventError` if ``event`` lacks one of ``names``, fields docs/contract.md
+    requires of its type in ``game`` only (a Q Poker ``card`` without ``seat``): the games
+    layer's check of a declaration's ``required``."""
+    for name in names:
         if getattr(event, name) is None:
             raise EventError(f"{event.TYPE} event is missing required field {name!r} "
                              f"(required in {game})")
+
+
+def check_declared(event: Declare, words: Iterable[str]) -> None:
+    """Raise :class:`EventError` if ``event`` declares a result that is none of ``words`` (the
+    words the table's game declares: its declaration's ``declarations``)."""
+    parse_declaration(event.result, event.round, words)
 
 
 def _parse_text(line: str | bytes) -> Event:
@@ -671,9 +677,9 @@ _WHAT: Final[Mapping[str, str]] = {
     "decks": "a positive integer", "card": f"a card code (rank {RANKS} + suit {SUITS})",
     "face_up": "a boolean", "play": "a boolean", "seat": 'a positive integer or "dealer"',
     "seats": "a list of seat numbers", "cards": "a list of card codes",
-    "round": "a positive integer", "dice": "two integers 1-6", "reason": "a string",
+    "round": "a positive integer", "dice": "two integers 1-6 (or more dice)", "reason": "a string",
     "code": "a non-empty string", "detail": "a string", "count": "1, 2 or 3",
-    "result": f"one of {', '.join(sorted(_DECLARED))}", "family": "a device family's name",
+    "result": f"a declared word ({ID_RULE})", "family": "a device family's name",
     "kind": f"one of {', '.join(DEVICE_KINDS)}",
 }
 #: Where one type's field is narrower than the same name elsewhere.
@@ -794,11 +800,17 @@ def parse_round(value: Any) -> int | None:
     return int(value)
 
 
-def parse_declaration(result: Any, round_no: Any = None) -> tuple[str, int | None]:
+def parse_declaration(result: Any, round_no: Any = None, words: Iterable[str] | None = None
+                      ) -> tuple[str, int | None]:
     """A declared ``result`` and its optional ``round``, checked (shared with the console
-    command), or :class:`EventError`."""
-    if not isinstance(result, str) or result not in _DECLARED:
-        raise EventError(f"result {result!r} is not one of {', '.join(sorted(_DECLARED))}")
+    command), or :class:`EventError`. With ``words`` (a game's declarations), ``result`` must be
+    one of them; without, any word of the id alphabet (:data:`ID_RULE`) passes."""
+    if words is not None:
+        known = sorted(words)
+        if not isinstance(result, str) or result not in known:
+            raise EventError(f"result {result!r} is not one of {', '.join(known)}")
+    elif not isinstance(result, str) or _DECLARED_MATCH.match(result) is None:
+        raise EventError(f"result {result!r} is not {_WHAT['result']}")
     return result, parse_round(round_no)
 
 

@@ -1,20 +1,24 @@
-"""Typed outcome records of docs/contract.md, shared by the three games.
+"""Typed outcome records of docs/contract.md: what every game's outcome has in common.
 
-This module owns the shape of what the rules core produces: per-bet results, whole-round outcomes
-and notices (events the core declined without voiding a round). It is pure: no I/O, no clock.
-``Outcome.to_record()`` gives exactly the JSON object the daemon publishes and ``tabled replay``
-prints; nothing else may build those dicts. ``Outcome.to_json()`` is that object already encoded
-(what ``tabled replay`` writes), made without building it: the parts that never change are
-encoded once (a :class:`FixedBets` mapping, each :class:`BetResult`), a result part that is a
-msgspec ``Struct`` is encoded as it is, and msgspec writes the rest in one call.
+This module owns the shape of what a rules core produces: per-bet results, whole-round outcomes
+and notices (events the core declined without voiding a round). It is pure: no I/O, no clock, and
+it knows no game by name (a game's ``result`` and ``bets`` are the game's). ``Outcome.to_record()``
+gives exactly the JSON object the daemon publishes and ``tabled replay`` prints; nothing else may
+build those dicts. ``Outcome.to_json()`` is that object already encoded (what ``tabled replay``
+writes), made without building it: the parts that never change are encoded once (a
+:class:`FixedBets` mapping, each :class:`BetResult`), a result part that is a msgspec ``Struct``
+is encoded as it is, and msgspec writes the rest in one call.
 
 It also owns the other direction, for whoever receives a record (the pit, a consumer's tests):
-:func:`decode_outcome` reads a published outcome record (envelope included) into its typed form,
-an :data:`OutcomeRecord` (:class:`BaccaratOutcome`, :class:`CrapsOutcome`,
-:class:`QPokerOutcome`, ``game`` naming the struct), in one msgspec pass, or raises
-:class:`OutcomeError` naming the field and why. Those structs are the contract's outcome record,
-field for field; ``contract/schemas/outcome.schema.json`` says the same (a test holds them
-together), and docs/contract.md's tables are checked against that schema.
+:func:`decode_outcome` reads a published outcome record (envelope included) in one msgspec pass,
+or raises :class:`OutcomeError` naming the field and why. The fields every record has are
+:class:`OutcomeRecord`'s; each game's package declares its typed record, a :class:`GameRecord`
+(``game`` naming the struct), and whoever knows the installed games passes them in
+(``tabled.games.registry.decode_outcome``). A record of a game none of them is, ``game`` an id,
+decodes to an :class:`UntypedRecord`: its envelope checked, its ``result`` and ``bets`` kept as
+plain objects. ``contract/schemas/outcome.schema.json`` says the same of the envelope and each
+game's package says it of its part (a test holds them together), and docs/contract.md's tables
+are checked against that schema.
 """
 
 from __future__ import annotations
@@ -23,16 +27,17 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Annotated, Any, Final, Literal, Protocol, TypeAlias
+from typing import Annotated, Any, ClassVar, Final, Literal, Protocol, TypeAlias, Union
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
 from tabled.contract import CONTRACT_VERSION, READ_VERSIONS, ContractError
-from tabled.contract.limits import MAX_SEQ
+from tabled.contract.limits import ID_PATTERN, ID_RULE, MAX_SEQ
 
-Game: TypeAlias = Literal["baccarat", "craps", "qpoker"]
-GAMES: tuple[Game, ...] = ("baccarat", "craps", "qpoker")
+#: A game's name: an id (:data:`~tabled.contract.limits.ID_PATTERN`), an installed game's
+#: (``tabled.games.registry.game_names()``).
+Game: TypeAlias = str
 BetOutcome: TypeAlias = Literal["win", "lose", "push", "open", "off", "fold", "void"]
 Status: TypeAlias = Literal["complete", "void"]
 
@@ -236,36 +241,28 @@ Output: TypeAlias = Outcome | Notice
 #: The largest integer a message carries (``table_seq``, ``round``, a unit): the contract's
 #: range (:data:`tabled.contract.limits.MAX_SEQ`, 2^53 - 1).
 MAX_INT: Final = MAX_SEQ
-_ARTICLE = r"^(baccarat|craps|qpoker)\.art[0-9]+(\.[0-9]+)*$"
+#: A game's name in a record: an id.
+GAME_PATTERN: Final = ID_PATTERN
+#: An article: the game's name, ``.art`` and its number (``baccarat.art10``, ``qpoker.art11.5``).
+ARTICLE_PATTERN: Final = ID_PATTERN[:-1] + r"\.art[0-9]+(\.[0-9]+)*$"
 _PAYS = r"^[1-9][0-9]*:[1-9][0-9]*$"
-_SEAT_KEY = r"^[1-9][0-9]*$"
+#: A seat's key in a record's mapping (``"3"``).
+SEAT_KEY_PATTERN: Final = r"^[1-9][0-9]*$"
 
-_Version = Literal[1, 2]  # READ_VERSIONS
-_Round = Annotated[int, msgspec.Meta(ge=1, le=MAX_INT)]
-_Seq = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT)]
-_Unit = Annotated[int, msgspec.Meta(ge=1, le=MAX_INT)]
-_Text = Annotated[str, msgspec.Meta(min_length=1)]
-_Article = Annotated[str, msgspec.Meta(pattern=_ARTICLE)]
-_Pays = Annotated[str, msgspec.Meta(pattern=_PAYS)]
-_Card = Annotated[str, msgspec.Meta(pattern=r"^[A2-9TJQK][SHCD]$")]
-_Total = Annotated[int, msgspec.Meta(ge=0, le=9)]
-_Die = Annotated[int, msgspec.Meta(ge=1, le=6)]
-_Sum = Annotated[int, msgspec.Meta(ge=2, le=12)]
-_SeatKey = Annotated[str, msgspec.Meta(pattern=_SEAT_KEY)]
+# The contract's values, as msgspec constraints, for a game's typed record to use.
+Version: TypeAlias = Literal[1, 2]  # READ_VERSIONS
+RoundNumber = Annotated[int, msgspec.Meta(ge=1, le=MAX_INT)]
+TableSeq = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT)]
+StakeUnit = Annotated[int, msgspec.Meta(ge=1, le=MAX_INT)]
+NonEmptyText = Annotated[str, msgspec.Meta(min_length=1)]
+GameName = Annotated[str, msgspec.Meta(pattern=GAME_PATTERN.replace("$", r"\Z"))]
+ArticleText = Annotated[str, msgspec.Meta(pattern=ARTICLE_PATTERN.replace("$", r"\Z"))]
+PaysText = Annotated[str, msgspec.Meta(pattern=_PAYS)]
+CardCode = Annotated[str, msgspec.Meta(pattern=r"^[A2-9TJQK][SHCD]$")]
+DieFace = Annotated[int, msgspec.Meta(ge=1, le=6)]
+SeatKey = Annotated[str, msgspec.Meta(pattern=SEAT_KEY_PATTERN)]
+#: Where a Come or Don't Come wager travels (a bet's ``moves_to``).
 Point: TypeAlias = Literal[4, 5, 6, 8, 9, 10]
-HandClass: TypeAlias = Literal["straight_flush", "three_of_a_kind", "straight", "flush", "pair",
-                               "high_card"]
-Winner: TypeAlias = Literal["player", "banker", "tie"]
-
-#: The bets every baccarat and every craps record carries (docs/contract.md).
-BACCARAT_BETS: Final = ("player", "banker", "tie", "player_pair", "banker_pair")
-CRAPS_BETS: Final = (
-    "pass", "dont_pass", "pass_odds", "dont_pass_odds", "come", "dont_come",
-    *(f"{kind}_{n}" for kind in ("come", "come_odds", "dont_come", "dont_come_odds")
-      for n in (4, 5, 6, 8, 9, 10)),
-    "field", "big7", "eleven", "any_craps", "hard4", "hard6", "hard8", "hard10",
-    "big4", "big5", "big6", "big8", "big9", "big10",
-)
 
 
 class OutcomeError(ContractError):
@@ -282,186 +279,165 @@ class Bet(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One wager's result in a record: ``pays`` on a win only."""
 
     result: BetOutcome
-    pays: _Pays | UnsetType = UNSET
-    article: _Article | UnsetType = UNSET
+    pays: PaysText | UnsetType = UNSET
+    article: ArticleText | UnsetType = UNSET
     moves_to: Point | UnsetType = UNSET
-    unit: _Unit | UnsetType = UNSET
+    unit: StakeUnit | UnsetType = UNSET
 
     def __post_init__(self) -> None:
         if self.result == "win" and self.pays is UNSET:
-            _refuse("pays", "missing (a win carries its ratio)")
+            refuse("pays", "missing (a win carries its ratio)")
         if self.result != "win" and self.pays is not UNSET:
-            _refuse("pays", f"on a {self.result} (only a win pays)")
+            refuse("pays", f"on a {self.result} (only a win pays)")
 
 
-class _Record(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="game"):
-    """The fields every outcome record carries, and the envelope the daemon adds to it."""
+class OutcomeRecord(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """The fields every outcome record carries, and the envelope the daemon adds to it: the
+    base of every decoded record (a game's :class:`GameRecord`, or an :class:`UntypedRecord`)."""
 
-    v: _Version
+    v: Version
     type: Literal["outcome"]
-    round: _Round
+    round: RoundNumber
     status: Status
-    void_reason: _Text | UnsetType = UNSET
-    article: _Article | UnsetType = UNSET
+    void_reason: NonEmptyText | UnsetType = UNSET
+    article: ArticleText | UnsetType = UNSET
     #: The envelope (docs/mqtt.md): absent in ``tabled replay``'s output.
-    table_seq: _Seq | UnsetType = UNSET
+    table_seq: TableSeq | UnsetType = UNSET
     ts: str | UnsetType = UNSET
 
     @property
     def game(self) -> Game:
-        return self.__struct_config__.tag  # type: ignore[return-value]
+        tag = self.__struct_config__.tag
+        assert isinstance(tag, str)
+        return tag
 
     def __post_init__(self) -> None:
         if self.status == "void":
             if self.void_reason is UNSET:
-                _refuse("void_reason", "missing (a void outcome says why)")
+                refuse("void_reason", "missing (a void outcome says why)")
             if self.article is UNSET:
-                _refuse("article", "missing (a void outcome cites its article)")
+                refuse("article", "missing (a void outcome cites its article)")
 
 
-class BaccaratResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """Both hands in dealt order, their totals, the winner (null on a void hand) and whether
-    either hand is a natural."""
+class GameRecord(OutcomeRecord, frozen=True, kw_only=True, gc=False, tag_field="game"):
+    """The base of a game's typed record, declared in its package: a subclass with
+    ``tag="<game>"`` and its ``result`` and ``bets`` fields. ``MAPPED`` names the record's
+    mappings whose values are structs (``{"bets": Bet}``), by dotted path, so that a refused
+    value there is named by its key."""
 
-    player_cards: Annotated[tuple[_Card, ...], msgspec.Meta(max_length=3)]
-    banker_cards: Annotated[tuple[_Card, ...], msgspec.Meta(max_length=3)]
-    player_total: _Total | None
-    banker_total: _Total | None
-    winner: Winner | None
-    natural: bool | None
+    MAPPED: ClassVar[Mapping[str, type[msgspec.Struct]]] = {}
 
 
-class BaccaratOutcome(_Record, frozen=True, kw_only=True, gc=False, tag="baccarat"):
-    result: BaccaratResult
-    bets: dict[str, Bet]
-    #: A demonstration hand (Art. 2.2): it settles no bet.
-    demo: bool | UnsetType = UNSET
+class UntypedRecord(OutcomeRecord, frozen=True, kw_only=True, gc=False):
+    """The record of a game the decoder was given no typed record of (a game this side has
+    not installed): its envelope is checked, ``result`` and ``bets`` are kept as they came."""
 
-    def __post_init__(self) -> None:
-        _Record.__post_init__(self)
-        _require_bets(self.bets, BACCARAT_BETS)
-        if self.status == "complete":
-            r = self.result
-            for name in ("player_cards", "banker_cards"):
-                if len(getattr(r, name)) < 2:
-                    _refuse(f"result.{name}", "fewer than two cards in a complete hand")
-            for name in ("player_total", "banker_total", "winner", "natural"):
-                if getattr(r, name) is None:
-                    _refuse(f"result.{name}", "null in a complete hand")
+    game_name: GameName = msgspec.field(name="game")
+    result: dict[str, Any]
+    bets: dict[str, Any]
+
+    @property
+    def game(self) -> Game:
+        return self.game_name
 
 
-class CrapsResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """The throw (null dice and total for a no-roll or a void throw), the point before and
-    after it, and whether a 4, 6, 8 or 10 came the hard way."""
-
-    dice: tuple[_Die, _Die] | None
-    total: _Sum | None
-    point_before: Point | None
-    point_after: Point | None
-    hard: bool | UnsetType = UNSET
-
-
-class CrapsOutcome(_Record, frozen=True, kw_only=True, gc=False, tag="craps"):
-    result: CrapsResult
-    bets: dict[str, Bet]
-    #: A ``no_roll`` (Art. 1): nothing was thrown.
-    no_roll: bool | UnsetType = UNSET
-    #: The point is not known (an event lost on the table's side), until a seven.
-    point_unknown: bool | UnsetType = UNSET
-
-    def __post_init__(self) -> None:
-        _Record.__post_init__(self)
-        _require_bets(self.bets, CRAPS_BETS)
-
-
-class QPokerHand(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """A position's cards in dealing order, its hand (null until three are known) and the cards
-    exposed by mistake (Art. 11.2), when there were any."""
-
-    #: (more than three only in a void round: a position dealt twice, Art. 1)
-    cards: tuple[_Card, ...]
-    hand: HandClass | None
-    exposed: tuple[_Card, ...] | UnsetType = UNSET
-
-
-class QPokerDealer(QPokerHand, frozen=True, kw_only=True, gc=False):
-    #: Art. 9.4: Q-high or better; null while the hand is not known.
-    qualifies: bool | None
-
-
-class QPokerSeat(QPokerHand, frozen=True, kw_only=True, gc=False):
-    #: ``void``: dealt without a bet (Art. 11.4).
-    status: Literal["active", "void"]
-
-
-class QPokerResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    dealer: QPokerDealer
-    seats: dict[_SeatKey, QPokerSeat]
-
-
-class QPokerSeatBets(msgspec.Struct, frozen=True, kw_only=True, gc=False,
-                     forbid_unknown_fields=True):
-    dobo: Bet
-    play: Bet
-
-
-class QPokerOutcome(_Record, frozen=True, kw_only=True, gc=False, tag="qpoker"):
-    result: QPokerResult
-    bets: dict[_SeatKey, QPokerSeatBets]
-
-
-#: An outcome record as published, typed: ``game`` chooses the struct.
-OutcomeRecord: TypeAlias = BaccaratOutcome | CrapsOutcome | QPokerOutcome
-_OUTCOME_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
-    "baccarat": BaccaratOutcome, "craps": CrapsOutcome, "qpoker": QPokerOutcome,
-}
-
-
-def _require_bets(bets: Mapping[str, Bet], names: tuple[str, ...]) -> None:
+def require_bets(bets: Mapping[str, Any], names: tuple[str, ...]) -> None:
+    """Refuse a record whose ``bets`` lack one of ``names`` (from a ``__post_init__``)."""
     missing = [name for name in names if name not in bets]
     if missing:
-        _refuse("bets", f"lacks {', '.join(missing)} (every record carries them)")
+        refuse("bets", f"lacks {', '.join(missing)} (every record carries them)")
 
 
-def _refuse(field: str, reason: str) -> None:
+def refuse(field: str, reason: str) -> None:
     """Refuse a record from a ``__post_init__``: msgspec turns the ValueError into its
     ValidationError (with the path to the struct), :func:`_explain` reads the field back."""
     raise ValueError(f"{_FIELD_MARK}{field}{_FIELD_MARK}{reason}")
 
 
 _FIELD_MARK: Final = "\x1f"
-_json_decoder: Final = msgspec.json.Decoder(OutcomeRecord)
 _ERROR_AT = re.compile(r"(?P<what>.*?)(?: - at (?:`key` in )?`\$(?P<path>.*)`)?", re.DOTALL)
 _MISSING = re.compile(r"Object missing required field `(?P<name>.*)`")
 _STEP = re.compile(r"\.(?P<name>[^.\[]+)|\[(?P<index>[^\]]+)\]")
-#: The values of the records' mappings, by game and path: a refused value there is found by
-#: trying each (msgspec names no key of a mapping in its error's path).
-_MAPPED: Final[Mapping[tuple[str, str], type[msgspec.Struct]]] = {
-    ("baccarat", "bets"): Bet, ("craps", "bets"): Bet, ("qpoker", "bets"): QPokerSeatBets,
-    ("qpoker", "result.seats"): QPokerSeat,
-}
+_UNTYPED_DECODER: Final = msgspec.json.Decoder(UntypedRecord)
+#: The records a decoder was made for, and it (one per set of games: normally one).
+_DECODERS: dict[tuple[tuple[str, type[GameRecord]], ...], msgspec.json.Decoder[Any]] = {}
+#: The mapping asked for last and its decoder: the registry passes the same one every time.
+_LAST: list[tuple[Mapping[str, type[GameRecord]], msgspec.json.Decoder[Any] | None]] = []
 
 
-def decode_outcome(data: bytes | str | Mapping[str, Any]) -> OutcomeRecord:
+def _decoder(records: Mapping[str, type[GameRecord]]) -> msgspec.json.Decoder[Any] | None:
+    if _LAST and _LAST[0][0] is records:
+        return _LAST[0][1]
+    decoder = _made(records)
+    _LAST[:] = [(records, decoder)]
+    return decoder
+
+
+def _made(records: Mapping[str, type[GameRecord]]) -> msgspec.json.Decoder[Any] | None:
+    key = tuple(sorted(records.items()))
+    if not key:
+        return None
+    decoder = _DECODERS.get(key)
+    if decoder is None:
+        for name, record in key:
+            if record.__struct_config__.tag != name:
+                raise ValueError(f"{record.__name__} is no record of {name!r}")
+        decoder = _DECODERS[key] = msgspec.json.Decoder(_union(record for _, record in key))
+    return decoder
+
+
+def _union(members: Iterator[type[GameRecord]]) -> Any:
+    return Union[tuple(members)]  # noqa: UP007 (built at run time, from a tuple)
+
+
+def decode_outcome(data: bytes | str | Mapping[str, Any],
+                   records: Mapping[str, type[GameRecord]]) -> OutcomeRecord:
     """The typed outcome record of ``data`` (JSON text, or the object it decodes to), envelope
     fields (``table_seq``, ``ts``) included, version 1 or 2; fields this version does not know
-    are ignored. Raises :class:`OutcomeError` naming the field and the reason.
+    are ignored. ``records`` are the typed records of the games known here, by name
+    (``tabled.games.registry.records()``; read once per mapping object): a record of one of
+    them decodes to its :class:`GameRecord`; of another game (an id), to an
+    :class:`UntypedRecord`. Raises :class:`OutcomeError` naming the field and the reason.
 
     JSON's own types, strictly: an integer is not ``true`` or ``1.0``, a string is not a
     number, ``null`` only where the contract allows it."""
+    decoder = _decoder(records)
     try:
+        try:
+            if decoder is None:
+                raise _Untyped
+            if isinstance(data, Mapping):
+                typed: OutcomeRecord = msgspec.convert(data, decoder.type, strict=True)
+                return typed
+            decoded: OutcomeRecord = decoder.decode(data)
+            return decoded
+        except msgspec.ValidationError as exc:
+            if not _another_game(exc):
+                raise
+        except _Untyped:
+            pass
         if isinstance(data, Mapping):
-            record: OutcomeRecord = msgspec.convert(data, OutcomeRecord, strict=True)
-            return record
-        return _json_decoder.decode(data)
+            untyped: OutcomeRecord = msgspec.convert(data, UntypedRecord, strict=True)
+            return untyped
+        decoded = _UNTYPED_DECODER.decode(data)
+        return decoded
     except msgspec.ValidationError as exc:
-        raise _explain(data, exc) from None
+        raise _explain(data, exc, records) from None
     except msgspec.DecodeError as exc:
         raise OutcomeError("", f"not JSON: {exc}") from None
 
 
-def _explain(data: bytes | str | Mapping[str, Any], exc: msgspec.ValidationError
-             ) -> OutcomeError:
+class _Untyped(Exception):
+    """No typed record is known: the record is read as an :class:`UntypedRecord`."""
+
+
+def _another_game(exc: msgspec.ValidationError) -> bool:
+    """Whether msgspec refused a record for naming a game none of the typed records is."""
+    return str(exc).startswith("Invalid value ") and str(exc).endswith(" - at `$.game`")
+
+
+def _explain(data: bytes | str | Mapping[str, Any], exc: msgspec.ValidationError,
+             records: Mapping[str, type[GameRecord]]) -> OutcomeError:
     """msgspec's reason, naming the field (a dotted path) and, where it has one, its value."""
     error = _ERROR_AT.fullmatch(str(exc))
     assert error is not None  # (the pattern matches any text)
@@ -473,20 +449,21 @@ def _explain(data: bytes | str | Mapping[str, Any], exc: msgspec.ValidationError
         except msgspec.DecodeError:
             obj = None
     game = obj.get("game") if isinstance(obj, Mapping) else None
+    record = records.get(game) if isinstance(game, str) else None
+    mapped = record.MAPPED if record is not None else {}
     steps: list[str] = []
     here: Any = obj
     for m in _STEP.finditer(path):
         step = m["name"] or m["index"]
         if step == "...":  # a mapping's value: which one is refused
-            value_type = _MAPPED.get((str(game), ".".join(steps)))
-            step = _refused_key(here, value_type) or step
+            step = _refused_key(here, mapped.get(".".join(steps))) or step
         steps.append(step)
         here = here.get(step) if isinstance(here, Mapping) else (
             here[int(step)] if isinstance(here, list) and step.isdigit()
             and int(step) < len(here) else None)
     field = ".".join(steps)
     if "`key` in" in str(exc) and isinstance(here, Mapping):
-        keys = [k for k in here if not re.fullmatch(_SEAT_KEY, str(k))]
+        keys = [k for k in here if not re.fullmatch(SEAT_KEY_PATTERN, str(k))]
         return OutcomeError(field, f"key {keys[0] if keys else '?'!r} is not a seat number")
     if what.startswith(_FIELD_MARK):
         _, name, reason = what.split(_FIELD_MARK, 2)
@@ -494,15 +471,20 @@ def _explain(data: bytes | str | Mapping[str, Any], exc: msgspec.ValidationError
     missing = _MISSING.fullmatch(what)
     if missing:
         name = f"{field}.{missing['name']}" if field else missing["name"]
-        return OutcomeError(name, "missing (one of baccarat, craps, qpoker)"
-                            if name == "game" else "missing")
+        return OutcomeError(name, f"missing ({_games(records)})" if name == "game" else "missing")
     if field == "game":
-        return OutcomeError("game", f"{here!r} is not one of baccarat, craps, qpoker")
+        return OutcomeError("game", f"{here!r} is not a game's name ({_games(records)})")
     if field == "v":
         return OutcomeError("v", f"unsupported contract version {here!r} (this reads "
                                  f"{' and '.join(map(str, READ_VERSIONS))})")
     reason = (what[0].lower() + what[1:] if what else "not what the contract allows")
     return OutcomeError(field, f"{here!r}: {reason.replace('`', '')}")
+
+
+def _games(records: Mapping[str, type[GameRecord]]) -> str:
+    """What a record's ``game`` may be, for a message: the games known here, or any id."""
+    known = ", ".join(sorted(records))
+    return f"one of {known}, or another game's id" if known else f"an id: {ID_RULE}"
 
 
 def _refused_key(mapping: Any, value_type: type[msgspec.Struct] | None) -> str | None:
@@ -515,8 +497,3 @@ def _refused_key(mapping: Any, value_type: type[msgspec.Struct] | None) -> str |
         except msgspec.ValidationError:
             return str(key)
     return None
-
-
-def outcome_type(game: str) -> type[msgspec.Struct] | None:
-    """The typed record of ``game``'s outcomes, or None for no game of the contract."""
-    return _OUTCOME_TYPES.get(game)

@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from tabled.contract.outcome import GAMES
 from tabled.drivers.registry import family_names
+from tabled.games.registry import game_names, games
 
 
 def parse_option(text: str) -> tuple[str, str]:
@@ -243,27 +243,28 @@ def register(sub: Any) -> None:
         description="Read normalized events (JSON Lines) and write one outcome per line, "
         "exactly as the daemon would publish them. Exit 2 on malformed input.",
     )
-    rp.add_argument("--game", required=True, choices=GAMES)
-    add_option_argument(
-        rp, "a regulated option: baccarat method=1|2, commission=five_percent|half_on_four, "
-        "last_hand=this|one_more, decks=6..12; craps big_bets_on_come_out=true|false; "
-        "qpoker positions=7..20")
+    rp.add_argument("--game", required=True, choices=game_names())
+    add_option_argument(rp, "a regulated option: " + "; ".join(
+        f"{name} " + ", ".join(f"{key}={values}" for key, values in declared.option_values.items())
+        for name, declared in games().items() if declared.option_values))
     rp.add_argument("file", nargs="?", default="-", metavar="FILE|-")
     rp.set_defaults(func=_cmd_replay)
 
+    notes = [declared.odds_help for declared in games().values() if declared.odds_help]
     op = sub.add_parser(
         "odds",
         help="exact house edges of every bet under the configured rules",
         description="Compute, in exact fractions from the rules core's own code, the "
         "probabilities of a round and the house edge of every bet: the house's expected gain "
-        "per unit staked, a push counting as a zero-return decision (per hand). Baccarat: the "
-        "first hand of a full shoe; Q Poker Play: under the best fold strategy.",
+        "per unit staked, a push counting as a zero-return decision (per hand)."
+        + (f" {'; '.join(notes)}." if notes else ""),
     )
-    op.add_argument("--game", required=True, choices=GAMES)
+    op.add_argument("--game", required=True, choices=game_names())
     add_option_argument(op)
-    op.add_argument("--decks", type=int, metavar="N",
-                    help="baccarat: the shoe size, 6..12 (the decks option, default 8; "
-                    "given both, they must agree)")
+    op.add_argument("--decks", type=int, metavar="N", help="; ".join(
+        f"{name}: the shoe size, {declared.option_values['decks']} (the decks option, default "
+        f"{declared.options().decks}; given both, they must agree)"
+        for name, declared in games().items() if "decks" in declared.option_values))
     op.add_argument("--json", action="store_true", help="one JSON object")
     op.add_argument("--markdown", action="store_true",
                     help="the docs/rules/ tables of every option combination")

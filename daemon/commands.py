@@ -27,6 +27,7 @@ from tabled.contract.events import (
     Decision,
     Declare,
     Event,
+    EventChecks,
     EventError,
     Reveal,
     ShoeStart,
@@ -81,7 +82,20 @@ def parse_ts(text: Any) -> float:
         raise CommandRejected("malformed", f"ts {text!r} is not RFC 3339") from None
 
 
-def _event(name: str, args: dict[str, Any], source: dict[str, Any]) -> Event:
+def _event(name: str, args: dict[str, Any], source: dict[str, Any],
+           checks: EventChecks | None = None) -> Event:
+    event = _command_event(name, args, source)
+    if checks:
+        check = checks.get(event.TYPE)
+        if check is not None:
+            try:
+                check(event)
+            except EventError as exc:
+                raise CommandRejected("malformed", str(exc)) from None
+    return event
+
+
+def _command_event(name: str, args: dict[str, Any], source: dict[str, Any]) -> Event:
     try:
         if name == "decision":
             seat, play = args.get("seat"), args.get("play")
@@ -120,11 +134,15 @@ def _round(args: dict[str, Any]) -> int | None:
 
 
 class CommandGate:
-    """Checks commands against the shared key, the clock and the nonces seen."""
+    """Checks commands against the shared key, the clock and the nonces seen, and (given the
+    table's game's ``checks``, ``tabled.games.registry.event_checks``) what that game takes: a
+    ``declare`` of a word it does not declare is malformed."""
 
     def __init__(self, key: bytes, max_skew: float,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 checks: EventChecks | None = None) -> None:
         self._key = key
+        self._checks = checks
         self.max_skew = max_skew
         self._clock = clock
         self._nonces: OrderedDict[str, float] = OrderedDict()
@@ -181,6 +199,6 @@ class CommandGate:
         if not isinstance(args, dict):
             raise CommandRejected("malformed", "args must be an object")
         source = {"source": f"console:{console}", "nonce": nonce, "command_ts": body["ts"]}
-        event = _event(name, args, source)
+        event = _event(name, args, source, self._checks)
         self.remember(nonce, ts)
         return Command(name, console, nonce, body["ts"], event)

@@ -34,10 +34,7 @@ from tabled.daemon.errors import DaemonError
 from tabled.drivers.registry import family as device_family
 from tabled.drivers.registry import family_names
 from tabled.games.options import GameOptions, OptionErrors
-from tabled.games.registry import game_policy, options_of
-
-GameName = Literal["baccarat", "craps", "qpoker"]
-
+from tabled.games.registry import game_names, game_policy, options_of
 
 
 def _id(value: str) -> str:
@@ -56,7 +53,16 @@ class TableSettings(_Strict):
 
     site: Name
     id: Name
-    game: GameName
+    #: An installed game (``tabled.games`` entry points: baccarat, craps, qpoker, and any
+    #: other package's, docs/games.md).
+    game: str
+
+    @field_validator("game")
+    @classmethod
+    def _installed(cls, value: str) -> str:
+        if value not in game_names():
+            raise ValueError(f"unknown game {value!r} (installed: {', '.join(game_names())})")
+        return value
 
     @field_validator("id")
     @classmethod

@@ -19,7 +19,7 @@ import orjson
 from tabled.contract.events import LineError, read_events
 from tabled.contract.outcome import Outcome
 from tabled.games.options import GameOptions
-from tabled.games.registry import make_table
+from tabled.games.registry import event_checks, make_table
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -76,7 +76,7 @@ def replay(
         # A blank line is malformed too (one event object per line), and so is an event
         # without a field this game requires (a Q Poker card without its seat): the check
         # the daemon makes before its rules see an event.
-        for lineno, event in read_events(lines, game):
+        for lineno, event in read_events(lines, event_checks(game)):
             for output in feed(event):
                 if isinstance(output, Outcome):
                     hold(_encode_outcome(output))

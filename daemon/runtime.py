@@ -40,7 +40,6 @@ from tabled.contract.events import (
     Event,
     EventError,
     Fault,
-    check_for_game,
     event_to_dict,
     parse_event,
 )
@@ -56,7 +55,7 @@ from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.config import Config
 from tabled.daemon.errors import DaemonError
 from tabled.daemon.journal import EventLog, InputEntry, JournalError, OutputEntry
-from tabled.games.registry import make_table
+from tabled.games.registry import check_event, make_table
 from tabled.games.table import Publication, Table, added_round, published_body
 
 log = structlog.get_logger("tabled.runtime")
@@ -167,7 +166,7 @@ class TableRuntime:
             self.counters["refused_degraded"] += 1
             raise Degraded(self.degraded)
         try:
-            check_for_game(event, self.game)
+            check_event(event, self.game)
         except EventError as exc:
             # What tabled replay calls malformed (a Q Poker card without its seat): replay
             # stops there; the daemon cannot, and does not apply it either.

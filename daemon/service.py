@@ -42,6 +42,7 @@ from tabled.daemon.mqtt.volatile import VolatilePublisher
 from tabled.daemon.runtime import TableRuntime
 from tabled.daemon.supervisor import DeviceSupervisor, feed_discovery
 from tabled.games.options import declare
+from tabled.games.registry import event_checks
 
 log = structlog.get_logger("tabled.service")
 
@@ -109,7 +110,8 @@ class Service:
         if cfg.commands.enabled:
             assert cfg.commands.hmac_key_file is not None
             gate = ConsoleGate(CommandGate(read_secret(cfg.commands.hmac_key_file),
-                                           cfg.commands.max_skew),
+                                           cfg.commands.max_skew,
+                                           checks=event_checks(cfg.table.game)),
                                runtime, self.journal.audit, journaled=publisher.notify)
             gate.remember_nonces()
             CommandListener(session, volatile, gate.handle)

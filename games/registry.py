@@ -8,24 +8,40 @@ table), ``tabled replay`` and ``tabled odds``, the contract's per-game checks, t
 view, scoreboard and integrity rates), the demos (a game's devices and dealing recipe) and the
 console (a game's vocabulary). It never names a game itself.
 
-The declaration holds what is pure (the rules, options, odds, policy); the parts other layers
-need (``pit``, ``integrity``, ``demo``, ``console``) are named as ``"module:attribute"`` and loaded
-only by the layer that asks (:func:`part`), so the table service never loads the pit's view.
+The declaration holds what is pure (the rules, options, odds, policy, and the game's part of the
+contract: the fields and words its events need, its typed outcome record and that record's part
+of the outcome schema); the parts other layers need (``pit``, ``integrity``, ``demo``,
+``console``) are named as ``"module:attribute"`` and loaded only by the layer that asks
+(:func:`part`), so the table service never loads the pit's view.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
+from importlib import resources
 from importlib.metadata import entry_points
 from random import Random
 from types import MappingProxyType
 from typing import Any
 
+from tabled.contract import outcome as contract_outcome
+from tabled.contract.events import (
+    Declare,
+    Event,
+    EventCheck,
+    EventChecks,
+    EventError,
+    check_declared,
+    require_fields,
+)
 from tabled.contract.limits import valid_id
+from tabled.contract.outcome import GameRecord, OutcomeRecord
 from tabled.games.errors import RulesError
 from tabled.games.odds.model import Odds
 from tabled.games.options import GameOptions, build_options
@@ -48,10 +64,19 @@ class GameDeclaration:
     combinatorics) its exact odds, ``f(options)`` or ``f(options, decks)`` returning an
     :class:`~tabled.games.odds.model.Odds` (``tabled odds``); ``odds_markdown``, a function of
     no argument returning the tables of its document under docs/rules/ (``tabled odds
-    --markdown``). ``declarations``: the words a dealer may
-    declare on the console (a ``declare`` event), which the pit compares with the outcome.
+    --markdown``). ``declarations``: the words a dealer may declare on the console (a
+    ``declare`` event), which the pit compares with the outcome.
     ``required``: fields an event type must carry at this game beyond what docs/contract.md
-    requires of every game (Q Poker: a ``card``'s ``seat``). ``parts``: the other layers'
+    requires of every game (Q Poker: a ``card``'s ``seat``). ``checks``: the game's own
+    checks of an event type, beyond those (craps: a ``roll`` of two dice exactly; each raises
+    :class:`~tabled.contract.events.EventError`). ``record``: its typed outcome record, a
+    :class:`~tabled.contract.outcome.GameRecord` tagged with ``name`` (what
+    :func:`decode_outcome` gives for its records), and ``schema`` its part of the outcome JSON
+    schema as ``"package:resource"`` (package data: the ``properties``, ``if``/``then`` and
+    ``$defs`` a record of this game has beyond the envelope, :func:`outcome_schema`).
+    ``option_values``: each option's values as a command line's help says them
+    (``{"method": "1|2"}``); ``odds_help``: what ``tabled odds`` computes of it, where that
+    needs saying (``"Baccarat: the first hand of a full shoe"``). ``parts``: the other layers'
     parts, by name, as ``"module:attribute"`` (loaded with :func:`part`).
     """
 
@@ -64,6 +89,11 @@ class GameDeclaration:
     odds_markdown: str | None = None
     declarations: tuple[str, ...] = ()
     required: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    checks: Mapping[str, EventCheck] = field(default_factory=dict)
+    record: type[GameRecord] | None = None
+    schema: str | None = None
+    option_values: Mapping[str, str] = field(default_factory=dict)
+    odds_help: str = ""
     parts: Mapping[str, str] = field(default_factory=dict)
     #: Names (``"module:attribute"``, loaded only when asked: :func:`stream_maker`) the
     #: function ``f(rng, rounds)`` giving a valid event stream of the game under its default
@@ -111,7 +141,25 @@ def game(name: str) -> GameDeclaration:
     if declared.name != entry.name or not valid_id(declared.name):
         raise BadGame(f"game {entry.name!r} ({entry.value}) declares the name "
                       f"{declared.name!r}: it must be the entry point's, an id")
+    if declared.record is not None and declared.record.__struct_config__.tag != entry.name:
+        raise BadGame(f"game {entry.name!r} ({entry.value}) declares the record "
+                      f"{declared.record.__name__}, which is not tagged {entry.name!r}")
+    bad_words = [word for word in declared.declarations if not valid_id(word)]
+    if bad_words:
+        raise BadGame(f"game {entry.name!r} ({entry.value}) declares the words "
+                      f"{bad_words!r}: a declared word is an id")
     return declared
+
+
+def reload() -> None:
+    """Forget what was loaded: the next question finds the installed games again (a test that
+    installs a game, a process that installed one meanwhile)."""
+    games.cache_clear()
+    game.cache_clear()
+    _load.cache_clear()
+    event_checks.cache_clear()
+    records.cache_clear()
+    _schema_part.cache_clear()
 
 
 def part(name: str, which: str) -> Any | None:
@@ -213,3 +261,102 @@ def odds_markdown(name: str) -> str | None:
         return None
     text: str = _load(target)()
     return text
+
+
+# -- the game's part of the contract ----------------------------------------------------------
+
+
+@functools.cache
+def event_checks(name: str) -> EventChecks:
+    """Game ``name``'s checks of events beyond the contract, by event type (what
+    :func:`tabled.contract.events.read_events` and ``parse_line`` take): the fields its
+    declaration's ``required`` names, a ``declare`` of a word it declares, and the game's own
+    ``checks``. :class:`UnknownGame` for a game not installed."""
+    declared = game(name)
+    checks: dict[str, list[EventCheck]] = {}
+    for etype, names in declared.required.items():
+        checks.setdefault(etype, []).append(
+            functools.partial(require_fields, names=names, game=name))
+    checks.setdefault(Declare.TYPE, []).append(
+        functools.partial(_declared, words=declared.declarations, name=name))
+    for etype, check in declared.checks.items():
+        checks.setdefault(etype, []).append(check)
+    return MappingProxyType({etype: found[0] if len(found) == 1 else _all(tuple(found))
+                             for etype, found in checks.items()})
+
+
+def check_event(event: Event, name: str) -> None:
+    """Raise :class:`~tabled.contract.events.EventError` if game ``name`` refuses ``event``
+    (:func:`event_checks`): the one check ``tabled replay`` and the daemon's runtime both make
+    before an event reaches the rules, so that both refuse the same events."""
+    check = event_checks(name).get(event.TYPE)
+    if check is not None:
+        check(event)
+
+
+def _declared(event: Event, words: tuple[str, ...], name: str) -> None:
+    """A ``declare`` of one of the words game ``name`` declares."""
+    if isinstance(event, Declare):
+        if not words:
+            raise EventError(f"result {event.result!r}: {name} declares no result")
+        check_declared(event, words)
+
+
+def _all(checks: tuple[EventCheck, ...]) -> EventCheck:
+    def check(event: Event) -> None:
+        for one in checks:
+            one(event)
+    return check
+
+
+@functools.cache
+def records() -> Mapping[str, type[GameRecord]]:
+    """Each installed game's typed outcome record, by name (the games that declare one)."""
+    return MappingProxyType({name: declared.record for name, declared in games().items()
+                             if declared.record is not None})
+
+
+def decode_outcome(data: bytes | str | Mapping[str, Any]) -> OutcomeRecord:
+    """:func:`tabled.contract.outcome.decode_outcome` with the installed games' records: an
+    installed game's record decodes typed, another game's (an id) to its envelope only
+    (:class:`~tabled.contract.outcome.UntypedRecord`)."""
+    return contract_outcome.decode_outcome(data, records())
+
+
+def outcome_schema(names: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The outcome record's JSON schema: the contract's envelope
+    (``tabled.contract.schemas/outcome.schema.json``) with each installed game's part (or of
+    the games ``names``), a branch ``if game is NAME then …`` each, their ``$defs`` merged."""
+    text = resources.files("tabled.contract.schemas").joinpath("outcome.schema.json")
+    whole: dict[str, Any] = json.loads(text.read_text(encoding="utf-8"))
+    defs = whole.setdefault("$defs", {})
+    branches = whole.setdefault("allOf", [])
+    for name in (names if names is not None else tuple(games())):
+        part_ = _schema_part(name)
+        if part_ is None:
+            continue
+        own = dict(copy.deepcopy(part_))
+        for key, value in own.pop("$defs", {}).items():
+            if key in defs and defs[key] != value:
+                raise BadGame(f"game {name!r}: its outcome schema's $defs {key!r} is another "
+                              "game's or the envelope's")
+            defs[key] = value
+        for key in ("$schema", "$id", "title", "description", "$comment"):
+            own.pop(key, None)
+        branches.append({"if": {"properties": {"game": {"const": name}}}, "then": own})
+    return whole
+
+
+@functools.cache
+def _schema_part(name: str) -> Mapping[str, Any] | None:
+    target = game(name).schema
+    if target is None:
+        return None
+    package, _, resource = target.partition(":")
+    try:
+        text = resources.files(package).joinpath(resource).read_text(encoding="utf-8")
+        loaded: dict[str, Any] = json.loads(text)
+    except (OSError, ImportError, ValueError) as exc:
+        raise BadGame(f"game {name!r}: its outcome schema {target} does not load: "
+                      f"{type(exc).__name__}: {exc}") from exc
+    return loaded

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Protocol
 
 from tabled.contract.events import FOR_A_ROUND, Event, Withheld, event_to_dict
-from tabled.contract.outcome import GAMES, Game, Notice, Outcome, Output
+from tabled.contract.outcome import Game, Notice, Outcome, Output
 from tabled.games.options import GameOptions
 from tabled.games.policy import GamePolicy, Loss, Publication, PublishAll
 
@@ -79,6 +79,6 @@ def added_round(item: Event, event: Event, own: int | None, opened: int) -> int 
 
 
 __all__ = [
-    "GAMES", "Game", "GamePolicy", "Loss", "Notice", "Outcome", "Output", "Publication",
+    "Game", "GamePolicy", "Loss", "Notice", "Outcome", "Output", "Publication",
     "PublishAll", "Table", "added_round", "published_body",
 ]

@@ -20,7 +20,8 @@ from typing import Any, Final
 from tabled.contract.devices import DeviceState
 from tabled.contract.events import Event, EventError, parse_event
 from tabled.contract.limits import MAX_DEPTH, MAX_SEQ, RESERVED_TABLE, valid_id, valid_seq
-from tabled.contract.outcome import GAMES, OutcomeError, OutcomeRecord, decode_outcome
+from tabled.contract.outcome import OutcomeError, OutcomeRecord
+from tabled.games.registry import decode_outcome, game_names
 from tabled.pit.errors import PitError
 
 #: Streams whose ``table_seq`` the daemon makes contiguous and durable (docs/mqtt.md): gaps in
@@ -326,7 +327,7 @@ def _check_body(channel: str, body: dict[str, Any]) -> Event | OutcomeRecord | N
     elif channel == "status":
         if body.get("state") not in TABLE_STATES:
             raise Malformed(f"table state {_short(body.get('state'))}")
-        if body["state"] == "online" and body.get("game") not in GAMES:
+        if body["state"] == "online" and body.get("game") not in game_names():
             raise Malformed(f"a birth record names an unknown game {_short(body.get('game'))}")
         _check_types(channel, body)
     elif channel == "device":

@@ -34,7 +34,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tabled.contract.outcome import OutcomeError, OutcomeRecord, decode_outcome
+from tabled.contract.outcome import OutcomeError, OutcomeRecord
+from tabled.games.registry import decode_outcome
 from tabled.pit.errors import PitError
 from tabled.pit.messages import Message
 

@@ -28,10 +28,10 @@ from typing import Any, TypeAlias
 import structlog
 
 from tabled.contract.events import Event, EventError, parse_event
-from tabled.contract.outcome import GAMES, Game, OutcomeError, OutcomeRecord, decode_outcome
+from tabled.contract.outcome import Game, OutcomeError, OutcomeRecord
 from tabled.games import registry
 from tabled.games.options import GameOptions, OptionError
-from tabled.games.registry import option_type
+from tabled.games.registry import decode_outcome, game_names, option_type
 from tabled.pit.alerts import AlertEngine
 from tabled.pit.config import IntegritySettings
 from tabled.pit.integrity import (
@@ -122,7 +122,7 @@ class IntegrityWatch:
         self._warming: asyncio.Future[None] | None = None
 
     def _warm(self) -> None:
-        for game in GAMES:  # the key TableMonitors looks up for a birth with default options
+        for game in game_names():  # the key TableMonitors looks up for a birth with default options
             calibrate(game, options_of(game, {}), self.settings)
 
     # -- feeding ---------------------------------------------------------------------------
@@ -184,7 +184,7 @@ class IntegrityWatch:
         game = model.game if model is not None else None
         if game is None and payload.get("type") == "outcome":
             game = payload.get("game")
-        if game not in GAMES:
+        if game not in game_names():
             return None  # the game is not known yet (no birth record heard): nothing to judge
         declared = model.birth.get("options") if model is not None else None
         state = self._tables.get((site, table))

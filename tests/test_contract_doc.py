@@ -17,22 +17,30 @@ import re
 import sys
 from collections.abc import Iterator, Mapping
 from importlib import resources
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tabled.contract import CONTRACT_VERSION
+from tabled.games.registry import outcome_schema
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "contract.md"
 SCHEMAS = ("event", "outcome", "fault")
 WHOLE = {"event": "every event", "outcome": "every outcome", "fault": "every fault message"}
 #: Definitions shown by their name (the document says what each is).
-NAMED = {"card", "seat", "article", "bet", "hand_class", "round", "pays"}
+NAMED = {"card", "seat", "game", "article", "bet", "hand_class", "round", "pays"}
+#: The games whose part of the outcome record this document has: those of tabled itself (a
+#: game installed as a plugin documents its own).
+BUILT_IN = tuple(entry.name for entry in entry_points(group="tabled.games")
+                 if entry.value.startswith("tabled.games."))
 MAX_INT = 2**53 - 1
 
 
 def schema(name: str) -> dict[str, Any]:
+    if name == "outcome":  # the envelope, and each game's part from its package
+        return outcome_schema(BUILT_IN)
     text = resources.files("tabled.contract.schemas").joinpath(f"{name}.schema.json").read_text()
     loaded: dict[str, Any] = json.loads(text)
     return loaded

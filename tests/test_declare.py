@@ -11,7 +11,6 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tabled.contract.events import (
-    DECLARATIONS,
     Declare,
     EventError,
     encode_event,
@@ -19,7 +18,7 @@ from tabled.contract.events import (
     parse_line,
 )
 from tabled.daemon.commands import COMMANDS, CommandGate, CommandRejected, parse_ts, sign
-from tabled.games.registry import make_table
+from tabled.games.registry import check_event, event_checks, games, make_table
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "contract" / "schemas" /
                      "event.schema.json").read_text())
@@ -39,7 +38,7 @@ def test_a_declaration_parses_encodes_and_satisfies_the_schema() -> None:
     Draft202012Validator(SCHEMA).validate(json.loads(encode_event(bare)))
 
 
-@pytest.mark.parametrize("fields", [{}, {"result": "bankers"}, {"result": 1},
+@pytest.mark.parametrize("fields", [{}, {"result": "the banker"}, {"result": 1}, {"result": ""},
                                     {"result": "tie", "round": 0},
                                     {"result": "tie", "round": True},
                                     {"result": "tie", "round": "3"}])
@@ -52,10 +51,26 @@ def test_a_declaration_outside_the_vocabulary_is_malformed(fields: dict[str, obj
 @pytest.mark.parametrize("game", ["baccarat", "craps", "qpoker"])
 def test_every_rules_core_accepts_a_declaration_and_decides_nothing(game: str) -> None:
     table = make_table(game)
-    for word in (w for words in DECLARATIONS.values() for w in words):
+    for word in (w for declared in games().values() for w in declared.declarations):
         assert table.feed(Declare(result=word)) == []
         assert table.feed(Declare(result=word, round=3)) == []
     assert table.next_round == 1 and not table.round_open
+
+
+@pytest.mark.parametrize(("game", "word"), [("baccarat", "seven_out"), ("craps", "banker"),
+                                             ("qpoker", "tie"), ("baccarat", "bankers")])
+def test_a_word_the_tables_game_does_not_declare_is_malformed_there(game: str, word: str) -> None:
+    """The contract takes any word (an id); the table's game takes its own words only (its
+    declaration's ``declarations``), in ``tabled replay`` and the daemon alike."""
+    line = json.dumps({"v": 2, "type": "declare", "result": word})
+    assert parse_line(line) == Declare(result=word)
+    words = ", ".join(sorted(games()[game].declarations))
+    with pytest.raises(EventError, match=rf"^result '{word}' is not one of {words}$"):
+        parse_line(line, event_checks(game))
+    with pytest.raises(EventError):
+        check_event(Declare(result=word, round=2), game)
+    for own in games()[game].declarations:
+        check_event(Declare(result=own), game)
 
 
 def test_a_declaration_mid_hand_changes_nothing_in_the_hand() -> None:
@@ -89,3 +104,15 @@ def test_the_console_declares_through_the_signed_gate() -> None:
     with pytest.raises(CommandRejected) as refused:
         gate.check("declare", _command({"result": "tie", "round": -1}, nonce="d" * 20))
     assert refused.value.reason == "malformed"
+
+
+def test_the_gate_refuses_a_word_the_tables_game_does_not_declare() -> None:
+    """Given the table's game, the console's gate refuses another game's word as malformed
+    before it reaches the rules (the runtime would not apply it either)."""
+    gate = CommandGate(KEY, 30.0, clock=lambda: parse_ts(TS), checks=event_checks("craps"))
+    assert gate.check("declare", _command({"result": "seven_out"})).event == Declare(
+        result="seven_out")
+    with pytest.raises(CommandRejected) as refused:
+        gate.check("declare", _command({"result": "banker"}, nonce="c" * 20))
+    assert refused.value.reason == "malformed"
+    assert "'banker' is not one of craps, natural" in refused.value.detail

@@ -6,15 +6,15 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import re
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tabled.contract.events import (
     CARD_CODES,
-    DECLARATIONS,
     CardDealt,
     Decision,
     EventError,
@@ -29,6 +29,7 @@ from tabled.contract.events import (
     parse_line,
     read_events,
 )
+from tabled.games.registry import event_checks, games
 
 cards = st.sampled_from(sorted(CARD_CODES))
 seats = st.one_of(st.integers(1, 12), st.just("dealer"))
@@ -197,9 +198,11 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "decision": ("seat", "play"), "roll": ("dice",), "no_roll": ("reason",),
     "fault": ("code",), "withheld": ("seat", "count"), "declare": ("result",),
 }
-# What one game requires beyond that: Q Poker deals every card to a seat, and a round_start
-# lists the seats with a bet.
-GAME_REQUIRED = {"qpoker": {"card": ("seat",), "round_start": ("seats",)}}
+# What one game requires beyond that, as each game declares it (Q Poker deals every card to a
+# seat, and a round_start lists the seats with a bet).
+GAME_REQUIRED = {name: dict(declared.required) for name, declared in games().items()}
+#: A declared word, as docs/contract.md reads it: an id (which words, the table's game's).
+DECLARED_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 def _int(value: Any) -> bool:
@@ -222,8 +225,8 @@ def acceptable(kind: str, value: Any) -> bool:
         return type(value) is str and value != ""
     if kind == "card":
         return type(value) is str and value in CARD_CODES
-    if kind == "declared":  # docs/contract.md: a word one of the games lets its dealer call
-        return type(value) is str and any(value in words for words in DECLARATIONS.values())
+    if kind == "declared":  # docs/contract.md: a word a game lets its dealer call, an id
+        return type(value) is str and DECLARED_WORD.fullmatch(value) is not None
     if kind == "cards":
         return type(value) is list and all(acceptable("card", c) for c in value)
     if kind == "player_seat":
@@ -234,7 +237,7 @@ def acceptable(kind: str, value: Any) -> bool:
         return (type(value) is list and all(acceptable("player_seat", s) for s in value)
                 and len(set(value)) == len(value))
     if kind == "dice":
-        return (type(value) is list and len(value) == 2
+        return (type(value) is list and len(value) >= 2
                 and all(_int(d) and 1 <= d <= 6 for d in value))
     raise AssertionError(kind)
 
@@ -259,10 +262,10 @@ good_values: dict[str, st.SearchStrategy[Any]] = {
     "positive_int": st.integers(1, 2**40), "non_negative_int": st.integers(0, 2**40),
     "count": st.integers(1, 3), "bool": st.booleans(), "string": st.text(max_size=8),
     "text": st.text(min_size=1, max_size=8), "card": cards,
-    "declared": st.sampled_from(sorted({w for ws in DECLARATIONS.values() for w in ws})),
+    "declared": st.sampled_from(sorted({w for g in games().values() for w in g.declarations})),
     "cards": st.lists(cards, max_size=4), "player_seat": st.integers(1, 20),
     "seat": seats, "player_seats": st.lists(st.integers(1, 20), unique=True, max_size=5),
-    "dice": st.lists(st.integers(1, 6), min_size=2, max_size=2),
+    "dice": st.lists(st.integers(1, 6), min_size=2, max_size=4),
 }
 
 
@@ -388,12 +391,15 @@ def test_nan_and_infinity_are_not_json(line: str) -> None:
 def test_a_game_requires_its_own_fields(obj: dict[str, Any], game: str,
                                         data: st.DataObject) -> None:
     """Q Poker deals every card to a seat and lists a round's seats: without them the line is
-    malformed for Q Poker (and only for Q Poker); ``parse_line`` without a game knows no game."""
+    malformed for Q Poker (and only for Q Poker); ``parse_line`` without a game knows no game.
+    (A game's other checks, its declared words and its dice, are tests/test_game_checks.py's.)"""
+    assume(obj["type"] not in ("declare", "roll"))
     needed = GAME_REQUIRED.get(game, {}).get(obj["type"], ())
     drop = data.draw(st.sets(st.sampled_from(needed)) if needed else st.just(set()))
     smaller = {k: v for k, v in obj.items() if k not in drop}
     assert outcome_of(parse_line, as_json(smaller))[0] == "ok"
-    verdict, result = outcome_of(lambda line: parse_line(line, game), as_json(smaller))
+    verdict, result = outcome_of(lambda line: parse_line(line, event_checks(game)),
+                                 as_json(smaller))
     missing = set(needed) - set(smaller)
     assert verdict == ("malformed" if missing else "ok"), result
     if missing:
@@ -409,8 +415,8 @@ def test_a_game_requires_its_own_fields(obj: dict[str, Any], game: str,
 ])
 def test_qpoker_cards_name_their_seat_and_rounds_their_seats(line: str, reason: str) -> None:
     with pytest.raises(EventError, match=reason.replace("(", r"\(").replace(")", r"\)")):
-        parse_line(line, "qpoker")
-    assert parse_line(line.replace(',"seat":null', ""), "baccarat") is not None
+        parse_line(line, event_checks("qpoker"))
+    assert parse_line(line.replace(',"seat":null', ""), event_checks("baccarat")) is not None
 
 
 def test_read_events_numbers_lines_and_stops_at_the_first_bad_one() -> None:
@@ -431,6 +437,6 @@ def test_read_events_numbers_lines_and_stops_at_the_first_bad_one() -> None:
     with pytest.raises(LineError, match=r"^line 2: a blank line"):
         next(blank)
     # given the game, the fields it requires too
-    qpoker = read_events(['{"v":1,"type":"card","card":"AS"}\n'], "qpoker")
+    qpoker = read_events(['{"v":1,"type":"card","card":"AS"}\n'], event_checks("qpoker"))
     with pytest.raises(LineError, match=r"^line 1: .*'seat' \(required in qpoker\)"):
         next(qpoker)

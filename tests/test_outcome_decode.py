@@ -1,5 +1,7 @@
-"""The typed outcome record (``tabled.contract.outcome.decode_outcome``) and the outcome schema
-(``contract/schemas/outcome.schema.json``) say the same thing: every outcome the rules core
+"""The typed outcome record (``tabled.games.registry.decode_outcome``: the contract's decoder with
+each installed game's record) and the outcome schema (the envelope of
+``contract/schemas/outcome.schema.json`` with each game's part, ``registry.outcome_schema``)
+say the same thing: every outcome the rules core
 makes decodes and validates, envelope and all; a record changed anywhere (a field's value of
 another type, a field taken away, one added) is taken by both or refused by both, and a refusal
 names the field."""
@@ -23,15 +25,11 @@ from jsonschema import Draft202012Validator
 from bench.oracle.streams import baccarat_stream, craps_stream, qpoker_stream
 from tabled.contract import CONTRACT_VERSION
 from tabled.contract.events import parse_event
-from tabled.contract.outcome import (
-    BaccaratOutcome,
-    CrapsOutcome,
-    Outcome,
-    OutcomeError,
-    QPokerOutcome,
-    decode_outcome,
-)
-from tabled.games.registry import make_table
+from tabled.contract.outcome import Outcome, OutcomeError, UntypedRecord
+from tabled.games.baccarat.record import BaccaratOutcome
+from tabled.games.craps.record import CrapsOutcome
+from tabled.games.qpoker.record import QPokerOutcome
+from tabled.games.registry import decode_outcome, make_table
 
 STREAMS: dict[str, tuple[str, dict[str, str], Any]] = {
     "baccarat method 1": ("baccarat", {"method": "1"},
@@ -231,3 +229,46 @@ def test_the_outcomes_of_a_version_1_journal_decode() -> None:
             "SELECT body FROM journal WHERE topic = 'outcome'")]
     assert len(bodies) == 22
     assert {decode_outcome(body.encode()).v for body in bodies} == {1}
+
+
+# -- a game this side has not installed --------------------------------------------------------
+
+
+def test_a_record_of_a_game_not_installed_is_read_for_its_envelope(
+        outcome_validator: Draft202012Validator) -> None:
+    """A table of a game the reader has not installed (``game`` an id all the same) publishes
+    a round: read for its envelope, ``result`` and ``bets`` kept as they came; the schema, the
+    envelope with the installed games' parts, takes it too. Its envelope is checked as any."""
+    record = {**baccarat_record(), "game": "sicbo_test", "result": {"dice": [1, 2, 3]},
+              "bets": {"big": {"result": "lose"}}, "table_seq": 4}
+    for form in (record, json.dumps(record).encode()):
+        typed = decode_outcome(form)
+        assert isinstance(typed, UntypedRecord)
+        assert (typed.game, typed.round, typed.status, typed.table_seq) == (
+            "sicbo_test", record["round"], "complete", 4)
+        assert typed.result == {"dice": [1, 2, 3]} and typed.bets == {"big": {"result": "lose"}}
+    assert outcome_validator.is_valid(record)
+    for field, value in (("round", 0), ("game", "no game"), ("article", "x.art"),
+                         ("status", "won")):
+        spoiled = {**record, field: value}
+        with pytest.raises(OutcomeError) as refused:
+            decode_outcome(spoiled)
+        assert refused.value.field == field, str(refused.value)
+        assert not outcome_validator.is_valid(spoiled)
+    with pytest.raises(OutcomeError, match=r"^article: missing"):
+        decode_outcome({**record, "status": "void", "void_reason": "misdeal"})
+
+
+def test_a_record_of_an_installed_game_under_another_name_is_refused() -> None:
+    """An installed game's record is its own: a craps record saying baccarat is refused, not
+    read for its envelope."""
+    record = {**next(records("craps")), "game": "baccarat"}
+    with pytest.raises(OutcomeError):
+        decode_outcome(record)
+
+
+def test_without_a_game_the_record_names_the_games_known() -> None:
+    record = baccarat_record()
+    del record["game"]
+    with pytest.raises(OutcomeError, match=r"^game: missing \(one of baccarat, craps, qpoker"):
+        decode_outcome(record)

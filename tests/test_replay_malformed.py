@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from tabled.contract.events import EventError, parse_line
 from tabled.daemon.replay import replay
+from tabled.games.registry import event_checks
 
 Stream = list[str]
 
@@ -85,6 +86,14 @@ CASES = [
     ("qpoker", '{"v":1,"type":"decision","seat":true,"play":true}\n', "seat True"),
     ("craps", '{"v":1,"type":"roll","dice":[3,4],"x":NaN}\n', "NaN is not a JSON value"),
     ("craps", '{"v":1,"type":"roll","dice":[3,4],"seq":"7"}\n', "seq '7'"),
+    # what a game refuses that the contract allows (issue 28: the game's declaration says it)
+    ("craps", '{"v":1,"type":"roll","dice":[1,2,3]}\n', "dice [1, 2, 3] is not two integers 1-6"),
+    ("craps", '{"v":1,"type":"declare","result":"banker"}\n',
+     "result 'banker' is not one of craps, natural, no_decision, point, point_made, seven_out"),
+    ("baccarat", '{"v":1,"type":"declare","result":"seven_out","round":1}\n',
+     "result 'seven_out' is not one of banker, player, tie"),
+    ("qpoker", '{"v":1,"type":"declare","result":"dealer qualifies"}\n',
+     "result 'dealer qualifies' is not a declared word"),
 ]
 
 
@@ -160,7 +169,7 @@ def test_any_line_is_read_on_or_stops_the_replay_there(game: str, bad: str) -> N
     bad = bad.replace("\n", " ") + "\n"
     status, out, err = run_inline(game, [*before, bad, *AFTER[game]])
     try:
-        parse_line(bad, game)
+        parse_line(bad, event_checks(game))
     except EventError as exc:
         assert status == 2
         assert err == f"line {len(before) + 1}: {exc}\n"

@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 from bench.oracle import OutOfScope, Record, baccarat, craps, qpoker, stream_differences
 from bench.oracle.streams import baccarat_stream, craps_stream, qpoker_stream, write_jsonl
 from tabled.contract.events import parse_event
+from tabled.games.registry import event_checks
 
 ROUNDS = int(os.environ.get("TABLED_ORACLE_ROUNDS", "5000"))
 SEED = int(os.environ.get("TABLED_ORACLE_SEED", "20261129"))
@@ -402,7 +403,7 @@ def test_streams_are_seeded_valid_and_one_outcome_per_round(
     stream = make_stream(game, options, 400, SEED)
     assert stream == make_stream(game, options, 400, SEED)
     for event in stream:
-        parse_event(event, game)
+        parse_event(event, event_checks(game))
         event_validator.validate(event)
     assert len(ORACLES[game](stream, options)) == 400
 

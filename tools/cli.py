@@ -14,9 +14,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from tabled.contract.outcome import GAMES
 from tabled.daemon import __version__
 from tabled.daemon import cli as daemon_cli
+from tabled.games.registry import game_names
 
 
 def _cmd_roads(args: argparse.Namespace) -> int:
@@ -300,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
         '{"monitor", "round", "severity", "detail"}. Exit 0 with or without findings, 2 on '
         "malformed input.",
     )
-    ip.add_argument("--game", choices=GAMES, required=True)
+    ip.add_argument("--game", choices=game_names(), required=True)
     daemon_cli.add_option_argument(ip)
     ip.add_argument("file", nargs="?", default="-", metavar="FILE|-")
     ip.set_defaults(func=_cmd_integrity)
@@ -313,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     dp = sub.add_parser("demo", help="simulated devices + daemon + broker, outcomes shown live",
                         description="Run N rounds of a game end to end on this machine and "
                         "exit 0 once all their outcomes have been published and received.")
-    dp.add_argument("--game", choices=GAMES, default="baccarat")
+    dp.add_argument("--game", choices=game_names(), default="baccarat")
     dp.add_argument("--rounds", type=int, default=20, metavar="N")
     dp.add_argument("--broker", metavar="mqtt://HOST:PORT",
                     help="an existing broker (default: start a private Mosquitto)")

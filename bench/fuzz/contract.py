@@ -16,7 +16,8 @@ from typing import Any
 import jsonschema_rs
 
 from tabled.contract.events import Event, encode_event, event_to_dict, parse_event
-from tabled.contract.outcome import OutcomeError, decode_outcome
+from tabled.contract.outcome import OutcomeError
+from tabled.games.registry import decode_outcome
 
 
 class InvariantBroken(Exception):

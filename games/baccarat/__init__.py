@@ -8,6 +8,7 @@ loaded only by them.
 from __future__ import annotations
 
 from tabled.games.baccarat.options import BaccaratOptions
+from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.games.baccarat.rules import BaccaratTable
 from tabled.games.registry import GameDeclaration
 
@@ -22,5 +23,11 @@ GAME = GameDeclaration(
     odds_markdown="tabled.games.baccarat.odds:markdown",
     # the dealer's call of a hand: the winner
     declarations=("banker", "player", "tie"),
+    # its part of the contract: the typed outcome record and its part of the outcome schema
+    record=BaccaratOutcome,
+    schema="tabled.games.baccarat:outcome.schema.json",
+    option_values={"method": "1|2", "commission": "five_percent|half_on_four",
+                   "last_hand": "this|one_more", "decks": "6..12"},
+    odds_help="Baccarat: the first hand of a full shoe",
     parts={"pit": "tabled.games.baccarat.pit:PIT"},
 )

@@ -15,7 +15,8 @@ from typing import Any
 
 import structlog
 
-from tabled.contract.outcome import BaccaratOutcome, OutcomeRecord
+from tabled.contract.outcome import OutcomeRecord
+from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.games.baccarat.roads import DERIVED_ROADS, RecordError, Roads, hand_of_record
 from tabled.games.parts.pit import PitPart, given, grid
 

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple, TextIO, TypeAlias
 
 from tabled.contract.events import CARD_CODES, LineError, ShoeStart, read_events
-from tabled.contract.outcome import BaccaratOutcome, Notice, Outcome
+from tabled.contract.outcome import Notice, Outcome
 from tabled.games.baccarat.options import BaccaratOptions
+from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.games.baccarat.rules import BaccaratResult
 from tabled.games.errors import RulesError
 from tabled.games.registry import make_table

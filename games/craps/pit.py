@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tabled.contract.outcome import CrapsOutcome, OutcomeRecord
+from tabled.contract.outcome import OutcomeRecord
+from tabled.games.craps.record import CrapsOutcome
 from tabled.games.parts.pit import PitPart, chi_square, given, histogram
 
 #: Rolls kept for the panel.

@@ -8,6 +8,7 @@ regulated options, :mod:`.odds` its exact odds; the other layers' parts are name
 from __future__ import annotations
 
 from tabled.games.qpoker.options import QPokerOptions
+from tabled.games.qpoker.record import QPokerOutcome
 from tabled.games.qpoker.rules import QPokerTable
 from tabled.games.registry import GameDeclaration
 
@@ -24,5 +25,10 @@ GAME = GameDeclaration(
     declarations=("dealer_qualifies", "dealer_does_not_qualify"),
     # Q Poker deals every card to a seat, and a round's round_start lists the seats with a bet
     required={"card": ("seat",), "round_start": ("seats",)},
+    # its part of the contract: the typed outcome record and its part of the outcome schema
+    record=QPokerOutcome,
+    schema="tabled.games.qpoker:outcome.schema.json",
+    option_values={"positions": "7..20"},
+    odds_help="Q Poker Play: under the best fold strategy",
     parts={"pit": "tabled.games.qpoker.pit:PIT"},
 )

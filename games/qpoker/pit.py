@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tabled.contract.outcome import OutcomeRecord, QPokerOutcome
+from tabled.contract.outcome import OutcomeRecord
 from tabled.games.parts.pit import PitPart, given, pays
+from tabled.games.qpoker.record import QPokerOutcome
 
 #: Rounds kept for the panel (and voids).
 ROUNDS = 10

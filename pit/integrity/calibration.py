@@ -15,10 +15,10 @@ from functools import cache
 from types import MappingProxyType
 from typing import Final
 
-from tabled.contract.outcome import GAMES, Game
+from tabled.contract.outcome import Game
 from tabled.games.options import GameOptions
 from tabled.games.qpoker.options import QPokerOptions
-from tabled.games.registry import odds, option_type
+from tabled.games.registry import game_names, odds, option_type
 from tabled.pit.integrity.stats import (
     TABLE_HOURS,
     block_bound,
@@ -35,6 +35,7 @@ from tabled.pit.integrity.stats import (
 MONITORS: Final = ("dice", "frequency", "shoe_count", "shoe_runs", "slug", "riffle",
                    "result_mismatch", "pace")
 #: The games each monitor watches.
+GAMES: Final = tuple(game_names())
 MONITOR_GAMES: Final[Mapping[str, tuple[Game, ...]]] = MappingProxyType({
     "dice": ("craps",), "frequency": GAMES, "shoe_count": ("baccarat",),
     "shoe_runs": ("baccarat",), "slug": ("baccarat",), "riffle": ("baccarat",),

@@ -20,9 +20,9 @@ from datetime import datetime
 from typing import TextIO
 
 from tabled.contract.events import LineError, read_events
-from tabled.contract.outcome import Game, Outcome, OutcomeRecord, decode_outcome
+from tabled.contract.outcome import Game, Outcome, OutcomeRecord
 from tabled.games.options import GameOptions
-from tabled.games.registry import make_table
+from tabled.games.registry import decode_outcome, event_checks, make_table
 from tabled.pit.integrity.calibration import DEFAULT_SETTINGS, Settings
 from tabled.pit.integrity.findings import Finding
 from tabled.pit.integrity.table import TableMonitors, slug_index
@@ -56,7 +56,7 @@ def findings(game: Game, options: GameOptions | Mapping[str, str] | None,
     monitors = TableMonitors(game, table.options, settings=settings,
                              slugs=slug_index(settings))
     feed = table.feed
-    for lineno, event in read_events(lines):
+    for lineno, event in read_events(lines, event_checks(game)):  # malformed as for replay
         at = seconds(event.meta.ts)
         yield from monitors.event(event, at)
         for output in feed(event):

@@ -12,14 +12,12 @@ from typing import Final
 
 from msgspec import UNSET
 
-from tabled.contract.events import DECLARATIONS, Declare
-from tabled.contract.outcome import (
-    BaccaratOutcome,
-    CrapsOutcome,
-    Game,
-    OutcomeRecord,
-    QPokerOutcome,
-)
+from tabled.contract.events import Declare
+from tabled.contract.outcome import Game, OutcomeRecord
+from tabled.games.baccarat.record import BaccaratOutcome
+from tabled.games.craps.record import CrapsOutcome
+from tabled.games.qpoker.record import QPokerOutcome
+from tabled.games.registry import game as declared_game
 from tabled.pit.integrity.calibration import Calibration
 from tabled.pit.integrity.findings import Finding, finding
 
@@ -68,7 +66,9 @@ def decided(game: Game, record: OutcomeRecord) -> tuple[str, str]:
         return _baccarat(record)
     if isinstance(record, CrapsOutcome):
         return _craps(record)
-    return _qpoker(record)
+    if isinstance(record, QPokerOutcome):
+        return _qpoker(record)
+    return record.status, record.status  # a game without a typed record here: its status
 
 
 class DeclarationMonitor:
@@ -83,7 +83,7 @@ class DeclarationMonitor:
         self._last: int | None = None
 
     def declared(self, event: Declare, next_round: int) -> list[Finding]:
-        if event.result not in DECLARATIONS[self.game]:
+        if event.result not in declared_game(self.game).declarations:
             return [self._finding(event.round or self._last, event.result,
                                   None, f"{event.result!r} is not a result of {self.game}")]
         number = event.round if event.round is not None else self._last

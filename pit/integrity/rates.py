@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tabled.contract.outcome import BaccaratOutcome, CrapsOutcome, OutcomeRecord, QPokerOutcome
+from tabled.contract.outcome import OutcomeRecord
+from tabled.games.baccarat.record import BaccaratOutcome
+from tabled.games.craps.record import CrapsOutcome
+from tabled.games.qpoker.record import QPokerOutcome
 from tabled.pit.integrity.calibration import LOADED_FACE, Calibration, FrequencyGroup
 from tabled.pit.integrity.findings import Finding, finding
 from tabled.pit.integrity.stats import Alarm, Cusums

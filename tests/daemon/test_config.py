@@ -15,6 +15,7 @@ from tabled.daemon.errors import DaemonError
 from tabled.drivers.registry import family_names
 from tabled.games.baccarat.options import BaccaratOptions
 from tabled.games.craps.options import CrapsOptions
+from tabled.games.registry import game_names
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config" / "tabled.example.toml"
@@ -66,7 +67,8 @@ def test_every_key_of_the_schema_appears_in_the_example() -> None:
         (minimal(rules={"big_bets_on_come_out": True}), "rules.big_bets_on_come_out",
          "unknown for baccarat"),
         (minimal(rules={"decks": "8"}), "rules.decks", "'8' is not a int"),
-        ({"table": {"site": "s", "id": "t", "game": "poker"}}, "table.game", "'baccarat'"),
+        ({"table": {"site": "s", "id": "t", "game": "poker"}}, "table.game",
+         f"unknown game 'poker' (installed: {', '.join(game_names())})"),
         (minimal(devices=[{"id": "a", "family": "shoe"}]), "devices.0",
          "exactly one of url or match"),
         (minimal(devices=[{"id": "a", "family": "fan", "url": "/dev/x"}]), "devices.0.family",

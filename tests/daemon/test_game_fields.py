@@ -20,6 +20,7 @@ from tabled.contract.events import (
     Event,
     HandDealt,
     Reveal,
+    Roll,
     RoundStart,
     encode_event,
 )
@@ -97,3 +98,22 @@ def test_a_baccarat_card_needs_no_seat(tmp_path: Path) -> None:
     for code in ("9S", "2H", "KD", "3C"):
         runtime.accept(CardDealt(card=code), "device:shoe-1")
     assert len(journaled(runtime, "outcome")) == 1 and not journaled(runtime, "fault")
+
+
+def test_a_craps_roll_of_three_dice_is_not_applied(tmp_path: Path) -> None:
+    """The contract carries two or more dice (a three-dice game is a plugin); craps' own check
+    refuses three, in the daemon as in ``tabled replay`` (issue 28): not applied, and the
+    journal's stand-in says why (the throw decides nothing, and the point is unknown until a
+    seven, as for any throw the daemon could not apply)."""
+    runtime = runtime_for("craps", tmp_path / "j.sqlite")
+    runtime.accept(Roll(dice=(3, 4)), "device:dice-1")
+    runtime.accept(Roll(dice=(3, 4, 5)), "device:dice-1")
+    runtime.accept(Roll(dice=(6, 5)), "device:dice-1")
+    inputs = [i.body for i in runtime.events.owner.inputs()]
+    assert [i["type"] for i in inputs] == ["roll", "fault", "roll"]
+    assert (inputs[1]["code"], inputs[1]["event_type"]) == ("event_not_applied", "roll")
+    assert "dice [3, 4, 5] is not two integers 1-6" in inputs[1]["detail"]
+    outcomes = journaled(runtime, "outcome")
+    assert [(o["status"], o.get("article")) for o in outcomes] == [
+        ("complete", None), ("void", "craps.art1"), ("void", "craps.art2.1")]
+    assert "dice [3, 4, 5] is not two integers 1-6" in outcomes[1]["void_reason"]

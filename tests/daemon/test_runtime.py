@@ -24,10 +24,10 @@ from tabled.contract.events import (
     RoundStart,
     ShoeStart,
 )
-from tabled.contract.outcome import decode_outcome
 from tabled.daemon.config import parse_config
 from tabled.daemon.journal import Journal
 from tabled.daemon.runtime import Degraded, TableRuntime
+from tabled.games.registry import decode_outcome
 from tests.clock import Clock
 from tests.conftest import load_schema
 

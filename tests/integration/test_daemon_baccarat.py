@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tabled.contract.outcome import decode_outcome
 from tabled.daemon.broker import Mosquitto
+from tabled.games.registry import decode_outcome
 from tests.integration.harness import (
     Daemon,
     Simulator,

@@ -32,14 +32,11 @@ from tabled.contract.events import (
     Fault,
     ShoeStart,
 )
-from tabled.contract.outcome import (
-    BACCARAT_BETS,
-    CRAPS_BETS,
-    Game,
-    OutcomeRecord,
-    decode_outcome,
-)
+from tabled.contract.outcome import Game, OutcomeRecord
 from tabled.games.baccarat.options import BaccaratOptions
+from tabled.games.baccarat.record import BACCARAT_BETS
+from tabled.games.craps.record import CRAPS_BETS
+from tabled.games.registry import decode_outcome
 from tabled.pit.integrity import Finding, Settings, TableMonitors, slug_index
 from tabled.pit.integrity.calibration import DEFAULT_SETTINGS
 from tabled.simulators.shoe import NEW_DECK_ORDER, Preset, shuffled_shoe

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 from tabled.contract import CONTRACT_VERSION
-from tabled.contract.outcome import BACCARAT_BETS, CRAPS_BETS
 from tabled.daemon.broker import free_port
+from tabled.games.baccarat.record import BACCARAT_BETS
+from tabled.games.craps.record import CRAPS_BETS
 from tabled.pit.config import PostgresSettings
 from tabled.pit.messages import Message, parse_message
 from tabled.pit.service import PitService

@@ -14,8 +14,8 @@ from typing import Any
 import aiomqtt
 import pytest
 
-from tabled.contract.outcome import BaccaratOutcome
 from tabled.daemon.broker import Mosquitto
+from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.pit.config import parse_config
 from tabled.pit.messages import Malformed, parse_message
 from tabled.pit.service import PitService

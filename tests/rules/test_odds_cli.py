@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tabled.contract.outcome import GAMES
 from tabled.games.baccarat.rules import BET_NAMES
 from tabled.games.craps.rules import BET_KEYS
 from tabled.games.odds.render import percent
-from tabled.games.registry import odds_markdown
+from tabled.games.registry import game_names, odds_markdown
 from tabled.tools.cli import main
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules"
@@ -151,7 +150,7 @@ def test_percent_rounds_half_away_from_zero() -> None:
     assert percent(Fraction(-1, 10**9)) == "0.0000 %"
 
 
-@pytest.mark.parametrize("game", GAMES)
+@pytest.mark.parametrize("game", game_names())
 def test_the_documented_tables_are_what_the_command_prints(
     capsys: pytest.CaptureFixture[str], game: str
 ) -> None:
