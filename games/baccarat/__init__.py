@@ -21,4 +21,8 @@ GAME = GameDeclaration(
     odds_markdown=markdown,
     # the dealer's call of a hand: the winner
     declarations=("banker", "player", "tie"),
+    parts={
+        "demo": "tabled.games.baccarat.demo:DEMO",
+        "console": "tabled.games.baccarat.console:CONSOLE",
+    },
 )
