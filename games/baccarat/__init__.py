@@ -24,5 +24,7 @@ GAME = GameDeclaration(
     parts={
         "demo": "tabled.games.baccarat.demo:DEMO",
         "console": "tabled.games.baccarat.console:CONSOLE",
+        # ``tabled roads``: write_roads(options, lines, out, err) -> exit status
+        "roads": "tabled.pit.roads:write_roads",
     },
 )
