@@ -32,6 +32,8 @@ DEMO = DemoRecipe(
     short="bac",
     describes="card-reading shoes",
     pace_divisor=5,  # 4 to 6 cards a hand
+    # a shuffler-dealer deals it in its baccarat mode (docs/protocols/shuffler.md)
+    modes={"shuffler": "baccarat"},
     faults=(
         # unplugged 3 s (below lost_void_after: device_lost, then connected again)
         (("disconnect@{n}:3", 6.0),),

@@ -59,6 +59,9 @@ class DemoRecipe:
       ``url_line`` of them (1-based) giving what the family's ``open`` takes (the dice
       simulator prints its socket first, then the URL: 2).
     - ``options``: the table's ``[rules]`` at a demo table (the game's options, by name).
+    - ``modes``: the device families that deal the game in a mode of their own, each with the
+      device's word for that mode (a shuffler-dealer's ``qpoker`` and ``baccarat`` modes):
+      ``tabled-sim shuffler --game G`` sets the mode G's recipe names.
 
     How its rounds go:
 
@@ -100,6 +103,7 @@ class DemoRecipe:
     script: tuple[int, int] | None = None
     script_unit: Literal["round", "device"] = "round"
     faults: tuple[tuple[tuple[str, float], ...], ...] = ()
+    modes: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

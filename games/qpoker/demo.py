@@ -36,6 +36,8 @@ DEMO = DemoRecipe(
     pace_divisor=20,  # ~9 messages a round
     script=(500, 6_000),
     script_unit="round",
+    # a shuffler-dealer deals it in its qpoker mode (docs/protocols/shuffler.md)
+    modes={"shuffler": "qpoker"},
     faults=(
         # a jam mid-deal (the round is void, qpoker.art11.5)
         (("jam@{n}", 5.0),),
