@@ -70,9 +70,13 @@ def recipe_of(game: str) -> DemoRecipe:
 
 
 def playable() -> list[str]:
-    """The installed games that declare a demo recipe, by name."""
-    return [name for name in registry.games()
-            if isinstance(registry.part(name, "demo"), DemoRecipe)]
+    """The installed games that declare a demo recipe, by name; DemoError for a game that
+    does not load (it names itself)."""
+    try:
+        return [name for name in registry.games()
+                if isinstance(registry.part(name, "demo"), DemoRecipe)]
+    except registry.BadGame as exc:
+        raise DemoError(str(exc)) from None
 
 
 def tail(log: Path, size: int = 1500) -> str:
