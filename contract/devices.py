@@ -22,7 +22,7 @@ DeviceKind: TypeAlias = Literal["shoe", "shuffler", "dice"]
 #: Every kind, with what a device of it does.
 DEVICE_KINDS: Final[dict[DeviceKind, str]] = {
     "shoe": "a card-reading shoe: each card as it leaves the shoe, burns, the cut card",
-    "shuffler": "a shuffler-dealer: shuffles and deals (Q Poker hands, baccarat cards)",
+    "shuffler": "a shuffler-dealer: shuffles and deals (hands of three, or cards one at a time)",
     "dice": "an electronic dice sensor: each throw's two faces, no-rolls, cocked dice",
 }
 

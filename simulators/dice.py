@@ -77,6 +77,7 @@ from tabled.drivers.dice.protocol import (
     number_is_ahead,
 )
 from tabled.simulators.faults import FaultSpecError, parse_spec
+from tabled.simulators.games import played_on
 from tabled.simulators.ledger import Ledger
 from tabled.simulators.registry import DeviceScript, DeviceSide, SimulatorPlugin
 from tabled.simulators.usb_backend import SimulatedUsbDevice, UsbSimError, UsbSimServer
@@ -89,6 +90,8 @@ _DEFAULT_ARG: Final = {"off_table": 2.0, "cocked": 2.0, "sensor": 1.0, "drop": 0
 _SENSOR_CODES: Final = frozenset(int(code) for code in SensorFaultCode)
 _FACES: Final = frozenset("123456")
 #: The firmware version and serial number the simulated sensor reports by default.
+#: The device family this simulates (the game thrown on it is the one whose demo recipe names it).
+SIMULATOR_FAMILY: Final = "dice"
 FIRMWARE: Final = (2, 1, 0)
 SERIAL: Final = "DS-0001"
 
@@ -262,7 +265,8 @@ def ledger_record(report: EventReport, step: ScriptStep) -> dict[str, Any]:
     (``roll``, ``no_roll`` or ``sensor_fault``), the report's ``number``, ``dice`` and
     ``cocked`` for a roll, ``off_table`` for a no-roll, ``code`` for a sensor fault, and
     ``faults``: what happens to the report on its way (``KIND@N``)."""
-    record: dict[str, Any] = {"game": "craps", "number": report.number,
+    # the game thrown on the sensor: the one whose demo recipe names the dice family
+    record: dict[str, Any] = {"game": played_on(SIMULATOR_FAMILY), "number": report.number,
                               "faults": [f"{f.kind}@{f.at}" for f in step.faults]}
     if isinstance(report, RollReport):
         record.update(kind="roll", dice=[report.die_1, report.die_2], cocked=report.cocked)
@@ -670,7 +674,7 @@ async def start_for_kit(script: DeviceScript, folder: Path) -> KitSensor:
 
 
 SIMULATOR = SimulatorPlugin(
-    family="dice",
+    family=SIMULATOR_FAMILY,
     summary="an electronic dice sensor (USB, through the simulated pyusb backend)",
     description="""\
 A simulated electronic dice sensor behind a pyusb backend reached over a local socket: each

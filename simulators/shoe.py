@@ -44,15 +44,17 @@ from tabled.drivers.shoe.protocol import (
     decode,
     encode,
 )
-from tabled.games.baccarat.options import BaccaratMethod, BaccaratOptions, LastHand
-from tabled.games.registry import make_table
+from tabled.games.registry import make_table, options_of
 from tabled.games.table import Table
 from tabled.simulators.conformance import PtySide
 from tabled.simulators.faults import BYTE_FAULTS, ByteFault, FaultSpecError
+from tabled.simulators.games import played_on
 from tabled.simulators.ledger import Ledger
 from tabled.simulators.pty_device import PtyDevice
 from tabled.simulators.registry import DeviceScript, DeviceSide, SimulatorPlugin
 
+#: The device family this simulates (the game it deals is the one whose demo recipe names it).
+FAMILY: Final = "shoe"
 FIRMWARE: Final = "shoe-sim 1.0"
 SERIAL: Final = "SHOE-SIM-0001"
 #: Art. 2: the cut card goes in about 12 cards from the end; the simulator draws 12 to 16.
@@ -302,8 +304,8 @@ class Dealer:
         decks: int = 8,
         demos: int = 0,
         burn: BurnRule = "value",
-        method: BaccaratMethod = 1,
-        last_hand: LastHand = "this",
+        method: int = 1,
+        last_hand: str = "this",
         hands: int | None = None,
         shoes: int | None = 1,
         cards: Sequence[str] | None = None,
@@ -327,9 +329,10 @@ class Dealer:
             self._plan.setdefault(fault.at, set()).add(fault.kind)
         self._table: Table | None = None
         if cards is None or ledger is not None:  # explicit cards: the table only keeps the ledger
-            self._table = make_table(
-                "baccarat", BaccaratOptions(method=method, last_hand=last_hand, decks=decks)
-            )
+            # the rules of the game the shoe deals (its demo recipe names the shoe family)
+            game = played_on(FAMILY)
+            self._table = make_table(game, options_of(
+                game, {"method": method, "last_hand": last_hand, "decks": decks}))
         self._pulls = 0
         self._cards: deque[str] = deque()
         self._cut_behind: int | None = None  # cards behind the cut card, until it comes out
@@ -445,7 +448,7 @@ class Dealer:
         if self._ledger is None:
             return
         self._ledger({
-            "game": "baccarat", "shoe": self._shoe_number, "round": outcome.round,
+            "game": played_on(FAMILY), "shoe": self._shoe_number, "round": outcome.round,
             "cards": [card for _, card in cards], "card_nos": [no for no, _ in cards],
             "burns": burns, "faults": faults,
             "interrupted": outcome.status == "void" and bool(faults),
@@ -676,10 +679,11 @@ async def start_for_kit(script: DeviceScript, folder: Path) -> PtySide:
 
 
 SIMULATOR = SimulatorPlugin(
-    family="shoe",
-    summary="a baccarat card-reading shoe (serial)",
+    family=FAMILY,
+    summary="a card-reading shoe (serial)",
     description="""\
-A dealer plays baccarat through a simulated card-reading shoe on a pseudo-terminal: new shoe,
+A dealer plays the shoe's game (the installed game whose demo recipe names the shoe family)
+through a simulated card-reading shoe on a pseudo-terminal: new shoe,
 burns, demonstration hands, real hands dealt by the drawing rules, the cut card, and the
 dealer's buttons. It prints "path: /dev/pts/N" (or the --link path) first: open that with the
 shoe family's driver (tabled run, tabled listen --driver shoe PATH). Faults at the N-th card

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import random
 import sys
 from collections import deque
@@ -34,17 +35,20 @@ from tabled.contract.outcome import Outcome
 from tabled.drivers.errors import ProtocolError
 from tabled.drivers.shuffler import protocol as p
 from tabled.drivers.shuffler.driver import normalize
-from tabled.games.baccarat.options import BaccaratOptions
+from tabled.games import registry
 from tabled.games.options import OptionError
-from tabled.games.registry import make_table
+from tabled.games.parts.demo import DemoRecipe
 from tabled.games.table import Table
 from tabled.simulators.conformance import PtySide
 from tabled.simulators.errors import SimulatorError
 from tabled.simulators.faults import BYTE_FAULTS, ByteFault, FaultSpecError
+from tabled.simulators.games import played_on
 from tabled.simulators.ledger import Ledger
 from tabled.simulators.pty_device import PtyDevice
 from tabled.simulators.registry import DeviceScript, DeviceSide, SimulatorPlugin
 
+#: The device family this simulates.
+FAMILY: Final = "shuffler"
 FIRMWARE: Final = "QSD-3.2.0"
 SERIAL_NUMBER: Final = "SD7-004217"
 DECK: Final = tuple(rank + suit for suit in SUITS for rank in RANKS)
@@ -239,8 +243,9 @@ def baccarat_script(
     if any(f.kind == "exposed" for f in faults):
         raise ScriptError("exposed applies to Q Poker: every baccarat card comes out face up "
                           "(baccarat.art7)")
+    game = dealt_in(p.Mode.BACCARAT)
     try:
-        options = BaccaratOptions(decks=decks)
+        options = registry.options_of(game, {"decks": decks})
     except OptionError as exc:
         raise ScriptError(f"--decks: {exc}") from None
     machine = _Machine(p.Mode.BACCARAT, decks, faults)
@@ -249,7 +254,7 @@ def baccarat_script(
     def new_shoe(number: int, order: Sequence[str] = ()) -> _Shoe:
         machine.shuffle(number)
         return _Shoe(number, deque(order or rng.sample(full_set, len(full_set))),
-                     make_table("baccarat", options), explicit=bool(order))
+                     registry.make_table(game, options), explicit=bool(order))
 
     shoe = new_shoe(1, cards)
     hand = 0
@@ -308,11 +313,13 @@ def ledger_records(script: Sequence[p.Message]) -> list[tuple[int, dict[str, Any
             elif msg.mode is p.Mode.BACCARAT:
                 shoe += 1
                 if table is None:
-                    table = make_table("baccarat", BaccaratOptions(decks=msg.decks))
+                    game = dealt_in(p.Mode.BACCARAT)
+                    options = registry.options_of(game, {"decks": msg.decks})
+                    table = registry.make_table(game, options)
                 outputs = table.feed(ShoeStart(decks=msg.decks))
                 out += _baccarat_records(index, outputs, shoe - 1, cards, faults)
         elif isinstance(msg, p.RoundSeats):
-            qround = {"game": "qpoker", "round": msg.round, "seats": list(msg.seats),
+            qround = {"game": dealt_in(p.Mode.QPOKER), "round": msg.round, "seats": list(msg.seats),
                       "hands": {}, "exposed": {}, "faults": faults, "halted": None}
             faults = []
         elif isinstance(msg, p.Hand) and qround is not None:
@@ -344,7 +351,8 @@ def _baccarat_records(index: int, outputs: Sequence[object], shoe: int, cards: l
     for output in outputs:
         if isinstance(output, Outcome):
             records.append((index, {
-                "game": "baccarat", "shoe": shoe, "round": output.round, "cards": list(cards),
+                "game": dealt_in(p.Mode.BACCARAT), "shoe": shoe, "round": output.round,
+                "cards": list(cards),
                 "faults": list(faults),
                 "interrupted": output.status == "void" and bool(faults),
                 "outcome": output.to_record()}))
@@ -424,10 +432,37 @@ def _option(parse: Callable[[str], T]) -> Callable[[str], T]:
     return convert
 
 
+@functools.cache
+def modes() -> dict[str, p.Mode]:
+    """The games a shuffler-dealer deals, each with the machine's mode that deals it (as each
+    game's demo recipe names it: ``modes``)."""
+    found: dict[str, p.Mode] = {}
+    for name in registry.games():
+        recipe = registry.part(name, "demo")
+        word = recipe.modes.get(FAMILY) if isinstance(recipe, DemoRecipe) else None
+        if word is not None and word.upper() in p.Mode.__members__:
+            found[name] = p.Mode[word.upper()]
+    return found
+
+
+def dealt_in(mode: p.Mode) -> str:
+    """The game the machine's ``mode`` deals (its rules tell where a hand ends; its name is
+    the ledger's ``game``)."""
+    for name, its in modes().items():
+        if its is mode:
+            return name
+    raise ScriptError(f"no installed game is dealt in the machine's {mode.name.lower()} mode")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``tabled-sim shuffler``."""
-    parser.add_argument("--game", choices=("qpoker", "baccarat"), default="qpoker",
-                        help="Q Poker rounds, or baccarat mode (default: qpoker)")
+    dealt = modes()
+    default = played_on(FAMILY)
+    parser.add_argument("--game", choices=sorted(dealt), default=default,
+                        help="the game to deal, in the machine's mode for it: "
+                        + ", ".join(f"{name} ({mode.name.lower()} mode)"
+                                    for name, mode in dealt.items())
+                        + f" (default: {default})")
     parser.add_argument("--rounds", type=int, default=None,
                         help=f"Q Poker rounds / baccarat hands (default {DEFAULT_ROUNDS}, or as "
                              "many as --cards fill)")
@@ -466,7 +501,7 @@ def build_script(args: argparse.Namespace, rng: random.Random) -> list[p.Message
     """The session ``args`` describe (ScriptError if it cannot be played)."""
     faults = [f for f in args.fault if isinstance(f, MachineFault)]
     rounds = args.rounds if args.rounds is not None or args.cards else DEFAULT_ROUNDS
-    if args.game == "baccarat":
+    if modes()[args.game] is p.Mode.BACCARAT:
         return baccarat_script(rng, hands=rounds, decks=args.decks, cards=args.cards,
                                faults=faults)
     return qpoker_script(rng, rounds=rounds, seats=args.seats, positions=args.positions,
@@ -510,7 +545,7 @@ async def serve(args: argparse.Namespace) -> int:
     except ScriptError as exc:
         print(f"tabled-sim shuffler: {exc}", file=sys.stderr)
         return 2
-    mode = p.Mode.BACCARAT if args.game == "baccarat" else p.Mode.QPOKER
+    mode = modes()[args.game]
     device = ShufflerSimulator(
         mode, link_path=args.link, seed=seed,
         faults=[f for f in args.fault if isinstance(f, ByteFault)], serial=args.serial,
@@ -561,7 +596,7 @@ async def start_for_kit(script: DeviceScript, folder: Path) -> PtySide:
 
 
 SIMULATOR = SimulatorPlugin(
-    family="shuffler",
+    family=FAMILY,
     summary="an automatic shuffler-dealer, Q Poker or baccarat mode (serial)",
     description="""\
 A simulated automatic shuffler-dealer on a pseudo-terminal: in Q Poker mode it shuffles a deck

@@ -29,8 +29,14 @@ NAMES = re.compile(r"baccarat|craps|qpoker|q_poker|q poker", re.IGNORECASE)
 ARTICLE = re.compile(r"\b(baccarat|craps|qpoker)\.art[0-9]+(\.[0-9]+)*")
 
 #: Where a built-in game's name is a device's own word, not a game table: a shuffler-dealer's
-#: modes are named as its manual names them, and its frames carry them.
-DEVICE_WORDS: dict[str, str] = {}
+#: modes are named as its manual names them (docs/protocols/shuffler.md), its frames carry them,
+#: and its simulator sets them up; which game a mode deals is the game's (its demo recipe's
+#: ``modes``).
+DEVICE_WORDS: dict[str, str] = {
+    "drivers/shuffler/protocol.py": "the machine's modes, as its protocol names them",
+    "drivers/shuffler/driver.py": "a deck check in the machine's shoe mode",
+    "simulators/shuffler.py": "the simulated machine's modes and their deal scripts",
+}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

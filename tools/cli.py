@@ -18,21 +18,31 @@ from tabled.daemon import __version__
 from tabled.daemon import cli as daemon_cli
 from tabled.games.registry import game_names
 
+#: Exit status of ``tabled roads`` for bad options or input (as ``tabled replay``).
+EXIT_BAD_INPUT = 2
+
 
 def _cmd_roads(args: argparse.Namespace) -> int:
-    from tabled.games.baccarat.options import BaccaratOptions
-    from tabled.games.baccarat.roads import EXIT_BAD_INPUT, write_roads
+    from tabled.games import registry
     from tabled.games.options import OptionError
-    from tabled.games.registry import parse_options
 
+    names = [args.game] if args.game else list(registry.games())
+    with_roads = [name for name in names if registry.part(name, "roads") is not None]
+    if len(with_roads) != 1:
+        said = args.game or "no installed game, or more than one,"
+        print(f"tabled roads: {said} declares a scoreboard of roads (a \"roads\" part); "
+              "--game names the game", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    (game,) = with_roads
+    write_roads: Any = registry.part(game, "roads")
     try:
-        options = parse_options("baccarat", dict(args.option))
+        options = registry.parse_options(game, dict(args.option))
     except OptionError as exc:
         print(f"tabled roads: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    assert isinstance(options, BaccaratOptions)
     return daemon_cli.read_input(
-        "roads", args.file, lambda lines: write_roads(options, lines, sys.stdout, sys.stderr))
+        "roads", args.file,
+        lambda lines: int(write_roads(options, lines, sys.stdout, sys.stderr)))
 
 
 def _cmd_integrity(args: argparse.Namespace) -> int:
@@ -148,7 +158,7 @@ def _cmd_floor(args: argparse.Namespace) -> int:
         return run_floor(broker_url=args.broker, pace=args.pace, per_game=args.per_game,
                          web_port=args.web_port, duration=args.duration,
                          faults=not args.no_faults, seed=args.seed, workdir=args.workdir,
-                         quiet=args.quiet)
+                         quiet=args.quiet, games=args.game)
     except DemoError as exc:
         print(f"tabled floor: {exc}", file=sys.stderr)
         return 1
@@ -156,11 +166,11 @@ def _cmd_floor(args: argparse.Namespace) -> int:
 
 def _add_floor(sub: Any) -> None:
     fp = sub.add_parser(
-        "floor", help="the floor demo: six simulated tables, their daemons, a broker and the "
-        "pit, until interrupted",
-        description="A simulated floor on this machine: two tables of each game (baccarat with "
-        "card-reading shoes, craps with dice sensors on the simulated USB bus, Q Poker with "
-        "shuffler-dealers and the dealer console), a table daemon each, a private Mosquitto "
+        "floor", help="the floor demo: simulated tables of each game, their daemons, a broker "
+        "and the pit, until interrupted",
+        description="A simulated floor on this machine: two tables of each installed game "
+        f"({', '.join(game_names())}), each with the devices its demo recipe names (a "
+        "dealer console where the game has one), a table daemon each, a private Mosquitto "
         "and the pit, whose page address and sign-in are printed at start. Devices play at a "
         "demo pace with a fault now and then. Runs until interrupted (Ctrl-C: exit 0), then "
         "stops everything and removes its work directory.")
@@ -168,7 +178,10 @@ def _add_floor(sub: Any) -> None:
                     help="about this many seconds per round at each table (default 5; a real "
                     "table takes 30 to 90 s)")
     fp.add_argument("--per-game", type=_positive_int, default=2, metavar="N",
-                    help="tables of each game (default 2: six tables)")
+                    help="tables of each game (default 2)")
+    fp.add_argument("--game", action="append", choices=game_names(), metavar="GAME",
+                    help="only this game's tables (repeatable; default: every installed game: "
+                    f"{', '.join(game_names())})")
     fp.add_argument("--web-port", type=_positive_int, metavar="PORT",
                     help="the pit's web page (default 8080, or a free port when it is taken)")
     fp.add_argument("--broker", metavar="mqtt://HOST:PORT",
@@ -219,7 +232,7 @@ def _add_console(sub: Any) -> None:
                 "qpoker.art11.3 is cited as given)")
     vp.add_argument("--reason", required=True)
     for_round(vp)
-    np = action("new-shoe", "baccarat: a new shoe of N decks")
+    np = action("new-shoe", "a game dealt from a shoe: a new shoe of N decks")
     np.add_argument("--decks", type=_positive_int, required=True, metavar="N")
     kp = actions.add_parser("keygen", help="write a new shared key (mode 0600)",
                             description="Write a new random HMAC key: 64 hexadecimal "
@@ -281,11 +294,14 @@ def build_parser() -> argparse.ArgumentParser:
     daemon_cli.register(sub)
     rd = sub.add_parser(
         "roads",
-        help="the baccarat scoreboard (roads) of each shoe of a recorded event stream",
-        description="Run the baccarat rules over normalized events (JSON Lines) and write one "
-        "JSON object per shoe: counts, bead plate, big road, big eye boy, small road, cockroach "
-        "pig and the ask road (docs/pit.md). Exit 2 on malformed input.",
+        help="the scoreboard (roads) of each shoe of a recorded event stream",
+        description="Run the rules of the game whose scoreboard is its roads over normalized "
+        "events (JSON Lines) and write one JSON object per shoe: counts, bead plate, big road, "
+        "big eye boy, small road, cockroach pig and the ask road (docs/pit.md). Exit 2 on "
+        "malformed input.",
     )
+    rd.add_argument("--game", choices=game_names(),
+                    help="the game (default: the one installed game that declares roads)")
     daemon_cli.add_option_argument(
         rd, "a regulated option, as for replay: method=1|2, "
         "commission=five_percent|half_on_four, last_hand=this|one_more, decks=6..12")
@@ -313,7 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
     dp = sub.add_parser("demo", help="simulated devices + daemon + broker, outcomes shown live",
                         description="Run N rounds of a game end to end on this machine and "
                         "exit 0 once all their outcomes have been published and received.")
-    dp.add_argument("--game", choices=game_names(), default="baccarat")
+    names = game_names()
+    dp.add_argument("--game", choices=names, default=names[0] if names else None,
+                    required=not names)
     dp.add_argument("--rounds", type=int, default=20, metavar="N")
     dp.add_argument("--broker", metavar="mqtt://HOST:PORT",
                     help="an existing broker (default: start a private Mosquitto)")
@@ -323,8 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
     dp.add_argument("--workdir", help="keep config, journal and logs here")
     dp.add_argument("--quiet", action="store_true")
     dp.add_argument("--bets", choices=("main", "all"), default="main",
-                    help="main: what a pit engineer reads first (craps: the roll, the point, the "
-                    "line bets); all: every bet of each outcome")
+                    help="main: what a pit engineer reads first (the game's headline: the "
+                    "winner, the roll and the point, the dealer's hand); all: every bet of each "
+                    "outcome")
     dp.set_defaults(func=_cmd_demo)
     _add_console(sub)
     _add_floor(sub)

@@ -40,8 +40,9 @@ from tabled.contract.timeutil import rfc3339_now
 from tabled.daemon.commands import COMMANDS, sign
 from tabled.daemon.config import ConfigError, load_config
 from tabled.daemon.mqtt import BrokerAddress
+from tabled.games.parts.demo import SeatedConsole
 from tabled.tools.errors import ToolError
-from tabled.tools.show import describe
+from tabled.tools.show import describe, words
 
 #: Exit statuses of ``tabled console``.
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
@@ -50,8 +51,6 @@ EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 KEY_BYTES = 32
 #: How long the console waits for the broker's CONNACK, seconds.
 T_CONNECT = 10.0
-#: The cards of a Q Poker hand (Art. 7): the dealer's deal is complete at three.
-CARDS_PER_HAND = 3
 #: How many times the demos' dealer sends a command that got no reply.
 AUTO_ATTEMPTS = 3
 #: How long a command waits, after connecting, for the table's retained status (the broker
@@ -456,6 +455,8 @@ class RoundView:
 
     def __init__(self, game: str) -> None:
         self.game = game
+        #: How the game deals to seats and a dealer (its console part), or None.
+        self.seated: SeatedConsole | None = words(game).seated
         self.phase: Phase = "waiting"
         self.seats: dict[int, SeatView] = {}
         self.dealer_cards = 0
@@ -471,8 +472,14 @@ class RoundView:
         self.faults: deque[str] = deque(maxlen=3)
 
     @property
+    def dealer_hand(self) -> int:
+        """The dealer's cards at which the deal is complete (a game without seats: 3, as the
+        console always counted)."""
+        return 3 if self.seated is None else self.seated.dealer_cards
+
+    @property
     def deal_complete(self) -> bool:
-        return self.phase in ("dealing", "deciding") and self.dealer_cards >= CARDS_PER_HAND
+        return self.phase in ("dealing", "deciding") and self.dealer_cards >= self.dealer_hand
 
     @property
     def undecided(self) -> list[int]:
@@ -488,13 +495,14 @@ class RoundView:
 
     @property
     def command_round(self) -> int | None:
-        """The round a command given now is for: the round the console shows. In Q Poker, the
-        round being dealt and decided (its round_start's number), or the round just settled
-        (a reveal then is declined, not applied to the next round); before the console has
-        seen a whole round, the round the last published event named. In the other games,
-        the hand or throw at the table: the later of the last outcome's next and the round
-        the last event named. None when the console has seen nothing that says."""
-        if self.game == "qpoker":
+        """The round a command given now is for: the round the console shows. In a game dealt
+        to seats (Q Poker), the round being dealt and decided (its round_start's number), or
+        the round just settled (a reveal then is declined, not applied to the next round);
+        before the console has seen a whole round, the round the last published event named.
+        In the other games, the hand or throw at the table: the later of the last outcome's
+        next and the round the last event named. None when the console has seen nothing that
+        says."""
+        if self.seated is not None:
             if self.phase == "settled":
                 return self.last_round
             if self.phase == "waiting":
@@ -571,7 +579,7 @@ class RoundView:
         if seat == "dealer":
             if event.get("type") == "withheld" or not event.get("withheld"):
                 self.dealer_cards += int(event.get("count") or len(event.get("cards") or [1]))
-            if self.dealer_cards >= CARDS_PER_HAND:
+            if self.dealer_cards >= self.dealer_hand:
                 self.phase = "deciding"
             return  # never a dealer's card: not even the identified hand at the reveal
         if not isinstance(seat, int):
@@ -587,11 +595,12 @@ class RoundView:
 
     def confirm_reveal(self) -> str | None:
         """Why a reveal now needs the dealer's confirmation, if it does."""
+        if self.seated is None:
+            return None
         if self.phase == "dealing":
-            return "the deal is not complete: a reveal now voids the round (qpoker.art11.1)"
+            return self.seated.early_reveal
         if self.phase == "deciding" and self.undecided:
-            seats = ", ".join(map(str, self.undecided))
-            return f"seat {seats} has not decided: a player who has not decided folds (Art. 9.3)"
+            return self.seated.undecided.format(seats=", ".join(map(str, self.undecided)))
         return None
 
     def lines(self, target: ConsoleTarget) -> list[str]:
@@ -599,9 +608,8 @@ class RoundView:
                f"{target.console_id} · broker {target.url} {self._connection()}"]
         if self.status:
             out.append(self._status_line())
-        round_lines = {"qpoker": self._qpoker_lines}.get(self.game)  # the games with seats
-        if round_lines is not None:
-            out += round_lines()
+        if self.seated is not None:  # the games with seats
+            out += self._seat_lines()
         if self.last_outcome is not None:
             out.append("last: " + describe(self.last_outcome).strip())
         out += [f"fault: {f}" for f in self.faults]
@@ -623,7 +631,7 @@ class RoundView:
             return "(connected)"
         return f"(DISCONNECTED: {self.connection_error}; reconnecting)"
 
-    def _qpoker_lines(self) -> list[str]:
+    def _seat_lines(self) -> list[str]:
         number = self.last_round if self.phase == "settled" else self.round_number
         head = f"round {number}" if number is not None else "the round"
         if self.phase == "waiting":
@@ -907,15 +915,16 @@ async def send_once(target: ConsoleTarget, name: str, args: dict[str, Any],
 
 
 class AutoDealer:
-    """Plays the dealer console of a Q Poker table for the demos: once a deal is complete, each
-    player decides (Play with probability ``play_rate``, after ``think`` seconds), then the
-    reveal — every command through :meth:`TableConsole.command`, as ``tabled console`` sends
-    it. ``said`` receives a line per command that was not accepted."""
+    """Plays the dealer console of a table dealt to seats (its game's console part says
+    ``seated``: Q Poker) for the demos: once a deal is complete, each player decides (Play
+    with probability ``play_rate``, after ``think`` seconds), then the reveal — every command
+    through :meth:`TableConsole.command`, as ``tabled console`` sends it. ``said`` receives a
+    line per command that was not accepted."""
 
     def __init__(self, console: TableConsole, *, seed: int = 1, think: float = 0.0,
                  play_rate: float = 0.8, said: Callable[[str], None] | None = None) -> None:
         self.console = console
-        self.view = RoundView("qpoker")
+        self.view = RoundView(console.target.game)
         self.rng = random.Random(seed)
         self.think = think
         self.play_rate = play_rate

@@ -3,9 +3,12 @@ and the outcomes shown live, as a subscriber on the broker sees them.
 
 Owns the orchestration only: it starts ``tabled-sim`` processes for the game's devices, a
 private Mosquitto when no broker is given, and ``tabled run`` with a generated config, then
-subscribes to the table's topics and prints each outcome. For Q Poker the dealer console plays
-its part through :mod:`tabled.tools.console` — the code ``tabled console`` runs — with the key
-and the ``[console]`` section of the generated config. It exits 0 once N outcomes have been
+subscribes to the table's topics and prints each outcome. What a game's table gets (its device
+family and simulator, options, how its rounds are dealt) is the game's ``demo`` part
+(:class:`tabled.games.parts.demo.DemoRecipe`, through the registry): the demo names no game.
+Where a dealer console plays the rounds (Q Poker) it does so through
+:mod:`tabled.tools.console` — the code ``tabled console`` runs — with the key and the
+``[console]`` section of the generated config. It exits 0 once N outcomes have been
 received, non-zero if any part fails; however it ends (N outcomes, an error, SIGINT, SIGTERM,
 SIGHUP, even SIGKILL: see :mod:`tabled.tools.procs`) its processes are stopped and its
 temporary work directory removed (unless ``--workdir`` named it).
@@ -19,14 +22,14 @@ import json
 import random
 import signal
 import subprocess
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiomqtt
 
 from tabled.daemon.mqtt import BrokerAddress
+from tabled.games import registry
+from tabled.games.parts.demo import DemoRecipe, SimulatorRun
 from tabled.tools.broker_access import WATCHER, AccessError, BrokerAccess, console_user, daemon_user
 from tabled.tools.console import (
     ROUND_COMMANDS,
@@ -40,7 +43,7 @@ from tabled.tools.errors import ToolError
 from tabled.tools.procs import Fleet, FleetError, python, say_safely
 from tabled.tools.show import BetsShown, describe
 
-__all__ = ["Console", "DemoError", "describe", "run_demo"]
+__all__ = ["Console", "DemoError", "describe", "playable", "recipe_of", "run_demo"]
 
 SITE = "demo"
 #: How long the demo waits for the next outcome before it gives up, seconds.
@@ -51,6 +54,29 @@ T_SIM_START = 30.0
 
 class DemoError(ToolError, RuntimeError):
     pass
+
+
+def recipe_of(game: str) -> DemoRecipe:
+    """Game ``game``'s demo recipe (its ``demo`` part); DemoError for a game not installed or
+    one that declares none."""
+    try:
+        found = registry.part(game, "demo")
+    except (registry.UnknownGame, registry.BadGame) as exc:
+        raise DemoError(str(exc)) from None
+    if not isinstance(found, DemoRecipe):
+        raise DemoError(f"{game} cannot be played in the demos: its declaration names no "
+                        "demo part (tabled.games.parts.demo.DemoRecipe)")
+    return found
+
+
+def playable() -> list[str]:
+    """The installed games that declare a demo recipe, by name; DemoError for a game that
+    does not load (it names itself)."""
+    try:
+        return [name for name in registry.games()
+                if isinstance(registry.part(name, "demo"), DemoRecipe)]
+    except registry.BadGame as exc:
+        raise DemoError(str(exc)) from None
 
 
 def tail(log: Path, size: int = 1500) -> str:
@@ -143,28 +169,26 @@ async def _demo(game: str, rounds: int, broker_url: str | None, seed: int, pace:
     table = f"{game}-1"
     daemon: subprocess.Popen[Any] | None = None
     try:
-        recipe = RECIPES[game]
+        recipe = recipe_of(game)
         access: BrokerAccess | None = None
         if broker_url is None:  # a private broker: each client with its own identity
             access = BrokerAccess()
-            access.add_table(SITE, table, console=recipe.console)
+            access.add_table(SITE, table, console=recipe.dealer)
             access.write(work / "broker", work / "secrets")
             broker_url = fleet.start_broker(access.config_lines(work / "broker"),
                                             allow_anonymous=False)
             say(f"[demo] private Mosquitto broker at {broker_url} (anonymous clients refused)")
         address = BrokerAddress.parse(broker_url)
-        device = dict(recipe.device)
+        device: dict[str, Any] = {"id": recipe.device_id, "family": recipe.family}
+        run = SimulatorRun(seed=seed, pace=str(pace), folder=str(work), rounds=rounds)
         sim = fleet.spawn("simulator", python("tabled.simulators.cli",
-                                              *recipe.sim_args(rounds, seed, pace, work)),
+                                              *recipe.simulator_args(run)),
                           log=work / "simulator.log", stdout=subprocess.PIPE,
                           stdin=subprocess.PIPE)
-        printed = await first_line(sim, work / "simulator.log")
-        if recipe.prints_socket_first:  # its socket, then the URL to open
-            printed = await first_line(sim, work / "simulator.log")
-        device["url"] = printed
-        key_file = keygen(work / "console.key") if recipe.console else None
+        device["url"] = await url_of(sim, work / "simulator.log", recipe)
+        key_file = keygen(work / "console.key") if recipe.dealer else None
         config = write_table_config(work / "tabled.toml", SITE, table, game, broker_url, device,
-                                    recipe.rules, work / "journal.sqlite", key_file,
+                                    dict(recipe.options), work / "journal.sqlite", key_file,
                                     access=access)
         say(f"[demo] {game}: simulator and daemon starting (work dir {work})")
         daemon = fleet.spawn("daemon", python("tabled.tools.cli", "run", "-c", str(config)),
@@ -197,40 +221,14 @@ async def _demo(game: str, rounds: int, broker_url: str | None, seed: int, pace:
                        + (f"; see {work / 'daemon.log'}" if fleet.keep else ""))
 
 
-@dataclass(frozen=True)
-class TableRecipe:
-    """How the demo plays one game: its device (``device``, the simulator's arguments for
-    ``rounds`` at ``pace``), its regulated options, whether the simulator prints its socket
-    before the URL to open, and whether a dealer console settles the rounds (and presses the
-    machine's deal button after each)."""
-
-    device: dict[str, Any]
-    sim_args: Callable[[int, int, float, Path], list[str]]
-    rules: dict[str, Any]
-    prints_socket_first: bool = False
-    console: bool = False
-
-
-RECIPES: dict[str, TableRecipe] = {
-    "baccarat": TableRecipe(
-        {"id": "shoe-1", "family": "shoe"},
-        lambda rounds, seed, pace, work: [
-            "shoe", "--seed", str(seed), "--hands", str(rounds), "--pace", str(pace),
-            "--link", str(work / "shoe"), "--forever"],
-        {"method": 1, "commission": "five_percent", "last_hand": "this", "decks": 8}),
-    "craps": TableRecipe(
-        {"id": "dice-1", "family": "dice"},
-        lambda rounds, seed, pace, work: [
-            "dice", "--seed", str(seed), "--count", str(rounds), "--pace", str(pace),
-            "--socket", str(work / "dice.sock"), "--forever"],
-        {"big_bets_on_come_out": True}, prints_socket_first=True),
-    "qpoker": TableRecipe(
-        {"id": "shuffler-1", "family": "shuffler"},
-        lambda rounds, seed, pace, work: [
-            "shuffler", "--game", "qpoker", "--seed", str(seed), "--rounds", str(rounds),
-            "--pace", str(pace), "--link", str(work / "shuffler"), "--step", "--forever"],
-        {"positions": 7}, console=True),
-}
+async def url_of(proc: subprocess.Popen[str], log: Path, recipe: DemoRecipe) -> str:
+    """What the family's ``open`` takes to reach the simulated device: the value of the
+    recipe's ``url_line``-th line the simulator prints (the dice simulator: its socket, then
+    the URL to open)."""
+    printed = await first_line(proc, log)
+    for _ in range(recipe.url_line - 1):
+        printed = await first_line(proc, log)
+    return printed
 
 
 def write_table_config(path: Path, site: str, table: str, game: str, broker_url: str,
@@ -268,7 +266,7 @@ def write_table_config(path: Path, site: str, table: str, game: str, broker_url:
     return path
 
 
-async def _watch(address: BrokerAddress, base: str, recipe: TableRecipe, rounds: int, seed: int,
+async def _watch(address: BrokerAddress, base: str, recipe: DemoRecipe, rounds: int, seed: int,
                  daemon: subprocess.Popen[Any], say: Any, sim: subprocess.Popen[str],
                  config: Path, bets: BetsShown, watcher: tuple[str, str] | None) -> int:
     seen = 0
@@ -277,7 +275,7 @@ async def _watch(address: BrokerAddress, base: str, recipe: TableRecipe, rounds:
         client = await stack.enter_async_context(aiomqtt.Client(
             address.host, address.port, username=user, password=password))
         await client.subscribe(f"{base}/#", qos=1)
-        if recipe.console:  # the dealer console, on its own connection, as at a table
+        if recipe.dealer:  # the dealer console, on its own connection, as at a table
             console = await stack.enter_async_context(
                 TableConsole(load_target(config), watch=True, reconnect=True))
             dealer = AutoDealer(console, seed=seed, said=lambda text: say(f"[console] {text}"))
@@ -296,8 +294,9 @@ async def _watch(address: BrokerAddress, base: str, recipe: TableRecipe, rounds:
                         say(describe(body, bets))
                         if seen >= rounds:
                             return seen
-                        if recipe.console and sim.stdin is not None:
-                            sim.stdin.write("deal\n")  # the dealer presses "deal" on the machine
+                        if recipe.deal is not None and sim.stdin is not None:
+                            # the dealer presses "deal" on the machine
+                            sim.stdin.write(recipe.deal + "\n")
                             sim.stdin.flush()
                     elif topic.endswith("/fault"):
                         say(f"[fault] {body.get('code') or body.get('type')}: "

@@ -2,19 +2,22 @@
 main job (``make demo``).
 
 Owns the orchestration of a floor: a private Mosquitto (or ``--broker``) on which each client has
-its own identity (:mod:`tabled.tools.broker_access`), two tables of each game
-(``--per-game``) — baccarat with card-reading shoes, craps with dice sensors on the simulated
-USB bus, Q Poker with shuffler-dealers and the dealer console playing the decisions and the
-reveal through :mod:`tabled.tools.console` — each a real ``tabled-sim`` and a real ``tabled run``,
-and the pit (``tabled pit``) with a generated config: its record in the work directory, its web
-page's address, a supervisor and a viewer whose passwords are made up and printed at start.
+its own identity (:mod:`tabled.tools.broker_access`), two tables of each installed game
+(``--per-game``; ``--game`` to choose) as the game's ``demo`` part says
+(:class:`tabled.games.parts.demo.DemoRecipe`: baccarat with card-reading shoes, craps with dice
+sensors on the simulated USB bus, Q Poker with shuffler-dealers and the dealer console playing
+the decisions and the reveal through :mod:`tabled.tools.console`) — each a real ``tabled-sim``
+and a real ``tabled run`` — and the pit (``tabled pit``) with a generated config: its record in
+the work directory, its web page's address, a supervisor and a viewer whose passwords are made
+up and printed at start.
 
 The devices play at a *demo pace*: ``--pace`` seconds per round at each table (default 5; a real
-table takes 30 to 90 s), and each table meets one kind of fault now and then (:data:`FAULTS`),
-chosen to raise the pit's alerts: a shoe unplugged for a few seconds, an unreadable card and a
-dirty sensor, a cocked die, a sensor unplugged from the USB bus, a shuffler jam, a door opened
-mid-deal. The pit starts first; a part that dies is started again (:func:`_supervise`), and a
-received message the floor cannot print is shown as malformed: the floor stops only when told to.
+table takes 30 to 90 s), and each table meets one kind of fault now and then (its recipe's
+``faults``), chosen to raise the pit's alerts: a shoe unplugged for a few seconds, an
+unreadable card and a dirty sensor, a cocked die, a sensor unplugged from the USB bus, a
+shuffler jam, a door opened mid-deal. The pit starts first; a part that dies is started again
+(:func:`_supervise`), and a received message the floor cannot print is shown as malformed: the
+floor stops only when told to.
 Every process and the temporary work directory go when the floor stops, however it stops
 (:mod:`tabled.tools.procs`).
 """
@@ -38,12 +41,12 @@ from typing import Any
 
 import aiomqtt
 
-from tabled.contract.faults import SHUFFLER_FAILURES
 from tabled.daemon.broker import free_port
 from tabled.daemon.mqtt import BrokerAddress
+from tabled.games.parts.demo import DemoRecipe, SimulatorRun
 from tabled.tools.broker_access import PIT, WATCHER, AccessError, BrokerAccess
 from tabled.tools.console import AutoDealer, ConsoleError, TableConsole, keygen, load_target
-from tabled.tools.demo import DemoError, first_line, tail, write_table_config
+from tabled.tools.demo import DemoError, playable, recipe_of, tail, url_of, write_table_config
 from tabled.tools.procs import Fleet, FleetError, python, say_safely
 from tabled.tools.show import describe
 
@@ -52,18 +55,18 @@ SITE = "floor"
 DEFAULT_PACE = 5.0
 #: The web port the pit's page asks for first (a free one when it is taken).
 DEFAULT_WEB_PORT = 8080
-#: How long the dice and shufflers' scripts last (the shoe deals for ever): they are built
-#: before the device starts, so their length is bounded; then those tables idle.
+#: How long a device's script lasts (the recipe's ``script``; a shoe deals for ever): it is
+#: built before the device starts, so its length is bounded; then the table idles.
 SCRIPT_HOURS = 6.0
-SCRIPT_LIMITS = {"qpoker": (500, 6_000), "craps": (1_000, 50_000)}
 #: Faults are planned for this many rounds (the simulators look each planned fault up for every
 #: hand or roll they script, so a longer plan costs start-up time): hours at the default pace.
 FAULT_ROUNDS = 2_000
 
 
-def script_length(game: str, seconds_each: float) -> int:
-    """Rounds (Q Poker) or rolls (craps) for SCRIPT_HOURS at one every ``seconds_each``."""
-    low, high = SCRIPT_LIMITS[game]
+def script_length(limits: tuple[int, int], seconds_each: float) -> int:
+    """Steps of a script (rounds, rolls) for SCRIPT_HOURS at one every ``seconds_each``,
+    within the recipe's ``limits``."""
+    low, high = limits
     return max(low, min(high, int(SCRIPT_HOURS * 3600 / seconds_each)))
 #: The first fault at each table comes after about this many rounds, then every FAULT_EVERY.
 FIRST_FAULT, FAULT_EVERY = 3, 30
@@ -76,48 +79,44 @@ T_PIT_START = 30.0
 
 @dataclass(frozen=True)
 class Game:
-    """How one game's tables are simulated: the device family, the table's rules, and what
-    ``--pace`` means for the device (its simulator's own ``--pace``)."""
+    """One installed game's tables, as its demo recipe says they are simulated."""
 
     name: str
-    short: str
-    family: str
-    rules: dict[str, Any]
-    #: the simulator's ``--pace`` for a round of ``pace`` seconds
-    device_pace: Callable[[float], float]
-    #: what the banner says the tables are
-    describes: str
+    recipe: DemoRecipe
+
+    @property
+    def short(self) -> str:
+        return self.recipe.short or self.name
+
+    @property
+    def family(self) -> str:
+        return self.recipe.family
+
+    @property
+    def rules(self) -> dict[str, Any]:
+        return dict(self.recipe.options)
+
+    @property
+    def describes(self) -> str:
+        return self.recipe.describes or f"{self.recipe.family} simulators"
+
+    def device_pace(self, pace: float) -> float:
+        """The simulator's ``--pace`` for a round of ``pace`` seconds."""
+        return pace / self.recipe.pace_divisor
 
 
-GAMES = (
-    Game("baccarat", "bac", "shoe",
-         {"method": 1, "commission": "five_percent", "last_hand": "this", "decks": 8},
-         lambda pace: pace / 5, "card-reading shoes"),  # 4 to 6 cards a hand
-    Game("craps", "craps", "dice", {"big_bets_on_come_out": True},
-         lambda pace: pace / 2, "dice sensors on the USB bus"),  # rolls come faster than hands
-    Game("qpoker", "qpoker", "shuffler", {"positions": 7},
-         lambda pace: pace / 20, "shuffler-dealers, dealer console"),  # ~9 messages a round
-)
-
-#: Each table's faults, by game and table index (cycling): ``(spec, unit)`` where the spec's
-#: ``{n}`` is filled with the simulator's count for a round number, ``unit`` how many of the
-#: simulator's counted things make a round (pulls, data frames, reports, hands).
-FAULTS: dict[str, list[list[tuple[str, float]]]] = {
-    # shoe: unplugged 3 s (below lost_void_after: device_lost, then connected again);
-    # an unreadable card and a dirty sensor (faults the dealer deals with)
-    "baccarat": [[("disconnect@{n}:3", 6.0)], [("unreadable@{n}", 5.0), ("dirty@{n}", 5.0)]],
-    # dice: a cocked die (read by the face most clearly up, Art. 1); the sensor unplugged
-    # from the USB bus for 2 s, and a die off the table (no roll)
-    "craps": [[("cocked@{n}", 1.0)], [("unplug@{n}:2", 1.0), ("off_table@{n}", 1.0)]],
-    # shuffler: a jam mid-deal (the round is void, qpoker.art11.5); the door opened mid-deal
-    "qpoker": [[("jam@{n}", 5.0)], [("door@{n}", 5.0)]],
-}
+def floor_games(names: list[str] | None = None) -> tuple[Game, ...]:
+    """The games of the floor: ``names`` (each must be installed and playable in the demos),
+    or every installed game that declares a demo recipe."""
+    return tuple(Game(name, recipe_of(name)) for name in (names or playable()))
 
 
-def fault_args(game: str, index: int, horizon: int, seed: int) -> list[str]:
-    """``--fault`` options for table ``index`` of ``game``: the first after about
+def fault_args(recipe: DemoRecipe, index: int, horizon: int, seed: int) -> list[str]:
+    """``--fault`` options for table ``index`` of a game: the first after about
     FIRST_FAULT rounds, then one every about FAULT_EVERY, up to ``horizon`` rounds."""
-    plan = FAULTS[game][index % len(FAULTS[game])]
+    if not recipe.faults:
+        return []
+    plan = recipe.faults[index % len(recipe.faults)]
     rng = random.Random(seed * 7919 + index)
     out: list[str] = []
     round_no = FIRST_FAULT + index
@@ -189,20 +188,25 @@ def _serving(port: int) -> bool:
 
 def run_floor(*, broker_url: str | None = None, pace: float = DEFAULT_PACE, per_game: int = 2,
               web_port: int | None = None, duration: float | None = None, faults: bool = True,
-              seed: int = 1, workdir: str | None = None, quiet: bool = False) -> int:
+              seed: int = 1, workdir: str | None = None, quiet: bool = False,
+              games: list[str] | None = None) -> int:
     """Run the floor until interrupted (or for ``duration`` seconds); the exit status (0 when
-    it ran its course or was stopped by SIGINT; 128 + N for signal N otherwise)."""
+    it ran its course or was stopped by SIGINT; 128 + N for signal N otherwise). ``games``:
+    the games whose tables it has (default: every installed game with a demo recipe)."""
     if pace <= 0:
         raise DemoError("--pace must be above 0 seconds")
     if not 1 <= per_game <= 10:
         raise DemoError("--per-game is 1 to 10 tables of each game")
+    chosen = floor_games(games)
+    if not chosen:
+        raise DemoError("no installed game declares a demo recipe: no table to simulate")
     return asyncio.run(_floor(broker_url, pace, per_game, web_port, duration, faults, seed,
-                              workdir, quiet))
+                              workdir, quiet, chosen))
 
 
 async def _floor(broker_url: str | None, pace: float, per_game: int, web_port: int | None,
                  duration: float | None, faults: bool, seed: int, workdir: str | None,
-                 quiet: bool) -> int:
+                 quiet: bool, games: tuple[Game, ...]) -> int:
     def say(text: str) -> None:
         if not quiet:
             say_safely(text)
@@ -211,7 +215,7 @@ async def _floor(broker_url: str | None, pace: float, per_game: int, web_port: i
     fleet.catch_signals()
     work = fleet.dir
     tables = [Table(game, f"{game.short}-{i + 1}", i, work / f"{game.short}-{i + 1}")
-              for game in GAMES for i in range(per_game)]
+              for game in games for i in range(per_game)]
     shown = Shown()
     parts: list[Part] = []
     try:
@@ -220,7 +224,7 @@ async def _floor(broker_url: str | None, pace: float, per_game: int, web_port: i
         if broker_url is None:  # each client with its own identity, as on a floor
             access = BrokerAccess()
             for table in tables:
-                access.add_table(SITE, table.name, console=table.game.name == "qpoker")
+                access.add_table(SITE, table.name, console=table.game.recipe.dealer)
             access.write(work / "broker", work / "secrets")
             broker_url = fleet.start_broker(access.config_lines(work / "broker"),
                                             allow_anonymous=False)
@@ -246,8 +250,8 @@ async def _floor(broker_url: str | None, pace: float, per_game: int, web_port: i
             parts.append(_device_part(fleet, table, pace, faults, seed))
         for table in tables:
             parts.append(await _connect_daemon(fleet, table, broker_url, pace, access))
-        _banner(say, work, fleet.keep, broker_url, own_broker, tables, pace, port, users,
-                pit_config, access)
+        _banner(say, work, fleet.keep, broker_url, own_broker, games, tables, pace, port,
+                users, pit_config, access)
         async with asyncio.timeout(duration):
             try:
                 await _run(fleet, tables, parts, broker_url, pace, seed, port, pit, say,
@@ -321,26 +325,18 @@ def _log_after(path: Path, offset: int) -> bytes:
 def _device_part(fleet: Fleet, table: Table, pace: float, faults: bool, seed: int) -> Part:
     table.dir.mkdir(parents=True, exist_ok=True)
     game, index = table.game, table.index
+    recipe = game.recipe
     device_pace = f"{game.device_pace(pace):.3f}"
-    table_seed = str(seed * 100 + index + 1)
-    if game.name == "baccarat":
-        args = ["shoe", "--seed", table_seed, "--pace", device_pace, "--link",
-                str(table.dir / "shoe"), "--serial", f"SHOE-{table.name}", "--forever"]
-        horizon = FAULT_ROUNDS  # the shoe deals shoe after shoe for ever
-    elif game.name == "craps":
-        rolls = script_length("craps", game.device_pace(pace))
-        args = ["dice", "--seed", table_seed, "--count", str(rolls), "--pace", device_pace,
-                "--socket", str(table.dir / "dice.sock"), "--serial", f"DS-{table.name}",
-                "--forever"]
-        horizon = rolls
+    table_seed = seed * 100 + index + 1
+    if recipe.script is None:
+        rounds, horizon = None, FAULT_ROUNDS  # it deals (or throws) for ever
     else:
-        rounds = script_length("qpoker", pace)
-        args = ["shuffler", "--game", "qpoker", "--seed", table_seed, "--rounds", str(rounds),
-                "--pace", device_pace, "--link", str(table.dir / "shuffler"), "--step",
-                "--forever"]
-        horizon = rounds
-    if faults:
-        args += fault_args(game.name, index, min(horizon, FAULT_ROUNDS), seed)
+        each = game.device_pace(pace) if recipe.script_unit == "device" else pace
+        rounds = horizon = script_length(recipe.script, each)
+    planned = fault_args(recipe, index, min(horizon, FAULT_ROUNDS), seed) if faults else []
+    args = recipe.simulator_args(SimulatorRun(
+        seed=table_seed, pace=device_pace, folder=str(table.dir), rounds=rounds,
+        table=table.name, faults=tuple(planned[1::2])))
     name, log = f"{table.name} simulator", table.dir / "simulator.log"
 
     def start() -> subprocess.Popen[Any]:
@@ -358,12 +354,10 @@ async def _connect_daemon(fleet: Fleet, table: Table, broker_url: str, pace: flo
                           access: BrokerAccess | None) -> Part:
     assert table.sim is not None
     log = table.dir / "simulator.log"
-    url = await first_line(table.sim, log)
-    if table.game.name == "craps":  # the dice simulator prints its socket, then the URL
-        url = await first_line(table.sim, log)
+    url = await url_of(table.sim, log, table.game.recipe)
     device: dict[str, Any] = {"id": f"{table.game.family}-1", "family": table.game.family,
                               "url": url, "reconnect_min": 0.2, "reconnect_max": 2.0}
-    key_file = keygen(table.dir / "console.key") if table.game.name == "qpoker" else None
+    key_file = keygen(table.dir / "console.key") if table.game.recipe.dealer else None
     config = table.config = write_table_config(
         table.dir / "tabled.toml", SITE, table.name, table.game.name, broker_url, device,
         table.game.rules, table.dir / "journal.sqlite", key_file,
@@ -426,14 +420,15 @@ def _write_pit_config(work: Path, broker_url: str, port: int,
 
 
 def _banner(say: Callable[[str], None], work: Path, keep: bool, broker_url: str,
-            own_broker: bool, tables: list[Table], pace: float, port: int,
+            own_broker: bool, games: tuple[Game, ...], tables: list[Table], pace: float,
+            port: int,
             users: dict[str, tuple[str, str]], pit_config: Path,
             access: BrokerAccess | None) -> None:
     address = BrokerAddress.parse(broker_url)
     by_game: dict[str, list[str]] = {}
     for table in tables:
         by_game.setdefault(table.game.name, []).append(table.name)
-    qpoker = next(t for t in tables if t.game.name == "qpoker")
+    console = next((t for t in tables if t.game.recipe.dealer), None)
     say(f"tabled floor: {len(tables)} simulated tables, their daemons, a broker and the pit "
         f"(work dir {work}{'' if keep else ', removed at exit'})")
     login = "" if access is None else f"-u {WATCHER} -P {access.passwords[WATCHER]} "
@@ -441,7 +436,7 @@ def _banner(say: Callable[[str], None], work: Path, keep: bool, broker_url: str,
     say(f"  broker   {broker_url}{private if own_broker else ''}")
     say(f"           watch it: mosquitto_sub -h {address.host} -p {address.port} {login}-v "
         f"-t 'tabled/#'" + ("" if access is None else " (a read-only watcher)"))
-    for game in GAMES:
+    for game in games:
         say(f"  {game.name:<8} {' '.join(by_game[game.name])}: {game.describes}")
     say(f"  pace     a round every ~{pace:g} s at each table (a real table: 30 to 90 s); "
         "a fault at each table now and then; a table that dies is started again")
@@ -449,8 +444,9 @@ def _banner(say: Callable[[str], None], work: Path, keep: bool, broker_url: str,
     say("           sign in: " + " · ".join(f"{name} / {password} ({role})"
                                           for name, (role, password) in users.items()))
     say(f"           the record: tabled pit status --config {pit_config}")
-    say(f"  console  tabled console --config {qpoker.config} (a dealer console on "
-        f"{qpoker.name})")
+    if console is not None:
+        say(f"  console  tabled console --config {console.config} (a dealer console on "
+            f"{console.name})")
     say("Ctrl-C stops everything.")
 
 
@@ -470,7 +466,7 @@ async def _run(fleet: Fleet, tables: list[Table], parts: list[Part], broker_url:
     user, password = (None, None) if access is None else (WATCHER, access.passwords[WATCHER])
     async with contextlib.AsyncExitStack() as stack, asyncio.TaskGroup() as group:
         for table in tables:
-            if table.game.name != "qpoker":
+            if not table.game.recipe.dealer:
                 continue
             assert table.config is not None
             console = await stack.enter_async_context(
@@ -479,7 +475,7 @@ async def _run(fleet: Fleet, tables: list[Table], parts: list[Part], broker_url:
                                 said=_prefixed(say, f"[console] {table.name}: "))
             group.create_task(dealer.run(), name=f"dealer {table.name}")
         group.create_task(_supervise(fleet, parts, say, group), name="children")
-        group.create_task(_unstall([t for t in tables if t.game.name == "qpoker"],
+        group.create_task(_unstall([t for t in tables if t.game.recipe.deal is not None],
                                    max(30.0, 10 * pace), say), name="unstall")
         group.create_task(_web_page(port, pit, say), name="web")
         connected = False
@@ -556,7 +552,7 @@ def _show(topic: str, raw: Any, by_name: dict[str, Table], width: int, pace: flo
         say(f"{name:<{width}}  {lines[0]}")
         table.outcomes += 1
         table.last_outcome_at = time.monotonic()
-        if table.game.name == "qpoker" and number > table.dealt_after:
+        if table.game.recipe.deal is not None and number > table.dealt_after:
             # once per round (a QoS 1 re-delivery must not deal twice): the dealer clears the
             # table and presses "deal" on the machine
             table.dealt_after = number
@@ -567,7 +563,7 @@ def _show(topic: str, raw: Any, by_name: dict[str, Table], width: int, pace: flo
             raise Malformed("a fault without a code")
         detail = body.get("detail") or body.get("reason") or body.get("message") or ""
         say(f"{name:<{width}}  [fault] {what}: {detail}")
-        if table.game.name == "qpoker" and what in SHUFFLER_FAILURES:
+        if what in table.game.recipe.halts:
             group.create_task(_after_halt(table, 2 * pace + 2, say))
     elif kind == "status":
         state, said = body.get("state"), body.get("reason")
@@ -582,10 +578,10 @@ def _prefixed(say: Callable[[str], None], prefix: str) -> Callable[[str], None]:
 
 async def _deal(table: Table, pause: float) -> None:
     await asyncio.sleep(pause)
-    sim = table.sim
-    if sim is not None and sim.stdin is not None and sim.poll() is None:
+    sim, deal = table.sim, table.game.recipe.deal
+    if deal is not None and sim is not None and sim.stdin is not None and sim.poll() is None:
         with contextlib.suppress(OSError, ValueError):
-            sim.stdin.write("deal\n")
+            sim.stdin.write(deal + "\n")
             sim.stdin.flush()
 
 
@@ -601,8 +597,9 @@ async def _after_halt(table: Table, wait: float, say: Callable[[str], None]) -> 
 
 
 async def _unstall(tables: list[Table], after: float, say: Callable[[str], None]) -> None:
-    """A Q Poker table with no outcome for ``after`` seconds (a command lost, a halt missed):
-    the dealer deals again, as at a real table (an open round is then void, Art. 11.1)."""
+    """A table dealt on the dealer's word (Q Poker) with no outcome for ``after`` seconds (a
+    command lost, a halt missed): the dealer deals again, as at a real table (an open round
+    is then void, Art. 11.1)."""
     for table in tables:
         table.last_outcome_at = time.monotonic()
     while True:

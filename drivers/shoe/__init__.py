@@ -34,6 +34,6 @@ async def open_device(
 
 FAMILY = DeviceFamily(
     name="shoe", kind="shoe", transport="serial",
-    summary="a baccarat card-reading shoe (serial)",
+    summary="a card-reading shoe, multi-deck (serial)",
     open=open_device, check=check_serial_settings,
 )

@@ -36,7 +36,7 @@ async def open_device(
 
 FAMILY = DeviceFamily(
     name="shuffler", kind="shuffler", transport="serial",
-    summary="an automatic shuffler-dealer, Q Poker or baccarat mode (serial)",
+    summary="an automatic shuffler-dealer: hands of three, or a shoe dealt card by card (serial)",
     open=open_device, check=check_serial_settings,
 )
 

@@ -29,5 +29,11 @@ GAME = GameDeclaration(
     option_values={"method": "1|2", "commission": "five_percent|half_on_four",
                    "last_hand": "this|one_more", "decks": "6..12"},
     odds_help="Baccarat: the first hand of a full shoe",
-    parts={"pit": "tabled.games.baccarat.pit:PIT"},
+    parts={
+        "pit": "tabled.games.baccarat.pit:PIT",
+        "demo": "tabled.games.baccarat.demo:DEMO",
+        "console": "tabled.games.baccarat.console:CONSOLE",
+        # ``tabled roads``: write_roads(options, lines, out, err) -> exit status
+        "roads": "tabled.games.baccarat.roads:write_roads",
+    },
 )

@@ -30,5 +30,9 @@ GAME = GameDeclaration(
     record=CrapsOutcome,
     schema="tabled.games.craps:outcome.schema.json",
     option_values={"big_bets_on_come_out": "true|false"},
-    parts={"pit": "tabled.games.craps.pit:PIT"},
+    parts={
+        "pit": "tabled.games.craps.pit:PIT",
+        "demo": "tabled.games.craps.demo:DEMO",
+        "console": "tabled.games.craps.console:CONSOLE",
+    },
 )

@@ -30,5 +30,9 @@ GAME = GameDeclaration(
     schema="tabled.games.qpoker:outcome.schema.json",
     option_values={"positions": "7..20"},
     odds_help="Q Poker Play: under the best fold strategy",
-    parts={"pit": "tabled.games.qpoker.pit:PIT"},
+    parts={
+        "pit": "tabled.games.qpoker.pit:PIT",
+        "demo": "tabled.games.qpoker.demo:DEMO",
+        "console": "tabled.games.qpoker.console:CONSOLE",
+    },
 )

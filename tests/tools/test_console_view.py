@@ -214,6 +214,8 @@ async def test_the_demos_dealer_names_the_round_whose_deal_it_saw() -> None:
     sent: list[tuple[str, dict[str, Any]]] = []
 
     class Recorder:
+        target = TARGET  # the dealer reads the table's game from its console's target
+
         async def command(self, name: str, args: dict[str, Any]) -> Reply:
             sent.append((name, args))
             dealer.view.apply("event", {"type": "round_start", "seats": [9], "round": 17})
