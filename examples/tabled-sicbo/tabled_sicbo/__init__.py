@@ -28,7 +28,8 @@ GAME = GameDeclaration(
     odds=sicbo_odds,
     odds_markdown=markdown,
     declarations=DECLARATIONS,
-    parts={},
+    # the other layers' parts, loaded only by the layer that asks (tabled.games.parts)
+    parts={"pit": "tabled_sicbo.pit:PIT"},
 )
 
 __all__ = ["DECLARATIONS", "GAME"]
