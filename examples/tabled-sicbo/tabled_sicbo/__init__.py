@@ -29,7 +29,7 @@ GAME = GameDeclaration(
     odds_markdown=markdown,
     declarations=DECLARATIONS,
     # the other layers' parts, loaded only by the layer that asks (tabled.games.parts)
-    parts={"pit": "tabled_sicbo.pit:PIT"},
+    parts={"pit": "tabled_sicbo.pit:PIT", "integrity": "tabled_sicbo.integrity:INTEGRITY"},
 )
 
 __all__ = ["DECLARATIONS", "GAME"]

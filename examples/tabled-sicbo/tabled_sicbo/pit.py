@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
 from tabled.contract.outcome import OutcomeRecord
 from tabled.games.parts.pit import GRID_ROWS, PitPart, chi_square, grid, histogram
 
 from tabled_sicbo.options import OUTCOMES, total_ways
+from tabled_sicbo.published import call, throw_of
 from tabled_sicbo.rules import SICBO
 
 #: Throws kept for the panel's list.
@@ -30,31 +30,10 @@ ROAD_WIDTH = 20
 TOTAL_CHANCE = {t: total_ways(t) / OUTCOMES for t in range(3, 19)}
 
 
-def _plain(value: Any) -> dict[str, Any]:
-    """A record's ``result`` as plain values, typed (a struct) or not (a game this pit has no
-    typed record of keeps it as it came)."""
-    if isinstance(value, msgspec.Struct):
-        return dict(msgspec.to_builtins(value))
-    return dict(value) if isinstance(value, Mapping) else {}
-
-
-def _throw(outcome: OutcomeRecord) -> tuple[int, int, int] | None:
-    """The three faces of a complete outcome, or None (a void round, or not three dice)."""
-    if outcome.status != "complete":
-        return None
-    dice = _plain(getattr(outcome, "result", None)).get("dice")
-    if not isinstance(dice, list | tuple) or len(dice) != 3 or not all(
-            isinstance(d, int) and 1 <= d <= 6 for d in dice):
-        return None
-    return dice[0], dice[1], dice[2]
-
-
 def mark(dice: tuple[int, int, int]) -> str:
     """A throw on the road: ``T`` a triple (Big and Small lose, Art. 3.3), ``B`` Big, ``S``
     Small."""
-    if dice[0] == dice[1] == dice[2]:
-        return "T"
-    return "B" if sum(dice) >= 11 else "S"
+    return {"triple": "T", "big": "B", "small": "S"}[call(dice)]
 
 
 @dataclass
@@ -77,7 +56,7 @@ class SicBoPanel:
         self.faces = dict.fromkeys(self.faces, 0)
 
     def add(self, outcome: OutcomeRecord) -> None:
-        dice = _throw(outcome)
+        dice = throw_of(outcome)
         if dice is None:
             if outcome.status == "void":
                 self.voids += 1
@@ -109,7 +88,7 @@ class SicBoPanel:
 
 def describe(outcome: OutcomeRecord) -> str:
     """A throw in one line: ``#12 6-6-5 = 17 Big``."""
-    dice = _throw(outcome)
+    dice = throw_of(outcome)
     if dice is None:
         return f"#{outcome.round} {outcome.status}"
     word = {"T": "triple", "B": "Big", "S": "Small"}[mark(dice)]
