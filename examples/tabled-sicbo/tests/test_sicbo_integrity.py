@@ -35,8 +35,8 @@ def records(*events: Any) -> list[Any]:
 
 
 def test_the_game_names_its_integrity_part() -> None:
-    assert registry.part("sicbo", "integrity") is INTEGRITY
     assert (INTEGRITY.dice, INTEGRITY.unit, INTEGRITY.shoe) == (3, "throws", False)
+    assert registry.part("sicbo", "integrity") is INTEGRITY
 
 
 def test_every_rate_is_a_probability_of_the_exact_odds() -> None:
