@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Final, cast
 
 import msgspec
-from tabled.contract.events import Declare, Event, Fault, NoRoll, Roll, Void
+from tabled.contract.events import Declare, Event, EventError, Fault, NoRoll, Roll, Void
 from tabled.contract.faults import EVENT_NOT_APPLIED, NOT_APPLIED_TYPE
 from tabled.contract.outcome import (
     FOR_ANOTHER_ROUND,
@@ -76,6 +76,13 @@ class SicBoResult(msgspec.Struct, frozen=True, gc=False):
     def to_dict(self) -> dict[str, Any]:
         return {"dice": None if self.dice is None else list(self.dice), "total": self.total,
                 "triple": self.triple}
+
+
+def check_roll(event: Event) -> None:
+    """The game's check of a ``roll`` where the game is known (the parser's, ``tabled replay``,
+    the daemon): three faces, no more, no fewer (Art. 1); EventError otherwise."""
+    if isinstance(event, Roll) and len(event.dice) != 3:
+        raise EventError(f"dice {list(event.dice)!r} is not three integers 1-6 (sicbo.art1)")
 
 
 # -- the rules of one throw ---------------------------------------------------------------------
@@ -251,5 +258,5 @@ class SicBoTable:
 
 __all__ = [
     "BIG", "COMBINATIONS", "FACES", "NOT_THREE_DICE", "SICBO", "SMALL", "THROWS", "TOTALS",
-    "SicBoResult", "SicBoTable", "bet_keys",
+    "SicBoResult", "SicBoTable", "bet_keys", "check_roll",
 ]
