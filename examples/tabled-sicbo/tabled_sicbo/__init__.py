@@ -42,7 +42,8 @@ _DECLARED: dict[str, Any] = {
                          if f.name != "odd_even"}},
     "streams": streams,  # what the games conformance kit plays
     # the other layers' parts, loaded only by the layer that asks (tabled.games.parts)
-    "parts": {"pit": "tabled_sicbo.pit:PIT", "integrity": "tabled_sicbo.integrity:INTEGRITY"},
+    "parts": {"pit": "tabled_sicbo.pit:PIT", "integrity": "tabled_sicbo.integrity:INTEGRITY",
+              "demo": "tabled_sicbo.demo:DEMO", "console": "tabled_sicbo.console:CONSOLE"},
 }
 
 GAME = GameDeclaration(**{key: value for key, value in _DECLARED.items()
