@@ -17,7 +17,6 @@ from tabled.games.registry import GameDeclaration
 from tabled_sicbo.odds import markdown, sicbo_odds
 from tabled_sicbo.options import SicBoOptions
 from tabled_sicbo.rules import SicBoTable, check_roll
-from tabled_sicbo.streams import streams
 
 #: What the dealer calls out on a throw (Art. 12): the pit compares it with the outcome.
 DECLARATIONS = ("small", "big", "triple")
@@ -40,7 +39,7 @@ _DECLARED: dict[str, Any] = {
     "option_values": {"odd_even": "true|false",
                       **{f.name: "N (of N to 1)" for f in fields(SicBoOptions)
                          if f.name != "odd_even"}},
-    "streams": streams,  # what the games conformance kit plays
+    "streams": "tabled_sicbo.streams:streams",  # what the games conformance kit plays
     # the other layers' parts, loaded only by the layer that asks (tabled.games.parts)
     "parts": {"pit": "tabled_sicbo.pit:PIT", "integrity": "tabled_sicbo.integrity:INTEGRITY",
               "demo": "tabled_sicbo.demo:DEMO", "console": "tabled_sicbo.console:CONSOLE"},

@@ -47,6 +47,7 @@ def test_a_roll_is_three_dice() -> None:
 
 def test_the_declaration_carries_what_the_installed_tabled_takes() -> None:
     assert GAME.name == "sicbo" and GAME.declarations == ("small", "big", "triple")
-    for name, value in (("streams", streams), ("checks", {"roll": check_roll})):
+    for name, value in (("streams", "tabled_sicbo.streams:streams"),
+                        ("checks", {"roll": check_roll})):
         if hasattr(GAME, name):
             assert getattr(GAME, name) == value
