@@ -113,6 +113,7 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-PIT = PitPart(panel=SicBoPanel, describe=describe, view=view, package="tabled_sicbo")
+PIT = PitPart(panel=SicBoPanel, describe=describe, view=view, package="tabled_sicbo",
+              stylesheet="pit.css")
 
 __all__ = ["PIT", "SicBoPanel", "describe", "mark", "view"]

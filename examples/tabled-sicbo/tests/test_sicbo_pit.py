@@ -49,6 +49,12 @@ def test_the_game_names_its_pit_part() -> None:
     assert PIT.package == "tabled_sicbo"
     assert (TEMPLATES / PIT.panel_template).is_file()
     assert PIT.recall_template is not None and (TEMPLATES / PIT.recall_template).is_file()
+    assert PIT.stylesheet is not None
+    css = (TEMPLATES / PIT.stylesheet).read_text(encoding="utf-8")
+    assert ".game.g-sicbo" in css
+    # every rule is scoped to the game's classes (the page's stylesheet holds every game's)
+    rules = [line for line in css.splitlines() if line and line[0] not in " /"]
+    assert rules and all(r.startswith((".sicbo ", ".sicbo{", ".game.g-sicbo")) for r in rules)
     assert registry.part("sicbo", "pit") is PIT
 
 
