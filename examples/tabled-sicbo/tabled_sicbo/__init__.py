@@ -9,6 +9,7 @@ the rules core: a table's daemon loads it.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import fields
 from typing import Any
 
@@ -45,7 +46,12 @@ _DECLARED: dict[str, Any] = {
               "demo": "tabled_sicbo.demo:DEMO", "console": "tabled_sicbo.console:CONSOLE"},
 }
 
-GAME = GameDeclaration(**{key: value for key, value in _DECLARED.items()
-                          if key in {f.name for f in fields(GameDeclaration)}})
+_KNOWN = {f.name for f in fields(GameDeclaration)}
+if {"record", "schema"} <= _KNOWN:
+    # the typed record and its schema part, where the contract has a game's record (issue 28)
+    _DECLARED["record"] = importlib.import_module("tabled_sicbo.record").SicBoOutcome
+    _DECLARED["schema"] = "tabled_sicbo:outcome.schema.json"
+
+GAME = GameDeclaration(**{key: value for key, value in _DECLARED.items() if key in _KNOWN})
 
 __all__ = ["DECLARATIONS", "GAME"]
