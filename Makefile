@@ -33,7 +33,7 @@ venv: $(VENV)/.installed
 # its own tests against it. With --no-deps: it depends on `tabled`, which here is this venv's
 # editable install (the name on PyPI is another project's). `pip install .` of tabled and the
 # Debian package (debian/rules installs pyproject.toml's project only) do not include it.
-EXAMPLES := examples/tabled-acme-shoe
+EXAMPLES := examples/tabled-acme-shoe examples/tabled-sicbo
 
 $(VENV)/.installed: pyproject.toml $(EXAMPLES:%=%/pyproject.toml)
 	$(PYTHON) -m venv $(VENV)
