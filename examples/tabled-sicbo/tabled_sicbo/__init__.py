@@ -9,49 +9,40 @@ the rules core: a table's daemon loads it.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import fields
-from typing import Any
 
 from tabled.games.registry import GameDeclaration
 
-from tabled_sicbo.odds import markdown, sicbo_odds
 from tabled_sicbo.options import SicBoOptions
+from tabled_sicbo.record import SicBoOutcome
 from tabled_sicbo.rules import SicBoTable, check_roll
 
 #: What the dealer calls out on a throw (Art. 12): the pit compares it with the outcome.
 DECLARATIONS = ("small", "big", "triple")
 
-#: The declaration, every field this game fills. Issue 28 adds fields to the declaration in
-#: steps (the game's event checks and options' help, its streams for the games kit): a field
-#: the installed tabled does not have yet is left out, so this package loads on either side.
-_DECLARED: dict[str, Any] = {
-    "name": "sicbo",
-    "title": "Sic Bo",
-    "summary": "three dice (骰寶): Big/Small, totals, triples, doubles, combinations, numbers "
-               "(example game)",
-    "options": SicBoOptions,
-    "table": SicBoTable,
-    "odds": sicbo_odds,
-    "odds_markdown": markdown,
-    "declarations": DECLARATIONS,
+GAME = GameDeclaration(
+    name="sicbo",
+    title="Sic Bo",
+    summary="three dice (骰寶): Big/Small, totals, triples, doubles, combinations, numbers "
+            "(example game)",
+    options=SicBoOptions,
+    table=SicBoTable,
+    # its exact odds, loaded only when asked (tabled odds)
+    odds="tabled_sicbo.odds:sicbo_odds",
+    odds_markdown="tabled_sicbo.odds:markdown",
+    declarations=DECLARATIONS,
     # a throw is three dice (Art. 1), refused by the parser otherwise where the game is known
-    "checks": {"roll": check_roll},
-    "option_values": {"odd_even": "true|false",
-                      **{f.name: "N (of N to 1)" for f in fields(SicBoOptions)
-                         if f.name != "odd_even"}},
-    "streams": "tabled_sicbo.streams:streams",  # what the games conformance kit plays
+    checks={"roll": check_roll},
+    # its part of the contract: the typed outcome record and its part of the outcome schema
+    record=SicBoOutcome,
+    schema="tabled_sicbo:outcome.schema.json",
+    option_values={"odd_even": "true|false",
+                   **{f.name: "N (of N to 1)" for f in fields(SicBoOptions)
+                      if f.name != "odd_even"}},
+    streams="tabled_sicbo.streams:streams",  # what the games conformance kit plays
     # the other layers' parts, loaded only by the layer that asks (tabled.games.parts)
-    "parts": {"pit": "tabled_sicbo.pit:PIT", "integrity": "tabled_sicbo.integrity:INTEGRITY",
-              "demo": "tabled_sicbo.demo:DEMO", "console": "tabled_sicbo.console:CONSOLE"},
-}
-
-_KNOWN = {f.name for f in fields(GameDeclaration)}
-if {"record", "schema"} <= _KNOWN:
-    # the typed record and its schema part, where the contract has a game's record (issue 28)
-    _DECLARED["record"] = importlib.import_module("tabled_sicbo.record").SicBoOutcome
-    _DECLARED["schema"] = "tabled_sicbo:outcome.schema.json"
-
-GAME = GameDeclaration(**{key: value for key, value in _DECLARED.items() if key in _KNOWN})
+    parts={"pit": "tabled_sicbo.pit:PIT", "integrity": "tabled_sicbo.integrity:INTEGRITY",
+           "demo": "tabled_sicbo.demo:DEMO", "console": "tabled_sicbo.console:CONSOLE"},
+)
 
 __all__ = ["DECLARATIONS", "GAME"]
