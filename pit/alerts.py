@@ -34,6 +34,7 @@ from tabled.pit.store import (
     AlertActionError,
     AlertChange,
     AlertSpec,
+    AlertStore,
     AuditEntry,
     Recorded,
     Severity,
@@ -85,7 +86,7 @@ class AlertDesk:
     """What a signed-in person does to an alert: acknowledge, close. Role-checked and audited
     here, for every front end."""
 
-    def __init__(self, store: Store, *, publish: bool = True,
+    def __init__(self, store: AlertStore, *, publish: bool = True,
                  clock: Callable[[], float] = time.time,
                  on_change: Callable[[AlertChange], None] | None = None) -> None:
         self.store = store

@@ -43,7 +43,7 @@ from tabled.pit.alerts import AlertEngine
 from tabled.pit.config import MQTTSettings, ReconcileSettings, RetentionSettings
 from tabled.pit.messages import DURABLE, Message
 from tabled.pit.model import Floor
-from tabled.pit.store import Store, StoreError
+from tabled.pit.store import RecordStore, StoreError
 
 log = structlog.get_logger("tabled.pit.reconcile")
 
@@ -179,7 +179,7 @@ class Reconciler:
     """Run :meth:`run` as a task; the service feeds it (see the module docstring)."""
 
     def __init__(self, settings: ReconcileSettings, mqtt: MQTTSettings, pit_id: str,
-                 store: Store, engine: AlertEngine, floor: Floor, publish: Publish,
+                 store: RecordStore, engine: AlertEngine, floor: Floor, publish: Publish,
                  connected: Callable[[], bool], *,
                  retention: RetentionSettings | None = None,
                  clock: Callable[[], float] = time.time) -> None:

@@ -44,7 +44,7 @@ from tabled.pit.integrity import (
 )
 from tabled.pit.integrity.sequencer import Sequencer
 from tabled.pit.model import Floor
-from tabled.pit.store import AlertSpec, Store, StoredMessage
+from tabled.pit.store import AlertSpec, RecordStore, StoredMessage
 
 log = structlog.get_logger("tabled.pit.watch")
 #: A message's typed form, when its caller decoded it: an event or an outcome record.
@@ -109,7 +109,7 @@ class IntegrityWatch:
     """Every table's integrity monitors, fed from the pipeline (see the module docstring)."""
 
     def __init__(self, config: IntegritySettings, engine: AlertEngine, floor: Floor,
-                 store: Store, clock: Callable[[], float] = time.time) -> None:
+                 store: RecordStore, clock: Callable[[], float] = time.time) -> None:
         self.config = config
         self.settings = settings_of(config)
         self.engine = engine
