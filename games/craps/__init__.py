@@ -22,4 +22,5 @@ GAME = GameDeclaration(
     # the stickman's call of a throw: on a come-out roll natural (7 or 11), craps (2, 3, 12) or
     # point (a point is set); with a point on, seven_out, point_made or no_decision
     declarations=("natural", "craps", "point", "seven_out", "point_made", "no_decision"),
+    parts={"integrity": "tabled.games.craps.integrity:INTEGRITY"},
 )
