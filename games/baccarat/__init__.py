@@ -21,4 +21,5 @@ GAME = GameDeclaration(
     odds_markdown=markdown,
     # the dealer's call of a hand: the winner
     declarations=("banker", "player", "tie"),
+    parts={"integrity": "tabled.games.baccarat.integrity:INTEGRITY"},
 )

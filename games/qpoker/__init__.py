@@ -24,4 +24,5 @@ GAME = GameDeclaration(
     declarations=("dealer_qualifies", "dealer_does_not_qualify"),
     # Q Poker deals every card to a seat, and a round's round_start lists the seats with a bet
     required={"card": ("seat",), "round_start": ("seats",)},
+    parts={"integrity": "tabled.games.qpoker.integrity:INTEGRITY"},
 )
