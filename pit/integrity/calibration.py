@@ -103,7 +103,8 @@ class Settings:
     monitors: frozenset[str] = frozenset(MONITORS)
     #: The whole table's false alarms per 10,000 table-hours, at the assumed pace.
     false_alarms_per_10k_hours: float = 1.0
-    #: The paces a site chose, as ``(game, pace)`` pairs (kept sorted by game).
+    #: The paces a site chose, as ``(game, pace)`` pairs (kept sorted by game, without those
+    #: equal to the game's default).
     paces: tuple[tuple[str, GameSettings], ...] = ()
     #: The ``pace`` monitor counts rounds over this window (seconds) ...
     pace_window: float = 1800.0
@@ -125,7 +126,10 @@ class Settings:
         paces = dict(self.paces)
         if len(paces) != len(self.paces):
             raise ValueError("a game's pace is given twice")
-        object.__setattr__(self, "paces", tuple(sorted(paces.items())))
+        # one form for the same settings: a game's own default pace is not kept
+        object.__setattr__(self, "paces", tuple(sorted(
+            (game, pace) for game, pace in paces.items()
+            if (found := integrity_part(game)) is None or found.pace != pace)))
 
     def game(self, game: str) -> GameSettings:
         """The pace of ``game``: the site's, else its part's (:class:`NotMonitored` when it
