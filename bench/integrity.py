@@ -58,7 +58,12 @@ from tabled.drivers.shuffler.driver import normalize as shuffler_events
 from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.games.registry import make_table
 from tabled.pit.integrity import Settings, TableMonitors, calibrate, slug_index
-from tabled.pit.integrity.calibration import DEFAULT_SETTINGS, STATISTICS, hands_per_shoe
+from tabled.pit.integrity.calibration import (
+    DEFAULT_SETTINGS,
+    MONITORS,
+    hands_per_shoe,
+)
+from tabled.pit.integrity.calibration import statistics as monitor_statistics
 from tabled.pit.integrity.command import findings, record_of
 from tabled.pit.integrity.findings import Finding
 from tabled.pit.integrity.stats import TABLE_HOURS, kl
@@ -185,8 +190,8 @@ def allowed(game: Game, settings: Settings, rounds: int, shoes: int) -> dict[str
     rounds (``shoes`` shoes) by the bound its threshold comes from."""
     c = calibrate(game, None, settings)
     out: dict[str, float] = {}
-    for monitor, counts in STATISTICS.items():
-        m = counts.get(game, 0)
+    for monitor in MONITORS:
+        m = monitor_statistics(monitor, game)
         if not m or not settings.runs(monitor, game):
             continue
         if monitor in ("dice", "frequency"):
@@ -518,7 +523,7 @@ def thresholds_markdown(settings: Settings = DEFAULT_SETTINGS) -> str:
              "/ 10,000 h | CUSUM threshold h |", "|---|---:|---:|---:|---|"]
     for game in GAMES:
         c = calibrate(game, None, settings)
-        hs = [f"dice {c.dice_h:.2f}"] if game == "craps" else []
+        hs = [f"dice {c.dice_h:.2f}"] if c.part.dice else []
         hs += [f"frequency per {g.observation} {g.h:.2f}" for g in c.frequency]
         lines.append(f"| {game} | {c.pace.assumed_pace:g} | {c.statistics} | "
                      f"{c.per_statistic:.4f} | {'; '.join(hs)} |")
@@ -528,16 +533,19 @@ def thresholds_markdown(settings: Settings = DEFAULT_SETTINGS) -> str:
     for game in GAMES:
         c = calibrate(game, None, settings)
         for g in c.frequency:
-            for name, p0, up, down in zip(g.names, g.p0, g.up, g.down, strict=True):
-                label = f"{game} {'total ' if game == 'craps' else ''}{name} (per {g.observation})"
+            for rate, p0, up, down in zip(g.rates, g.p0, g.up, g.down, strict=True):
+                label = f"{game} {rate.subject or rate.name} (per {g.observation})"
                 low = f"{down * 100:.3f} %" if down > 1e-6 else \
                     f"drought: none in {g.h / -math.log(1 - p0):,.0f}"
                 lines.append(f"| {label} | {p0 * 100:.3f} % | {up * 100:.3f} % | {low} | "
                              f"0.005 | {g.h / 0.005:,.0f} {g.observation}s |")
-    c = calibrate("craps", None, settings)
-    lines.append(f"| craps die face (per roll) | 16.667 % | 25.000 % | (not tested) | "
-                 f"{kl(0.25, 1 / 6):.4f} | {c.dice_h / kl(0.25, 1 / 6):,.0f} rolls |")
-    b = calibrate("baccarat", None, settings)
+    for game in GAMES:
+        c = calibrate(game, None, settings)
+        if c.part.dice:
+            lines.append(f"| {game} die face (per roll) | 16.667 % | 25.000 % | (not tested) | "
+                         f"{kl(0.25, 1 / 6):.4f} | {c.dice_h / kl(0.25, 1 / 6):,.0f} rolls |")
+    # the shoe tests of the (first) game dealt from a watched shoe
+    b = next(c for c in (calibrate(game, None, settings) for game in GAMES) if c.part.shoe)
     lines += ["", "| shoe of | fewest hands | per-shoe false-alarm share (each test) | rank run "
               "alerts at | suit run alerts at | riffle SPRT threshold | slug block |",
               "|---:|---:|---:|---:|---:|---:|---:|"]

@@ -17,10 +17,11 @@ from urllib.parse import urlsplit
 
 from argon2.exceptions import InvalidHashError
 from argon2.low_level import Type
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from tabled.contract.settings import (
     ConfigProblems,
+    Problems,
     TLSSettings,
     broker_url,
     load,
@@ -28,7 +29,9 @@ from tabled.contract.settings import (
     secret_problems,
 )
 from tabled.contract.settings import Strict as _Strict
+from tabled.games.registry import game_names
 from tabled.pit.errors import PitError
+from tabled.pit.integrity.calibration import integrity_part
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # safe inside an MQTT topic level and a client id
 _LEVEL = r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$"
@@ -295,8 +298,21 @@ class GamePaceSettings(_Strict):
         return self
 
 
+def _monitored_games() -> list[str]:
+    """The installed games that declare an integrity part (their tables are monitored)."""
+    return [game for game in game_names() if integrity_part(game) is not None]
+
+
 class IntegritySettings(_Strict):
-    """The integrity monitors: which run, the false-alarm budget, the paces."""
+    """The integrity monitors: which run, the false-alarm budget, the paces.
+
+    Each monitored game's pace is the table named by the game (``[integrity.craps]``: any
+    installed game that declares an integrity part); a game not given one has its part's
+    default. Any other key is refused."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    #: the games' paces, by game (the tables named by a game)
+    __pydantic_extra__: dict[str, GamePaceSettings] = Field(init=False)
 
     enabled: bool = True
     monitors: list[IntegrityMonitor] = Field(default_factory=lambda: list(_ALL_MONITORS))
@@ -311,9 +327,30 @@ class IntegritySettings(_Strict):
     slug_horizon_shoes: Annotated[int, Field(ge=2, le=100_000)] = 1000
     #: At start-up each table's monitors are rebuilt from its last this many recorded messages.
     rebuild_messages: Annotated[int, Field(ge=0, le=1_000_000)] = 5000
-    baccarat: GamePaceSettings = GamePaceSettings(assumed_pace=120, pace_min=20, pace_max=200)
-    craps: GamePaceSettings = GamePaceSettings(assumed_pace=120, pace_min=30, pace_max=250)
-    qpoker: GamePaceSettings = GamePaceSettings(assumed_pace=60, pace_min=10, pace_max=120)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _only_games(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            games = set(_monitored_games())
+            unknown = [key for key in data if key not in cls.model_fields and key not in games]
+            if unknown:
+                raise Problems([(key, "Extra inputs are not permitted") for key in unknown])
+        return data
+
+    @model_validator(mode="after")
+    def _default_paces(self) -> IntegritySettings:
+        extra = self.__pydantic_extra__
+        for game in _monitored_games():
+            if game not in extra:
+                pace = integrity_part(game).pace  # type: ignore[union-attr]
+                extra[game] = GamePaceSettings(assumed_pace=pace.assumed_pace,
+                                               pace_min=pace.pace_min, pace_max=pace.pace_max)
+        return self
+
+    def paces(self) -> dict[str, GamePaceSettings]:
+        """Every monitored game's pace, by game (the site's, else the game's default)."""
+        return dict(sorted(self.__pydantic_extra__.items()))
 
 
 class LogSettings(_Strict):

@@ -40,6 +40,7 @@ from tabled.pit.integrity import (
     Settings,
     TableMonitors,
     calibrate,
+    monitored,
     slug_index,
 )
 from tabled.pit.integrity.sequencer import Sequencer
@@ -56,14 +57,13 @@ T_GAP = 5.0
 
 
 def settings_of(config: IntegritySettings) -> Settings:
-    """The monitors' settings from the pit's ``[integrity]`` section."""
-    def pace(game: Any) -> GameSettings:
-        return GameSettings(game.assumed_pace, game.pace_min, game.pace_max)
-
+    """The monitors' settings from the pit's ``[integrity]`` section (each monitored game's
+    pace from its ``[integrity.<game>]`` table)."""
+    paces = tuple((game, GameSettings(pace.assumed_pace, pace.pace_min, pace.pace_max))
+                  for game, pace in config.paces().items())
     return Settings(monitors=frozenset(config.monitors),
                     false_alarms_per_10k_hours=config.false_alarms_per_10k_hours,
-                    baccarat=pace(config.baccarat), craps=pace(config.craps),
-                    qpoker=pace(config.qpoker), pace_window=config.pace_window,
+                    paces=paces, pace_window=config.pace_window,
                     idle_gap=config.idle_gap, slug_horizon_shoes=config.slug_horizon_shoes)
 
 
@@ -118,12 +118,14 @@ class IntegrityWatch:
         self.clock = clock
         self.slugs = slug_index(self.settings)
         self._tables: dict[tuple[str, str], _Table] = {}
+        self._unmonitored: set[str] = set()  # games said once not to be monitored
         self.counters = {"findings": 0, "failures": 0, "gaps": 0}
         self._warming: asyncio.Future[None] | None = None
 
     def _warm(self) -> None:
         for game in game_names():  # the key TableMonitors looks up for a birth with default options
-            calibrate(game, options_of(game, {}), self.settings)
+            if monitored(game):
+                calibrate(game, options_of(game, {}), self.settings)
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -196,6 +198,10 @@ class IntegrityWatch:
             return state
         monitors = TableMonitors(game, options, table=f"{site}/{table}", settings=self.settings,
                                  slugs=self.slugs)
+        if not monitors.monitored and game not in self._unmonitored:
+            self._unmonitored.add(game)
+            log.info("integrity_not_monitored", game=game,
+                     reason="the game declares no integrity part")
         fresh = _Table(site, table, game, options, monitors, declared)
         if state is not None:  # the same streams: keep their order, start the statistics over
             fresh.streams = state.streams

@@ -30,6 +30,7 @@ GAME = GameDeclaration(
                    "last_hand": "this|one_more", "decks": "6..12"},
     odds_help="Baccarat: the first hand of a full shoe",
     parts={
+        "integrity": "tabled.games.baccarat.integrity:INTEGRITY",
         "pit": "tabled.games.baccarat.pit:PIT",
         "demo": "tabled.games.baccarat.demo:DEMO",
         "console": "tabled.games.baccarat.console:CONSOLE",

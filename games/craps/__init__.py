@@ -31,6 +31,7 @@ GAME = GameDeclaration(
     schema="tabled.games.craps:outcome.schema.json",
     option_values={"big_bets_on_come_out": "true|false"},
     parts={
+        "integrity": "tabled.games.craps.integrity:INTEGRITY",
         "pit": "tabled.games.craps.pit:PIT",
         "demo": "tabled.games.craps.demo:DEMO",
         "console": "tabled.games.craps.console:CONSOLE",

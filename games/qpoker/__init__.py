@@ -31,6 +31,7 @@ GAME = GameDeclaration(
     option_values={"positions": "7..20"},
     odds_help="Q Poker Play: under the best fold strategy",
     parts={
+        "integrity": "tabled.games.qpoker.integrity:INTEGRITY",
         "pit": "tabled.games.qpoker.pit:PIT",
         "demo": "tabled.games.qpoker.demo:DEMO",
         "console": "tabled.games.qpoker.console:CONSOLE",

@@ -3,22 +3,24 @@ follows from them (docs/integrity.md, "Thresholds").
 
 Owns the false-alarm budget and its split (Bonferroni, over the statistics a table runs), the
 null probabilities of the frequency statistics (exactly those of ``tabled odds``,
-:mod:`tabled.games.odds`), their design shifts, and the lengths of the shoe tests. Pure:
-computed once per (game, options, settings) and cached.
+:mod:`tabled.games.odds`), their design shifts, and the lengths of the shoe tests. It names no
+game: what a game's tables are watched for (its rates, dice, shoe, default pace) is the game's
+integrity part (:mod:`tabled.games.parts.integrity`), asked through the registry; a game that
+declares none is not monitored. Pure: computed once per (game, options, settings) and cached.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from functools import cache
 from types import MappingProxyType
 from typing import Final
 
 from tabled.contract.outcome import Game
 from tabled.games.options import GameOptions
-from tabled.games.qpoker.options import QPokerOptions
-from tabled.games.registry import game_names, odds, option_type
+from tabled.games.parts.integrity import IntegrityPart, Pace, Rate, RateGroup
+from tabled.games.registry import BadGame, game_names, odds, option_type, part
 from tabled.pit.integrity.stats import (
     TABLE_HOURS,
     block_bound,
@@ -34,23 +36,20 @@ from tabled.pit.integrity.stats import (
 #: Every monitor, by the name its findings and alerts (``integrity:<monitor>``) carry.
 MONITORS: Final = ("dice", "frequency", "shoe_count", "shoe_runs", "slug", "riffle",
                    "result_mismatch", "pace")
-#: The games each monitor watches.
-GAMES: Final = tuple(game_names())
-MONITOR_GAMES: Final[Mapping[str, tuple[Game, ...]]] = MappingProxyType({
-    "dice": ("craps",), "frequency": GAMES, "shoe_count": ("baccarat",),
-    "shoe_runs": ("baccarat",), "slug": ("baccarat",), "riffle": ("baccarat",),
-    "result_mismatch": GAMES, "pace": GAMES,
+#: The monitors of a game whose part says its cards leave a watched shoe (``shoe``).
+SHOE_MONITORS: Final = ("shoe_count", "shoe_runs", "slug", "riffle")
+#: How many statistics each shoe monitor runs at a table: the Bonferroni ``m`` shares the
+#: table's false-alarm budget among every statistic it runs. ``dice``: six a die, each "this
+#: face comes up more often"; ``frequency``: two a rate (up and down). ``shoe_count``,
+#: ``result_mismatch`` and ``pace`` are not statistical (a fair table never trips them) and
+#: take no share.
+SHOE_STATISTICS: Final[Mapping[str, int]] = MappingProxyType({
+    "shoe_runs": 2,  # rank runs, suit runs
+    "slug": 1,
+    "riffle": 1,
 })
-#: How many statistics each statistical monitor runs per game: the Bonferroni ``m`` shares
-#: the table's false-alarm budget among them. ``shoe_count``, ``result_mismatch`` and ``pace``
-#: are not statistical (a fair table never trips them) and take no share.
-STATISTICS: Final[Mapping[str, Mapping[Game, int]]] = MappingProxyType({
-    "dice": {"craps": 12},  # 2 dice x 6 faces, each "this face comes up more often"
-    "frequency": {"craps": 22, "baccarat": 12, "qpoker": 14},  # each rate, up and down
-    "shoe_runs": {"baccarat": 2},  # rank runs, suit runs
-    "slug": {"baccarat": 1},
-    "riffle": {"baccarat": 1},
-})
+#: A die's faces.
+FACES: Final = 6
 #: The probability of the loaded face the dice statistics are tuned to (a face at 1/4).
 LOADED_FACE: Final = 0.25
 #: A frequency statistic is tuned to the shift of its rate that brings this much evidence per
@@ -61,34 +60,52 @@ LOADED_FACE: Final = 0.25
 DESIGN_DIVERGENCE: Final = 0.005
 
 
-@dataclass(frozen=True, slots=True)
-class GameSettings:
-    """A game's pace: the rate the thresholds are calibrated for (rounds per hour: the higher,
-    the stricter) and the bounds of the ``pace`` monitor."""
+#: A game's pace: the rate the thresholds are calibrated for (rounds per hour: the higher, the
+#: stricter) and the bounds of the ``pace`` monitor (each game's part declares its default).
+GameSettings = Pace
 
-    assumed_pace: float
-    pace_min: float
-    pace_max: float
 
-    def __post_init__(self) -> None:
-        if not (self.assumed_pace > 0 and 0 <= self.pace_min < self.pace_max):
-            raise ValueError("assumed_pace > 0 and 0 <= pace_min < pace_max")
+class NotMonitored(LookupError):
+    """The game declares no integrity part: its tables are not monitored."""
+
+
+def integrity_part(game: str) -> IntegrityPart | None:
+    """Game ``game``'s integrity part, None when it declares none (it is not monitored);
+    :class:`~tabled.games.registry.UnknownGame` for a game not installed."""
+    found = part(game, "integrity")
+    if found is not None and not isinstance(found, IntegrityPart):
+        raise BadGame(f"game {game!r}'s integrity part is a {type(found).__name__}, "
+                      "not an IntegrityPart")
+    return found
+
+
+def monitored(game: str) -> bool:
+    """Whether the installed game ``game`` is monitored (it declares an integrity part)."""
+    return integrity_part(game) is not None
+
+
+def watches(monitor: str, found: IntegrityPart) -> bool:
+    """Whether ``monitor`` has anything to watch at a game with the part ``found``."""
+    if monitor == "dice":
+        return found.dice > 0
+    if monitor in SHOE_MONITORS:
+        return found.shoe
+    return True
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
     """What a site chooses (the pit's ``[integrity]`` section; defaults for the command).
 
-    The assumed paces are the upper ends of what tables run at: craps about 100 rolls an hour
-    at a busy table, baccarat 60-80 hands at a squeeze table and up to 200 dealt fast, Q Poker
-    about 40 to 60 rounds (docs/integrity.md, "Pace")."""
+    A game's pace is the one ``paces`` gives it, else its integrity part's default (the upper
+    end of what its tables run at; docs/integrity.md, "Pace")."""
 
     monitors: frozenset[str] = frozenset(MONITORS)
     #: The whole table's false alarms per 10,000 table-hours, at the assumed pace.
     false_alarms_per_10k_hours: float = 1.0
-    baccarat: GameSettings = GameSettings(120.0, 20.0, 200.0)
-    craps: GameSettings = GameSettings(120.0, 30.0, 250.0)
-    qpoker: GameSettings = GameSettings(60.0, 10.0, 120.0)
+    #: The paces a site chose, as ``(game, pace)`` pairs (kept sorted by game, without those
+    #: equal to the game's default).
+    paces: tuple[tuple[str, GameSettings], ...] = ()
     #: The ``pace`` monitor counts rounds over this window (seconds) ...
     pace_window: float = 1800.0
     #: ... once the table has played that long without a pause longer than this (seconds).
@@ -106,13 +123,35 @@ class Settings:
             raise ValueError("false_alarms_per_10k_hours must be positive")
         if self.slug_horizon_shoes < 2:
             raise ValueError("slug_horizon_shoes must be at least 2")
+        paces = dict(self.paces)
+        if len(paces) != len(self.paces):
+            raise ValueError("a game's pace is given twice")
+        # one form for the same settings: a game's own default pace is not kept
+        object.__setattr__(self, "paces", tuple(sorted(
+            (game, pace) for game, pace in paces.items()
+            if (found := integrity_part(game)) is None or found.pace != pace)))
 
-    def game(self, game: Game) -> GameSettings:
-        return {"baccarat": self.baccarat, "craps": self.craps, "qpoker": self.qpoker}[game]
+    def game(self, game: str) -> GameSettings:
+        """The pace of ``game``: the site's, else its part's (:class:`NotMonitored` when it
+        declares no integrity part)."""
+        for name, pace in self.paces:
+            if name == game:
+                return pace
+        found = integrity_part(game)
+        if found is None:
+            raise NotMonitored(f"{game} declares no integrity part: it is not monitored")
+        return found.pace
 
-    def runs(self, monitor: str, game: Game) -> bool:
-        """Whether ``monitor`` runs at a table of ``game``."""
-        return monitor in self.monitors and game in MONITOR_GAMES[monitor]
+    def with_pace(self, game: str, pace: GameSettings) -> Settings:
+        """These settings with ``game``'s pace set to ``pace``."""
+        return replace(self, paces=tuple({**dict(self.paces), game: pace}.items()))
+
+    def runs(self, monitor: str, game: str) -> bool:
+        """Whether ``monitor`` runs at a table of ``game`` (never at a game not monitored)."""
+        if monitor not in self.monitors:
+            return False
+        found = integrity_part(game)
+        return found is not None and watches(monitor, found)
 
 
 #: The defaults (``tabled integrity``, and a pit without an ``[integrity]`` section).
@@ -131,6 +170,8 @@ class FrequencyGroup:
     down: tuple[float, ...]
     per_round: float
     h: float
+    #: the game's rates, as its part names them (a sentence's words, a finding's subject)
+    rates: tuple[Rate, ...] = field(default=(), repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +200,8 @@ class Calibration:
     dice_h: float
     frequency: tuple[FrequencyGroup, ...]
     slug_length: int
+    #: the game's integrity part
+    part: IntegrityPart = field(repr=False, compare=False)
     _shoes: dict[int, ShoeLimits] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -197,80 +240,89 @@ def shoe_alpha(per_statistic: float, pace: float, decks: int) -> float:
     return per_statistic / shoes
 
 
-def statistics_of(game: Game, settings: Settings) -> int:
-    return sum(count.get(game, 0) for monitor, count in STATISTICS.items()
+def statistics(monitor: str, game: str, options: GameOptions | None = None) -> int:
+    """How many statistics ``monitor`` runs at a table of ``game`` with ``options`` (0: none,
+    or it is not statistical)."""
+    found = integrity_part(game)
+    if found is None or not watches(monitor, found):
+        return 0
+    if monitor == "dice":
+        return found.dice * FACES
+    if monitor == "frequency":
+        return 2 * sum(len(group.rates) for group in found.rates(options_of(game, options)))
+    return SHOE_STATISTICS.get(monitor, 0)
+
+
+def statistics_of(game: str, settings: Settings, options: GameOptions | None = None) -> int:
+    """Bonferroni's m: the statistics a table of ``game`` runs under ``settings``."""
+    return sum(statistics(monitor, game, options) for monitor in MONITORS
                if settings.runs(monitor, game))
 
 
-def _qpoker_groups(options: GameOptions) -> list[tuple[str, tuple[str, ...], float]]:
-    assert isinstance(options, QPokerOptions)
-    classes = ("straight_flush", "three_of_a_kind", "straight", "flush", "pair", "high_card")
-    # every position with a bet and the dealer hold a hand each round
-    return [("hand", classes, float(options.positions + 1)),
-            ("round", ("dealer_qualifies",), 1.0)]
-
-
-#: What each game's outcome frequencies are observed on: (observation, names, per round).
-_GROUPS: dict[str, Callable[[GameOptions], list[tuple[str, tuple[str, ...], float]]]] = {
-    "baccarat": lambda options: [("hand", ("banker", "player", "tie", "natural",
-                                           "player_pair", "banker_pair"), 1.0)],
-    "craps": lambda options: [("roll", tuple(str(total) for total in range(2, 13)), 1.0)],
-    "qpoker": _qpoker_groups,
-}
-
-
-def _frequency_groups(game: Game, options: GameOptions, h_of: dict[float, float]
-                      ) -> tuple[FrequencyGroup, ...]:
+def _frequency_groups(game: str, options: GameOptions, groups: tuple[RateGroup, ...],
+                      h_of: dict[float, float]) -> tuple[FrequencyGroup, ...]:
     result = odds(game, options)
     p = {name: float(value) for name, value in result.probabilities.items()}
-    groups = _GROUPS[game](options)
     out = []
-    for observation, names, per_round in groups:
-        p0 = tuple(p[name] for name in names)
+    for group in groups:
+        p0 = tuple(p[name] for name in group.names)
         out.append(FrequencyGroup(
-            observation, names, p0,
+            group.observation, group.names, p0,
             tuple(shifted(x, DESIGN_DIVERGENCE, up=True) for x in p0),
             tuple(shifted(x, DESIGN_DIVERGENCE, up=False) for x in p0),
-            per_round, h_of[per_round]))
+            group.per_round, h_of[group.per_round], group.rates))
     return tuple(out)
+
+
+def shoe_games() -> tuple[str, ...]:
+    """The installed games whose cards leave a watched shoe (their part's ``shoe``)."""
+    return tuple(game for game in game_names()
+                 if (found := integrity_part(game)) is not None and found.shoe)
 
 
 def slug_length(settings: Settings) -> int:
     """The block length the ``slug`` monitor alerts at: the shortest whose chance repetition
     of any block remembered (``slug_horizon_shoes`` shoes of up to 12 decks) by any shoe of 6
-    to 12 decks stays below the per-shoe share."""
-    m = statistics_of("baccarat", settings) or 1
-    per_statistic = settings.false_alarms_per_10k_hours / m
+    to 12 decks stays below the per-shoe share of every game dealt from a shoe (one index
+    serves the floor)."""
     indexed = settings.slug_horizon_shoes * 52 * 12
     longest = 2
-    for decks in range(6, 13):
-        alpha = shoe_alpha(per_statistic, settings.baccarat.assumed_pace, decks)
-        longest = max(longest, shortest_run(
-            alpha, lambda n, d=decks: block_bound(n, d, indexed)))  # type: ignore[misc]
+    for game in shoe_games():
+        m = statistics_of(game, settings) or 1
+        per_statistic = settings.false_alarms_per_10k_hours / m
+        for decks in range(6, 13):
+            alpha = shoe_alpha(per_statistic, settings.game(game).assumed_pace, decks)
+            longest = max(longest, shortest_run(
+                alpha, lambda n, d=decks: block_bound(n, d, indexed)))  # type: ignore[misc]
     return longest
 
 
-def options_of(game: Game, options: GameOptions | None) -> GameOptions:
+def options_of(game: str, options: GameOptions | None) -> GameOptions:
     return options if options is not None else option_type(game)()
 
 
 @cache
 def calibrate(game: Game, options: GameOptions | None = None,
               settings: Settings = DEFAULT_SETTINGS) -> Calibration:
-    """Every threshold for a table of ``game`` with ``options`` under ``settings``."""
+    """Every threshold for a table of ``game`` with ``options`` under ``settings``
+    (:class:`NotMonitored` for a game that declares no integrity part)."""
+    found = integrity_part(game)
+    if found is None:
+        raise NotMonitored(f"{game} declares no integrity part: it is not monitored")
     options = options_of(game, options)
-    m = statistics_of(game, settings)
+    m = statistics_of(game, settings, options)
     budget = settings.false_alarms_per_10k_hours
     per_statistic = budget / max(m, 1)
     rounds = settings.game(game).assumed_pace * TABLE_HOURS
+    groups = found.rates(options)
     h_of = {per_round: cusum_threshold(rounds * per_round, max(m, 1), budget)
-            for per_round in {1.0, float(getattr(options, "positions", 0) + 1)}}
-    frequency = (_frequency_groups(game, options, h_of) if settings.runs("frequency", game)
-                 else ())
+            for per_round in {1.0, *(group.per_round for group in groups)}}
+    frequency = (_frequency_groups(game, options, groups, h_of)
+                 if settings.runs("frequency", game) else ())
     return Calibration(
         game=game, options=options, settings=settings, statistics=m,
         per_statistic=per_statistic, dice_h=h_of[1.0], frequency=frequency,
-        slug_length=slug_length(settings) if settings.runs("slug", game) else 0)
+        slug_length=slug_length(settings) if settings.runs("slug", game) else 0, part=found)
 
 
 def design_delay(p0: float, p1: float, h: float) -> float:

@@ -1,5 +1,7 @@
 """The dealer-procedure monitors: ``result_mismatch`` (what the dealer declared on the console
 against what the rules core decided) and ``pace`` (rounds per hour outside the site's bounds).
+A game's words are its own: the words a dealer may declare are its declaration's, what its
+rules decided is read by its integrity part (:mod:`tabled.games.parts.integrity`).
 
 Neither is a statistical test: a table that follows procedure never trips them, so they take
 no share of the false-alarm budget. Pure: times are given, never read from a clock.
@@ -14,11 +16,8 @@ from msgspec import UNSET
 
 from tabled.contract.events import Declare
 from tabled.contract.outcome import Game, OutcomeRecord
-from tabled.games.baccarat.record import BaccaratOutcome
-from tabled.games.craps.record import CrapsOutcome
-from tabled.games.qpoker.record import QPokerOutcome
 from tabled.games.registry import game as declared_game
-from tabled.pit.integrity.calibration import Calibration
+from tabled.pit.integrity.calibration import Calibration, integrity_part
 from tabled.pit.integrity.findings import Finding, finding
 
 #: How many decided rounds a declaration naming its round may look back to, and how many
@@ -26,49 +25,19 @@ from tabled.pit.integrity.findings import Finding, finding
 KEPT_ROUNDS: Final = 32
 
 
-def _baccarat(record: BaccaratOutcome) -> tuple[str, str]:
-    result = record.result
-    return str(result.winner), (f"Player {result.player_total}, "
-                                f"Banker {result.banker_total}")
-
-
-def _craps(record: CrapsOutcome) -> tuple[str, str]:
-    if record.no_roll is True:
-        return "no_roll", "no roll"
-    result = record.result
-    total, point = result.total, result.point_before
-    dice = result.dice
-    account = f"{dice[0]}-{dice[1]} ({total})" if dice is not None else f"{total}"
-    if point is None:
-        word = "natural" if total in (7, 11) else "craps" if total in (2, 3, 12) else "point"
-    else:
-        word = "seven_out" if total == 7 else "point_made" if total == point \
-            else "no_decision"
-        account += f", point {point}"
-    return word, account
-
-
-def _qpoker(record: QPokerOutcome) -> tuple[str, str]:
-    dealer = record.result.dealer
-    word = "dealer_qualifies" if dealer.qualifies else "dealer_does_not_qualify"
-    return word, f"dealer {' '.join(dealer.cards)} ({dealer.hand})"
-
-
 def decided(game: Game, record: OutcomeRecord) -> tuple[str, str]:
-    """What the rules core decided, in the words a dealer declares (``DECLARATIONS``), and a
-    short account of the round: ``("player", "Player 7, Banker 6")``. A void round is
-    ``"void"``, a craps no-roll ``"no_roll"``. (``game`` is the table's: a record of another
-    game is read as its own.)"""
+    """What the rules core decided, in the words a dealer declares (the game's
+    ``declarations``), and a short account of the round: ``("player", "Player 7, Banker 6")``,
+    as the record's game's integrity part reads it. A void round is ``"void"``, a craps
+    no-roll ``"no_roll"``. (``game`` is the table's: a record of another game is read as its
+    own.)"""
     if record.status == "void":
         reason = None if record.void_reason is UNSET else record.void_reason
         return "void", f"void: {reason}"
-    if isinstance(record, BaccaratOutcome):
-        return _baccarat(record)
-    if isinstance(record, CrapsOutcome):
-        return _craps(record)
-    if isinstance(record, QPokerOutcome):
-        return _qpoker(record)
-    return record.status, record.status  # a game without a typed record here: its status
+    found = integrity_part(record.game)
+    if found is None:  # a record of a game not monitored, at this table: nothing to compare
+        return record.status, f"a round of {record.game}"
+    return found.decided(record)
 
 
 class DeclarationMonitor:
@@ -144,7 +113,7 @@ class PaceMonitor:
         self.window = settings.pace_window
         self.idle_gap = settings.idle_gap
         self.table = table
-        self.unit = {"craps": "rolls"}.get(calibration.game, "rounds")
+        self.unit = calibration.part.unit
         self._times: deque[float] = deque()
         self._since: float | None = None
         self._last: float | None = None

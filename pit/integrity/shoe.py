@@ -1,5 +1,6 @@
-"""The shoe monitors, on baccarat's card stream (``card``, ``burn``, an unreadable card's
-``fault``, ``shoe_start``): the order the cards leave the shoe.
+"""The shoe monitors, on the card stream of a game dealt from a shoe (its integrity part's
+``shoe``; baccarat): ``card``, ``burn``, an unreadable card's ``fault``, ``shoe_start``: the
+order the cards leave the shoe.
 
 - ``shoe_count``: more copies of a card than the shoe has decks, or more cards than it holds
   (cards added to the shoe; the rules core voids the hand, this says why the shoe is suspect).
@@ -124,7 +125,7 @@ class SlugIndex:
 
 
 class ShoeMonitor:
-    """The shoe monitors of one baccarat table (each may be switched off)."""
+    """The shoe monitors of one table dealt from a shoe (each may be switched off)."""
 
     def __init__(self, calibration: Calibration, table: str = "",
                  slugs: SlugIndex | None = None, *, count: bool = True, runs: bool = True,

@@ -4,7 +4,8 @@ records, in the table's order, to the monitors its game runs, and returns their 
 Pure and synchronous: the pit (``pit/watch.py``) and ``tabled integrity`` feed it the same way,
 so a recorded stream gives the same findings in both. The round a finding names is the outcome's
 for the rate and procedure monitors, and for the shoe monitors the round being dealt (the one
-after the last outcome).
+after the last outcome). Which monitors a game runs follows from its integrity part
+(:mod:`tabled.games.parts.integrity`); a game that declares none runs none.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from tabled.pit.integrity.calibration import (
     Calibration,
     Settings,
     calibrate,
+    integrity_part,
+    options_of,
+    shoe_games,
+    slug_length,
 )
 from tabled.pit.integrity.findings import Finding
 from tabled.pit.integrity.procedure import DeclarationMonitor, PaceMonitor
@@ -28,12 +33,12 @@ _NONE: list[Finding] = []
 
 
 def slug_index(settings: Settings = DEFAULT_SETTINGS) -> SlugIndex | None:
-    """The floor's index of shoe blocks for ``settings`` (one per floor, shared by its
-    baccarat tables), or None when the ``slug`` monitor is off."""
-    if "slug" not in settings.monitors:
+    """The floor's index of shoe blocks for ``settings`` (one per floor, shared by its tables
+    dealt from a shoe), or None when the ``slug`` monitor is off or no game is dealt from a
+    watched shoe."""
+    if "slug" not in settings.monitors or not shoe_games():
         return None
-    calibration = calibrate("baccarat", None, settings)
-    return SlugIndex(calibration.slug_length, settings.slug_horizon_shoes)
+    return SlugIndex(slug_length(settings), settings.slug_horizon_shoes)
 
 
 class TableMonitors:
@@ -42,28 +47,43 @@ class TableMonitors:
     ``event(event, at)`` for each event the table publishes, ``outcome(record, at)`` for each
     outcome record, in the table's order; ``at`` is when it happened (seconds; the ``pace``
     monitor needs it, the others ignore it). ``gap()`` when messages were lost. Each returns
-    the findings, usually none."""
+    the findings, usually none. A game that declares no integrity part is not monitored:
+    ``monitored`` is False, ``calibration`` None, and every call returns no finding."""
+
+    calibration: Calibration | None
+    dice: DiceMonitor | None
+    frequency: FrequencyMonitor | None
+    shoe: ShoeMonitor | None
+    declarations: DeclarationMonitor | None
+    pace: PaceMonitor | None
 
     def __init__(self, game: Game, options: GameOptions | None = None, *, table: str = "",
                  settings: Settings = DEFAULT_SETTINGS, slugs: SlugIndex | None = None) -> None:
-        self.calibration: Calibration = calibrate(game, options, settings)
         self.game = game
-        self.options = self.calibration.options
         self.table = table
         self.next_round = 1
+        self.monitored = integrity_part(game) is not None
+        if not self.monitored:
+            self.calibration = None
+            self.options = options_of(game, options)
+            self.dice = self.frequency = self.shoe = self.declarations = self.pace = None
+            return
+        self.calibration = calibration = calibrate(game, options, settings)
+        self.options = calibration.options
         runs = settings.runs
-        self.dice = DiceMonitor(self.calibration, table) if runs("dice", game) else None
-        self.frequency = (FrequencyMonitor(self.calibration, table)
-                          if runs("frequency", game) and self.calibration.frequency else None)
+        self.dice = DiceMonitor(calibration, table) if runs("dice", game) else None
+        self.frequency = (
+            FrequencyMonitor(calibration, table)
+            if runs("frequency", game) and calibration.frequency else None)
         shoe_parts = [runs(m, game) for m in ("shoe_count", "shoe_runs", "riffle")]
-        self.shoe = (ShoeMonitor(self.calibration, table,
+        self.shoe = (ShoeMonitor(calibration, table,
                                  slugs if runs("slug", game) else None,
                                  count=shoe_parts[0], runs=shoe_parts[1], riffle=shoe_parts[2])
                      if any(shoe_parts) or (runs("slug", game) and slugs is not None)
                      else None)
-        self.declarations = (DeclarationMonitor(game, table) if runs("result_mismatch", game)
-                             else None)
-        self.pace = PaceMonitor(self.calibration, table) if runs("pace", game) else None
+        self.declarations = (
+            DeclarationMonitor(game, table) if runs("result_mismatch", game) else None)
+        self.pace = PaceMonitor(calibration, table) if runs("pace", game) else None
 
     def event(self, event: Event, at: float | None = None) -> list[Finding]:
         """One event of the table's stream."""

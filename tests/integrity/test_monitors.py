@@ -282,8 +282,8 @@ def test_pace_out_of_bounds_is_raised_then_cleared() -> None:
         t += 100.0
         found += monitors.outcome(_hand(number, "banker"), at=t)
     assert [f for f in found if f.monitor == "pace"] == []
-    slow = TableMonitors("baccarat", settings=replace(settings, baccarat=replace(
-        settings.baccarat, pace_min=50.0)))
+    slow = TableMonitors("baccarat", settings=settings.with_pace("baccarat", replace(
+        settings.game("baccarat"), pace_min=50.0)))
     found = []
     for number in range(1, 40):
         t += 100.0

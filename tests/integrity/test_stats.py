@@ -13,10 +13,11 @@ import pytest
 from tabled.pit.integrity.calibration import (
     DEFAULT_SETTINGS,
     DESIGN_DIVERGENCE,
-    STATISTICS,
+    MONITORS,
     GameSettings,
     Settings,
     calibrate,
+    statistics,
     statistics_of,
 )
 from tabled.pit.integrity.sequencer import Sequencer
@@ -65,14 +66,15 @@ def test_the_budget_is_shared_among_the_statistics_a_table_runs() -> None:
     assert statistics_of("craps", DEFAULT_SETTINGS) == 34
     assert statistics_of("baccarat", DEFAULT_SETTINGS) == 16
     assert statistics_of("qpoker", DEFAULT_SETTINGS) == 14
-    assert sum(sum(v.values()) for v in STATISTICS.values()) == 34 + 16 + 14
+    assert sum(statistics(monitor, game) for monitor in MONITORS
+               for game in ("craps", "baccarat", "qpoker")) == 34 + 16 + 14
     craps = calibrate("craps")
     assert craps.dice_h == pytest.approx(math.log(120 * 10_000 * 34 / 1.0))
     assert craps.dice_h == pytest.approx(cusum_threshold(1.2e6, 34, 1.0))
     looser = calibrate("craps", None, replace(DEFAULT_SETTINGS, false_alarms_per_10k_hours=10))
     assert craps.dice_h - looser.dice_h == pytest.approx(math.log(10))
-    slower = calibrate("craps", None, replace(DEFAULT_SETTINGS,
-                                              craps=GameSettings(60.0, 30.0, 250.0)))
+    slower = calibrate("craps", None, DEFAULT_SETTINGS.with_pace(
+        "craps", GameSettings(60.0, 30.0, 250.0)))
     assert craps.dice_h - slower.dice_h == pytest.approx(math.log(2))
     qpoker = calibrate("qpoker")
     hands, rounds = qpoker.frequency
