@@ -2,7 +2,7 @@
 # Both set up what they need from nothing: a virtual environment with the project and its
 # dependencies, and the system packages (Mosquitto) through apt when they are missing.
 #
-#   make demo                         the floor demo (tabled floor): six tables, their devices and
+#   make demo                         the floor demo (tabled floor): two tables per game, devices and
 #                                     daemons, a broker and the pit, until Ctrl-C
 #   make demo FLOOR_ARGS="--pace 10"  the same, with tabled floor's options (tabled floor -h)
 #   make demo GAME=qpoker ROUNDS=10   one table (tabled demo): N rounds, then exit 0
