@@ -123,7 +123,7 @@ fuzz: venv
 
 # The integrity monitors' calibration (docs/integrity.md): false alarms over 10^6 fair rounds per
 # game, detection delays of the biased cases, throughput; writes the figures into the document.
-# Several minutes; tests/integrity/test_calibration.py runs a bounded form in `make test`.
+# Several minutes; tests/bench/test_integrity_calibration.py runs a bounded form in `make test`.
 integrity-calibration: venv
 	$(BIN)/python -m bench.integrity --write-docs $(INTEGRITY_ARGS)
 

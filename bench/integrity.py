@@ -19,8 +19,8 @@ integrity`` feeds them:
 
 ``--write-docs`` puts the figures into docs/integrity.md (between its ``integrity:figures``
 markers) and the raw results into ``bench/integrity.json``. ``make integrity-calibration`` runs
-the full form (several minutes on two shared cores); ``tests/integrity/test_calibration.py`` runs
-a bounded form in ``make test``.
+the full form (several minutes on two shared cores);
+``tests/bench/test_integrity_calibration.py`` runs a bounded form in ``make test``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The straightforward reference of the replay benchmark, run as a process like ``tabled replay``.
 
 ``python -m bench.reference --game GAME FILE``: JSON Lines in, one JSON line per outcome out,
-computed by the project's test oracles (``bench/oracle``): plain second readings of the rules,
+computed by the project's test oracles (``tests/oracle``): plain second readings of the rules,
 written for clarity and never for speed, with no typed events, no validation beyond what the
 rules need and no notices. It is the simplest thing that does the job, and the yardstick
 ``tabled replay`` is compared with in the same run.
@@ -14,7 +14,7 @@ import json
 import sys
 from collections.abc import Iterator
 
-from bench.oracle import baccarat, craps, qpoker
+from tests.oracle import baccarat, craps, qpoker
 
 ORACLES = {"baccarat": baccarat.replay, "craps": craps.replay, "qpoker": qpoker.replay}
 

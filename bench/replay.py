@@ -1,7 +1,7 @@
 """Replay throughput: ``tabled replay`` rounds per second, whole process, per game, against the
 straightforward reference (:mod:`bench.reference`) on the same stream in the same run.
 
-The streams are the long seeded ones of the replay oracle tests (``bench/oracle/streams.py``):
+The streams are the long seeded ones of the replay oracle tests (``tests/oracle/streams.py``):
 real shoes and decks, cards in the order the rules call for them, a few per cent of irregular
 events and events of other games (each gives a notice on standard error). Each command reads
 the file and writes its outcomes to a file; the time is the process's wall time from spawn to
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.measure import load_average
-from bench.oracle.streams import baccarat_stream, craps_stream, qpoker_stream, write_jsonl
+from tests.oracle.streams import baccarat_stream, craps_stream, qpoker_stream, write_jsonl
 
 GAMES: Final = ("baccarat", "craps", "qpoker")
 SEED: Final = 20261129

@@ -452,7 +452,7 @@ PROFILES = [
     "event is decoded and validated in one msgspec pass, in C, into typed structs (a tagged "
     "union on `type`; the contract's rules for each field are the structs' annotations, and "
     "what msgspec cannot say is checked off the common path); the daemon's journal rebuild and "
-    "the pit decode through the same structs (tests/test_one_decoder.py). An outcome is "
+    "the pit decode through the same structs (tests/contract/test_one_decoder.py). An outcome is "
     "encoded in one msgspec call from parts made once (baccarat's and craps' bet mappings "
     "carry their JSON from when the rules build them; the result parts are msgspec structs) "
     "instead of a record of dicts per round for orjson. Outcome lines go out 64 to a write: "

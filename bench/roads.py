@@ -11,7 +11,7 @@ real frequencies (Banker 45.86 %, Player 44.62 %, Tie 9.52 %; each pair 7.47 %) 
 - ``tabled roads``' path: shoes of 80 hands, each a new ``Roads`` turned into its JSON line;
 - memory: the peak traced while the one long ``Roads`` is built;
 - whole processes: ``tabled roads`` against ``tabled replay`` over the same recorded stream
-  (``bench/oracle/streams.py``, ``--stream-rounds`` rounds): the roads add next to nothing to
+  (``tests/oracle/streams.py``, ``--stream-rounds`` rounds): the roads add next to nothing to
   what reading the stream and running the rules core cost.
 
 CPU time (``time.process_time``, or the child's user + system time), best of ``--repeats``; the
@@ -99,7 +99,7 @@ def process_cpu(args: list[str], repeats: int) -> float:
 
 
 def commands(rounds: int, repeats: int) -> None:
-    from bench.oracle.streams import baccarat_stream, write_jsonl
+    from tests.oracle.streams import baccarat_stream, write_jsonl
 
     with tempfile.TemporaryDirectory() as workdir:
         stream = Path(workdir) / "baccarat.jsonl"

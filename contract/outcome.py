@@ -85,8 +85,8 @@ class ResultPart(Protocol):
 
     A result part that is a msgspec ``Struct`` is encoded as the struct (``Outcome.to_json``):
     its fields, in their order, with ``omit_defaults`` where ``to_dict`` leaves a field out,
-    must encode exactly as ``to_dict()`` does (tests/test_outcome_json.py holds every game to
-    it)."""
+    must encode exactly as ``to_dict()`` does (tests/contract/test_outcome_json.py holds every
+    game to it)."""
 
     def to_dict(self) -> dict[str, Any]: ...
 

@@ -11,7 +11,7 @@ real transport (a pty, the simulated USB bus), and releases whatever it opened; 
 leaves a task or a file descriptor behind fails ``no_leaks``.
 
 Two ways in: ``tabled conformance FAMILY ...`` (:func:`main`, which prints each check's result
-and exits 1 on any failure) and pytest (``tests/test_conformance.py`` calls :func:`run_check`
+and exits 1 on any failure) and pytest (``tests/tools/test_conformance.py`` calls :func:`run_check`
 for every installed family and every check).
 
 What the checks compare is what the device meant to say: the events its simulator says a

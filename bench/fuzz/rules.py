@@ -1,14 +1,14 @@
 """Fuzz targets of the rules core: random orders of valid and invalid events, for every game and
 every option set, and Q Poker's published stream.
 
-Owns the corpus (the oracle streams of ``bench/oracle/streams.py``, realistic shoes, rolls and
+Owns the corpus (the oracle streams of ``tests/oracle/streams.py``, realistic shoes, rolls and
 rounds with their irregularities, one per option set), the pool of well-formed but
 game-impossible events slipped into them, and the promises a run checks after every ``feed``:
 no exception escapes, every outcome record satisfies ``contract/schemas/outcome.schema.json`` and
 can be published as UTF-8 JSON, rounds go up by one, every notice names its article. For Q
 Poker's :class:`~tabled.games.qpoker.rules.Publication`: no face-down card is published before the
 rules open it, and a fresh table fed the published stream gives the same records. It must
-never judge whether an outcome is *right* (the oracles of ``bench/oracle`` do that), only that
+never judge whether an outcome is *right* (the oracles of ``tests/oracle`` do that), only that
 it is well-formed and in order.
 """
 
@@ -27,7 +27,6 @@ from msgspec.structs import replace as replace_event
 from bench.fuzz.contract import InvariantBroken, check_record
 from bench.fuzz.engine import Target
 from bench.fuzz.mutate import mutate_sequence
-from bench.oracle.streams import baccarat_stream, craps_stream, qpoker_stream
 from tabled.contract.events import (
     CARD_CODES,
     DEALER,
@@ -50,6 +49,7 @@ from tabled.games.qpoker.options import QPokerOptions
 from tabled.games.qpoker.rules import WITHHELD_MARK, Publication, QPokerTable
 from tabled.games.registry import make_table
 from tabled.games.table import Table
+from tests.oracle.streams import baccarat_stream, craps_stream, qpoker_stream
 
 CARDS = sorted(CARD_CODES)
 ARTICLE = re.compile(r"^(baccarat|craps|qpoker)\.art[0-9]+(\.[0-9]+)*$")

@@ -24,7 +24,6 @@ from typing import Any
 from bench.fuzz.contract import InvariantBroken, check_event
 from bench.fuzz.engine import Target, error_shape
 from bench.fuzz.mutate import json_value, mutate_bytes, mutate_json, random_bytes
-from bench.oracle.streams import baccarat_stream, craps_stream, qpoker_stream
 from tabled.contract.events import (
     EVENT_TYPES,
     Decision,
@@ -38,6 +37,7 @@ from tabled.contract.events import (
     parse_line,
 )
 from tabled.daemon.commands import COMMANDS, CommandGate, CommandRejected, sign
+from tests.oracle.streams import baccarat_stream, craps_stream, qpoker_stream
 
 #: Field names of the contract's events, worth adding where they do not belong.
 EVENT_KEYS = ("v", "type", "device", "seq", "ts", "decks", "card", "face_up", "seat", "seats",

@@ -41,7 +41,7 @@ POISON = [
     ("lab/t1/event", {**CARD, "table_seq": True}, "wrong_type", "not an integer"),
     ("lab/t1/event", {**CARD, "seq": 2**64, "table_seq": 1}, "out_of_range", "beyond"),
     # below the range, an event's and an outcome's numbers are refused in the words of the
-    # contract's own parser (tests/test_one_decoder.py), code ``invalid``
+    # contract's own parser (tests/contract/test_one_decoder.py), code ``invalid``
     ("lab/t1/event", {**CARD, "seq": -3, "table_seq": 1}, "invalid",
      "seq -3 is not a non-negative integer"),
     ("lab/t1/event", {**CARD, "table_seq": 1, "x": -(2**60)}, "out_of_range", "beyond"),

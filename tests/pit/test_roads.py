@@ -689,8 +689,8 @@ def test_roads_across_a_long_stream_agree_with_replay(tmp_path: Path) -> None:
     shoes are the stream's ``shoe_start``s (irregular events, demos and voids included)."""
     import random
 
-    from bench.oracle.streams import baccarat_stream
     from tabled.daemon.replay import replay
+    from tests.oracle.streams import baccarat_stream
 
     events = baccarat_stream(random.Random(11), 3000, 2, "one_more")
     lines = lines_of(events)

@@ -19,7 +19,7 @@ def run(lines: list[str]) -> tuple[int, list[dict[str, object]], str]:
 
 
 def test_a_malformed_line_stops_the_replay_after_the_outcomes_before_it() -> None:
-    # (no blank line: one is malformed itself, tests/test_replay_malformed.py)
+    # (no blank line: one is malformed itself, tests/daemon/test_replay_malformed.py)
     lines = ['{"v":1,"type":"shoe_start","decks":8}', *NATURAL, '{"v":1,"type":"roll",'
              '"dice":[1,2]}', *NATURAL[:2], '{"v":1,"type":"card","card":"ZZ"}', *NATURAL]
     status, records, err = run(lines)

@@ -2,8 +2,8 @@
 
 It owns a second reading of the hand ranking (Art. 4, 8, Reading R-Q1), the Dobo and Play pays
 (Art. 9, 10), and the round's irregularities (Art. 1, 11) as the project decided them, used by
-``tests/test_replay_oracle.py`` to check ``tabled replay`` on the real (unredacted) stream. It
-must never import ``tabled.games.table``.
+``tests/daemon/test_replay_oracle.py`` to check ``tabled replay`` on the real (unredacted)
+stream. It must never import ``tabled.games.table``.
 
 A void caused by a dealing event itself (a duplicate, out of order, a wrong count, an exposed
 dealer card) leaves its ``result`` uncompared: the decisions do not say whether that event's cards
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from bench.oracle import OutOfScope, Record
 from tabled.contract.faults import DEVICE_LOST, SHUFFLER_FAILURES
+from tests.oracle import OutOfScope, Record
 
 Seat = int | str
 DEALER = "dealer"

@@ -12,13 +12,13 @@ from typing import Any
 import msgspec
 import pytest
 
-from bench.oracle.streams import baccarat_stream, craps_stream, qpoker_stream
 from tabled.contract.events import parse_event
 from tabled.contract.outcome import BetResult, FixedBets, Outcome
 from tabled.daemon.replay import encode_record
 from tabled.games.baccarat.rules import BaccaratResult
 from tabled.games.craps.rules import CrapsResult
 from tabled.games.registry import make_table
+from tests.oracle.streams import baccarat_stream, craps_stream, qpoker_stream
 
 
 def reference(outcome: Outcome) -> bytes:

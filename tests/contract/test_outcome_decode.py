@@ -22,7 +22,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from bench.oracle.streams import baccarat_stream, craps_stream, qpoker_stream
 from tabled.contract import CONTRACT_VERSION
 from tabled.contract.events import parse_event
 from tabled.contract.outcome import Outcome, OutcomeError, UntypedRecord
@@ -30,6 +29,7 @@ from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.games.craps.record import CrapsOutcome
 from tabled.games.qpoker.record import QPokerOutcome
 from tabled.games.registry import decode_outcome, make_table
+from tests.oracle.streams import baccarat_stream, craps_stream, qpoker_stream
 
 STREAMS: dict[str, tuple[str, dict[str, str], Any]] = {
     "baccarat method 1": ("baccarat", {"method": "1"},
@@ -223,7 +223,7 @@ def test_every_sample_is_valid_to_both(outcome_validator: Draft202012Validator) 
 def test_the_outcomes_of_a_version_1_journal_decode() -> None:
     """tests/data/journal-0.1.0.sqlite: a journal written by tabled 0.1.0 (contract version 1);
     every outcome in it is a record version 2's reader takes."""
-    path = Path(__file__).resolve().parent / "data" / "journal-0.1.0.sqlite"
+    path = Path(__file__).resolve().parents[1] / "data" / "journal-0.1.0.sqlite"
     with contextlib.closing(sqlite3.connect(path)) as conn:
         bodies = [body for (body,) in conn.execute(
             "SELECT body FROM journal WHERE topic = 'outcome'")]

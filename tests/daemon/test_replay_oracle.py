@@ -2,13 +2,13 @@
 
 For each game and every regulated option combination, a seeded stream of thousands of rounds
 (irregular events included) is written to a file and run through the real command line; every
-outcome record must agree with the oracle of ``bench/oracle`` (see
+outcome record must agree with the oracle of ``tests/oracle`` (see
 :func:`tests.oracle.record_differences` for what is compared). The oracles themselves are first
 checked against the rules: exhaustively where the space is small, by exact house edges and a long
 simulation where it is not.
 
 Size: ``TABLED_ORACLE_ROUNDS`` rounds per option combination (default 5000). The long run is
-``TABLED_ORACLE_ROUNDS=200000 .venv/bin/pytest tests/test_replay_oracle.py``; set
+``TABLED_ORACLE_ROUNDS=200000 .venv/bin/pytest tests/daemon/test_replay_oracle.py``; set
 ``TABLED_ORACLE_SEED`` to explore other streams.
 """
 
@@ -31,14 +31,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.oracle import OutOfScope, Record, baccarat, craps, qpoker, stream_differences
-from bench.oracle.streams import baccarat_stream, craps_stream, qpoker_stream, write_jsonl
 from tabled.contract.events import parse_event
 from tabled.games.registry import event_checks
+from tests.oracle import OutOfScope, Record, baccarat, craps, qpoker, stream_differences
+from tests.oracle.streams import baccarat_stream, craps_stream, qpoker_stream, write_jsonl
 
 ROUNDS = int(os.environ.get("TABLED_ORACLE_ROUNDS", "5000"))
 SEED = int(os.environ.get("TABLED_ORACLE_SEED", "20261129"))
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 Oracle = Callable[[Sequence[Mapping[str, Any]], Mapping[str, str]], list[Record]]
 ORACLES: dict[str, Oracle] = {

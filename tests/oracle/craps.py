@@ -1,8 +1,8 @@
 """Reference oracle for Craps (docs/rules/craps.md, the project's craps decisions).
 
 It owns a table-driven second reading of every wager of docs/contract.md on one throw: what each
-total does to it with and without a point, as used by ``tests/test_replay_oracle.py`` to check
-``tabled replay``. It must never import ``tabled.games.table``.
+total does to it with and without a point, as used by ``tests/daemon/test_replay_oracle.py``
+to check ``tabled replay``. It must never import ``tabled.games.table``.
 
 Every roll is a whole round; the only state is the point.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bench.oracle import Record
+from tests.oracle import Record
 
 Bet = dict[str, Any]
 

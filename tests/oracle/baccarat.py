@@ -2,8 +2,9 @@
 
 It owns a plain second reading of the drawing rules (Art. 9), the pay table (Art. 11, 12, 16,
 17), the shoe's last-hand rule (Art. 3, Reading R-B2), demonstration hands (Art. 2.2) and
-misdeals (Art. 10), as used by ``tests/test_replay_oracle.py`` to check ``tabled replay``. It is
-also the dealer of :mod:`tests.oracle.streams`: :func:`deal` says which cards a hand still needs.
+misdeals (Art. 10), as used by ``tests/daemon/test_replay_oracle.py`` to check ``tabled
+replay``. It is also the dealer of :mod:`tests.oracle.streams`: :func:`deal` says which cards a
+hand still needs.
 
 It must never import ``tabled.games.table``. Cases the decisions leave open and the generator never
 produces (a count violation, a demo past the limit, a cut card during a demo) raise
@@ -17,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.oracle import OutOfScope, Record
+from tests.oracle import OutOfScope, Record
 
 #: Art. 5: 10, J, Q, K count 0, the others their face value (A = 1).
 POINTS = {"A": 1, "2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tabled.contract.devices import REASON_DAEMON_STOPPING, REASON_WRONG_DEVICE, DeviceState
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def status_table(doc: str) -> dict[str, str]:

@@ -1,9 +1,10 @@
 """Seeded generators of long, realistic event streams for the three games, irregularities included.
 
-This module owns the streams that ``tests/test_replay_oracle.py`` feeds both to ``tabled replay``
-and to the oracles: real shoes and decks shuffled by an injected ``random.Random`` (the same seed
-gives the same stream), cards dealt in the order the rules call for them, and a few per cent of
-irregular events. Each generator returns a list of event dicts of docs/contract.md (``"v": 1``).
+This module owns the streams that ``tests/daemon/test_replay_oracle.py`` feeds both to ``tabled
+replay`` and to the oracles: real shoes and decks shuffled by an injected ``random.Random`` (the
+same seed gives the same stream), cards dealt in the order the rules call for them, and a few
+per cent of irregular events. Each generator returns a list of event dicts of docs/contract.md
+(``"v": 1``).
 
 It must never produce a case an oracle declares out of scope, and never import
 ``tabled.games.table``:
@@ -18,7 +19,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from bench.oracle.baccarat import deal
 from tabled.contract.faults import (
     DEVICE_LOST,
     LINK_ERRORS,
@@ -26,6 +26,7 @@ from tabled.contract.faults import (
     SHUFFLER_FAILURES,
     UNREADABLE_CARD,
 )
+from tests.oracle.baccarat import deal
 
 Event = dict[str, Any]
 DECK = tuple(rank + suit for rank in "A23456789TJQK" for suit in "SHCD")

@@ -26,7 +26,7 @@ from tabled.contract.outcome import OutcomeError, UntypedRecord
 from tabled.daemon.config import ConfigError, parse_config
 from tabled.games import registry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 PLUGIN = '''
 """A three-dice game for the tests: only its part of the contract is real."""

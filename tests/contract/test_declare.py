@@ -20,7 +20,7 @@ from tabled.contract.events import (
 from tabled.daemon.commands import COMMANDS, CommandGate, CommandRejected, parse_ts, sign
 from tabled.games.registry import check_event, event_checks, games, make_table
 
-SCHEMA = json.loads((Path(__file__).parents[1] / "contract" / "schemas" /
+SCHEMA = json.loads((Path(__file__).parents[2] / "contract" / "schemas" /
                      "event.schema.json").read_text())
 KEY = b"declare-test-key"
 TS = "2026-11-29T16:00:00.000Z"

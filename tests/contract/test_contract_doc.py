@@ -8,7 +8,7 @@ message as a whole (``every event``, ``every outcome``, ``every fault message``;
 published event``: what the daemon adds on ``…/event``), an event or
 fault type (its ``type``), or a part of an outcome record (``bet``, ``baccarat``, ``baccarat
 result``, ``qpoker dealer``, …). ``type`` is :func:`render` of the field's schema, word for
-word: ``python -m tests.test_contract_doc`` prints the rows the schemas call for."""
+word: ``python -m tests.contract.test_contract_doc`` prints the rows the schemas call for."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ import pytest
 from tabled.contract import CONTRACT_VERSION
 from tabled.games.registry import outcome_schema
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "contract.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "contract.md"
 SCHEMAS = ("event", "outcome", "fault")
 WHOLE = {"event": "every event", "outcome": "every outcome", "fault": "every fault message"}
 #: Definitions shown by their name (the document says what each is).
