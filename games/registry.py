@@ -36,7 +36,6 @@ from tabled.contract.events import (
     Event,
     EventCheck,
     EventChecks,
-    EventError,
     check_declared,
     require_fields,
 )
@@ -156,6 +155,7 @@ def reload() -> None:
     installs a game, a process that installed one meanwhile)."""
     games.cache_clear()
     game.cache_clear()
+    declared_words.cache_clear()
     _load.cache_clear()
     event_checks.cache_clear()
     records.cache_clear()
@@ -270,15 +270,15 @@ def odds_markdown(name: str) -> str | None:
 def event_checks(name: str) -> EventChecks:
     """Game ``name``'s checks of events beyond the contract, by event type (what
     :func:`tabled.contract.events.read_events` and ``parse_line`` take): the fields its
-    declaration's ``required`` names, a ``declare`` of a word it declares, and the game's own
-    ``checks``. :class:`UnknownGame` for a game not installed."""
+    declaration's ``required`` names, a ``declare`` of a word some installed game declares
+    (:func:`_declared`), and the game's own ``checks``. :class:`UnknownGame` for a game not
+    installed."""
     declared = game(name)
     checks: dict[str, list[EventCheck]] = {}
     for etype, names in declared.required.items():
         checks.setdefault(etype, []).append(
             functools.partial(require_fields, names=names, game=name))
-    checks.setdefault(Declare.TYPE, []).append(
-        functools.partial(_declared, words=declared.declarations, name=name))
+    checks.setdefault(Declare.TYPE, []).append(_declared)
     for etype, check in declared.checks.items():
         checks.setdefault(etype, []).append(check)
     return MappingProxyType({etype: found[0] if len(found) == 1 else _all(tuple(found))
@@ -294,12 +294,19 @@ def check_event(event: Event, name: str) -> None:
         check(event)
 
 
-def _declared(event: Event, words: tuple[str, ...], name: str) -> None:
-    """A ``declare`` of one of the words game ``name`` declares."""
+def _declared(event: Event) -> None:
+    """A ``declare`` of one of the words the installed games declare. A word of another game
+    than the table's is not malformed: it is journaled and published like any declaration, and
+    the pit's integrity monitors find the dealer's call wrong (``result_mismatch``, "not a
+    result of baccarat"), so the record keeps the console's mistake, as it always has."""
     if isinstance(event, Declare):
-        if not words:
-            raise EventError(f"result {event.result!r}: {name} declares no result")
-        check_declared(event, words)
+        check_declared(event, declared_words())
+
+
+@functools.cache
+def declared_words() -> frozenset[str]:
+    """Every word an installed game declares (loaded when the first ``declare`` is checked)."""
+    return frozenset(word for declared in games().values() for word in declared.declarations)
 
 
 def _all(checks: tuple[EventCheck, ...]) -> EventCheck:
