@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tabled.games import registry
 from tests.tools.running import Demo, assert_gone, children_of
 
 #: The longest the floor may take to show what the test waits for, seconds.
@@ -58,6 +59,9 @@ def pit_status(config: Path) -> dict[str, Any] | None:
 
 
 def test_the_floor_runs_every_game_records_outcomes_and_alerts_then_leaves_nothing() -> None:
+    # every installed game with a demo recipe: the built-in three and any plugin (sic bo)
+    games = [name for name in registry.game_names() if registry.part(name, "demo") is not None]
+    assert {"baccarat", "craps", "qpoker"} <= set(games)
     floor = Demo("--pace", "1", "--duration", "150", command="floor")
     try:
         workdir = Path(floor.wait_for(r"work dir (\S+), removed at exit").group(1))
@@ -73,7 +77,7 @@ def test_the_floor_runs_every_game_records_outcomes_and_alerts_then_leaves_nothi
             if status is not None:
                 played = Counter(t["game"] for t in status["tables"] if t["last_outcome"])
                 faults = [a for a in status["alerts"] if a["kind"] in ("fault", "device_lost")]
-                if min(played.get(g, 0) for g in ("baccarat", "craps", "qpoker")) >= 2 \
+                if min(played.get(g, 0) for g in games) >= 2 \
                         and faults:
                     break
             time.sleep(2)
@@ -85,8 +89,8 @@ def test_the_floor_runs_every_game_records_outcomes_and_alerts_then_leaves_nothi
         assert sign_in(page, "viewer", users.group(2)) == page
         assert sign_in(page, "supervisor", "not-the-password") is None
         children = children_of(floor.proc.pid)
-        # mosquitto, six simulators, six daemons, the pit, the reaper
-        assert len(children) == 15, children
+        # mosquitto, two simulators and two daemons per game, the pit, the reaper
+        assert len(children) == 3 + 4 * len(games), children
         floor.proc.send_signal(signal.SIGINT)
         assert floor.finish(timeout=60) == 0, "\n".join(floor.lines[-30:])
     finally:
@@ -95,7 +99,9 @@ def test_the_floor_runs_every_game_records_outcomes_and_alerts_then_leaves_nothi
     assert_gone(children, workdir, timeout=2)
     assert page.startswith("http://127.0.0.1:")
     tables = {t["table"]: t["game"] for t in status["tables"] if t["last_outcome"]}
-    assert sorted(tables) == ["bac-1", "bac-2", "craps-1", "craps-2", "qpoker-1", "qpoker-2"]
+    shorts = sorted(registry.part(name, "demo").short for name in games)
+    assert sorted(tables) == [f"{short}-{n}" for short in shorts for n in (1, 2)]
+    assert {"bac-1", "bac-2", "craps-1", "craps-2", "qpoker-1", "qpoker-2"} <= set(tables)
     shown = [line for line in floor.lines if line.startswith(("qpoker-1", "qpoker-2"))]
     assert any(" round " in line for line in shown)
     # the dealer console's commands were never refused (it reports only what went wrong)

@@ -27,7 +27,6 @@ from tabled.tools.demo import DemoError, playable, recipe_of
 from tabled.tools.show import describe
 
 PLUGIN = '''
-from tabled.games.craps.odds import craps_odds
 from tabled.games.craps.options import CrapsOptions
 from tabled.games.craps.rules import CrapsTable
 from tabled.games.parts.demo import ConsoleVocabulary, DemoRecipe, SimulatorRun
@@ -50,15 +49,14 @@ CONSOLE = ConsoleVocabulary(
 
 GAME = GameDeclaration(
     name="twodice", title="Two dice", summary="a test game", options=CrapsOptions,
-    table=CrapsTable, odds=craps_odds,
+    table=CrapsTable, odds="tabled.games.craps.odds:craps_odds",
     parts={"demo": "tabled_twodice:DEMO", "console": "tabled_twodice:CONSOLE"})
 '''
 
 
 def _reload() -> None:
     importlib.invalidate_caches()
-    registry.games.cache_clear()
-    registry._load.cache_clear()
+    registry.reload()
 
 
 @pytest.fixture
@@ -88,7 +86,10 @@ def test_a_plugin_game_is_a_choice_of_demo_and_floor(plugin: Path) -> None:
 
 def test_a_plugin_games_floor_tables_are_its_recipes(plugin: Path) -> None:
     games = floor.floor_games()
-    assert [g.name for g in games] == ["baccarat", "craps", "qpoker", "twodice"]
+    # every installed game with a demo part: the built-in three, this one, and any other plugin
+    assert [g.name for g in games] == [
+        name for name in registry.game_names() if registry.part(name, "demo") is not None]
+    assert {"baccarat", "craps", "qpoker", "twodice"} <= {g.name for g in games}
     two = floor.floor_games(["twodice"])[0]
     assert (two.short, two.family, two.rules, two.describes) == (
         "two", "dice", {"big_bets_on_come_out": False}, "two dice, a test game")
@@ -112,8 +113,16 @@ def test_a_plugin_games_outcome_is_worded_by_it(plugin: Path) -> None:
 def test_a_game_without_a_demo_part_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
     bare = registry.GameDeclaration(name="bare", title="Bare", summary="", options=object,
                                     table=lambda options: None,  # type: ignore[arg-type,return-value]
-                                    odds=lambda options: None)  # type: ignore[arg-type,return-value]
+                                    odds="tabled.games.craps.odds:craps_odds")
+
+    def game(name: str) -> registry.GameDeclaration:
+        if name != "bare":
+            raise registry.UnknownGame(f"unknown game {name!r} (known: bare)")
+        return bare
+
     monkeypatch.setattr(registry, "games", lambda: {"bare": bare})
+    monkeypatch.setattr(registry, "game_names", lambda: ["bare"])
+    monkeypatch.setattr(registry, "game", game)
     with pytest.raises(DemoError, match="bare cannot be played in the demos"):
         recipe_of("bare")
     with pytest.raises(DemoError, match="unknown game 'nine'"):
