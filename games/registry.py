@@ -58,7 +58,9 @@ class GameDeclaration:
     ``name`` is the contract's ``game`` (an id, docs/mqtt.md) and the config's ``[table] game``.
     ``options`` is the frozen dataclass of its regulated options (each field with its default;
     its ``__post_init__`` refuses a value the rules do not allow, naming the article);
-    ``table(options)`` a fresh table (:class:`tabled.games.table.Table`). ``odds`` names
+    ``table(options)`` a fresh table (:class:`tabled.games.table.Table`), or its name as
+    ``"module:attribute"``, loaded when the first table is made (so listing the games, as a
+    command line's help does, loads no game's rules core). ``odds`` names
     (``"module:attribute"``, loaded only when asked: the table service never loads a game's
     combinatorics) its exact odds, ``f(options)`` or ``f(options, decks)`` returning an
     :class:`~tabled.games.odds.model.Odds` (``tabled odds``); ``odds_markdown``, a function of
@@ -83,7 +85,7 @@ class GameDeclaration:
     title: str
     summary: str
     options: type[Any]
-    table: Callable[[Any], Table]
+    table: Callable[[Any], Table] | str
     odds: str
     odds_markdown: str | None = None
     declarations: tuple[str, ...] = ()
@@ -219,7 +221,9 @@ def make_table(name: str, options: GameOptions | Mapping[str, str] | None = None
         options = parse_options(name, options or {})
     if not isinstance(options, declared.options):
         raise ValueError(f"{type(options).__name__} are not options of {name}")
-    return declared.table(options)
+    make = declared.table if callable(declared.table) else _load(declared.table)
+    table: Table = make(options)
+    return table
 
 
 def game_policy(name: str) -> GamePolicy:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from tabled.games.baccarat.options import BaccaratOptions
 from tabled.games.baccarat.record import BaccaratOutcome
-from tabled.games.baccarat.rules import BaccaratTable
 from tabled.games.registry import GameDeclaration
 
 GAME = GameDeclaration(
@@ -18,7 +17,8 @@ GAME = GameDeclaration(
     summary="a shoe or a shuffler-dealer; Player, Banker, Tie and pairs (dispatch 67/2007)",
     options=BaccaratOptions,
     streams="tabled.games.baccarat.streams:streams",  # what the games conformance kit plays
-    table=BaccaratTable,
+    # the rules core, loaded with the first table
+    table="tabled.games.baccarat.rules:BaccaratTable",
     odds="tabled.games.baccarat.odds:baccarat_odds",
     odds_markdown="tabled.games.baccarat.odds:markdown",
     # the dealer's call of a hand: the winner

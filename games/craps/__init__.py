@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from tabled.games.craps.options import CrapsOptions
 from tabled.games.craps.record import CrapsOutcome, check_roll
-from tabled.games.craps.rules import CrapsTable
 from tabled.games.registry import GameDeclaration
 
 GAME = GameDeclaration(
@@ -18,7 +17,7 @@ GAME = GameDeclaration(
     summary="an electronic dice sensor; Pass, Don't Pass, Come, Field, Big 6/8 and the rest",
     options=CrapsOptions,
     streams="tabled.games.craps.streams:streams",  # what the games conformance kit plays
-    table=CrapsTable,
+    table="tabled.games.craps.rules:CrapsTable",  # the rules core, loaded with the first table
     odds="tabled.games.craps.odds:craps_odds",
     odds_markdown="tabled.games.craps.odds:markdown",
     # the stickman's call of a throw: on a come-out roll natural (7 or 11), craps (2, 3, 12) or

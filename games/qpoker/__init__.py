@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from tabled.games.qpoker.options import QPokerOptions
 from tabled.games.qpoker.record import QPokerOutcome
-from tabled.games.qpoker.rules import QPokerTable
 from tabled.games.registry import GameDeclaration
 
 GAME = GameDeclaration(
@@ -18,7 +17,7 @@ GAME = GameDeclaration(
     summary="a shuffler-dealer dealing every seat; the dealer's cards withheld until reveal",
     options=QPokerOptions,
     streams="tabled.games.qpoker.streams:streams",  # what the games conformance kit plays
-    table=QPokerTable,
+    table="tabled.games.qpoker.rules:QPokerTable",  # the rules core, loaded with the first table
     odds="tabled.games.qpoker.odds:qpoker_odds",
     odds_markdown="tabled.games.qpoker.odds:markdown",
     # whether the dealer qualifies (Art. 9.4)

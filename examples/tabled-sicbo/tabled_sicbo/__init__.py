@@ -15,7 +15,7 @@ from tabled.games.registry import GameDeclaration
 
 from tabled_sicbo.options import SicBoOptions
 from tabled_sicbo.record import SicBoOutcome
-from tabled_sicbo.rules import SicBoTable, check_roll
+from tabled_sicbo.rules import check_roll
 
 #: What the dealer calls out on a throw (Art. 12): the pit compares it with the outcome.
 DECLARATIONS = ("small", "big", "triple")
@@ -26,7 +26,7 @@ GAME = GameDeclaration(
     summary="three dice (骰寶): Big/Small, totals, triples, doubles, combinations, numbers "
             "(example game)",
     options=SicBoOptions,
-    table=SicBoTable,
+    table="tabled_sicbo.rules:SicBoTable",
     # its exact odds, loaded only when asked (tabled odds)
     odds="tabled_sicbo.odds:sicbo_odds",
     odds_markdown="tabled_sicbo.odds:markdown",
