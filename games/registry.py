@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
 from importlib import resources
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from random import Random
 from types import MappingProxyType
 from typing import Any
@@ -112,9 +112,16 @@ class BadGame(RulesError):
     """An installed entry point of ``tabled.games`` is not a usable game declaration."""
 
 
+@functools.cache
+def _entries() -> Mapping[str, EntryPoint]:
+    """The ``tabled.games`` entry points by name: the installed distributions are read once
+    (each reading is every distribution's metadata, a few milliseconds), not per question."""
+    return MappingProxyType({entry.name: entry for entry in entry_points(group=ENTRY_POINTS)})
+
+
 def game_names() -> list[str]:
     """The installed games' names, without loading them (for a command line's choices)."""
-    return sorted({entry.name for entry in entry_points(group=ENTRY_POINTS)})
+    return sorted(_entries())
 
 
 @functools.cache
@@ -127,10 +134,9 @@ def games() -> Mapping[str, GameDeclaration]:
 def game(name: str) -> GameDeclaration:
     """The declaration of the installed game ``name`` (loading that game only), or
     :class:`UnknownGame`."""
-    found = entry_points(group=ENTRY_POINTS, name=name)
-    if not found:
+    entry = _entries().get(name)
+    if entry is None:
         raise UnknownGame(f"unknown game {name!r} (known: {', '.join(game_names())})")
-    entry = next(iter(found))
     try:
         declared = entry.load()
     except Exception as exc:  # a broken plugin names itself, and stops nothing else
@@ -155,6 +161,7 @@ def game(name: str) -> GameDeclaration:
 def reload() -> None:
     """Forget what was loaded: the next question finds the installed games again (a test that
     installs a game, a process that installed one meanwhile)."""
+    _entries.cache_clear()
     games.cache_clear()
     game.cache_clear()
     declared_words.cache_clear()

@@ -131,14 +131,14 @@ def plain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Game]:
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tabled-plain\nVersion: 0\n")
     (info / "entry_points.txt").write_text("[tabled.games]\nplain = tabled_plain:GAME\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    registry.games.cache_clear()
+    registry.reload()
     try:
         assert "plain" in registry.game_names()
         yield cast(Game, "plain")
     finally:
         monkeypatch.undo()
         sys.modules.pop("tabled_plain", None)
-        registry.games.cache_clear()
+        registry.reload()
 
 
 def test_a_game_without_an_integrity_part_is_not_monitored(plain: Game) -> None:
