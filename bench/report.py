@@ -767,18 +767,19 @@ PROFILES = [
     '1.16/1.40 → 1.14/1.30, shuffler 1.16/1.28 → 1.27/1.36, dice 1.21/1.20 → 1.16/1.31: '
     "within one run's spread, every goal met. Replay (the streams of the table above, 100,000"
     ' baccarat and craps rounds, 20,000 Q Poker, best of three, whole process), rounds per '
-    'CPU-second, four alternated pairs after the last change: baccarat 72,812 / 72,654 / '
-    '71,534 / 68,271 against 75,029 / 74,871 / 77,178 / 72,542; craps 123,764 / 126,082 / '
-    '119,576 / 122,744 against 134,894 / 135,206 / 135,581 / 137,615; Q Poker 7,182 / 7,508 /'
-    ' 7,215 / 7,417 against 7,455 / 7,283 / 7,456 / 7,048. Q Poker is the same; baccarat is '
-    'about 3 % and craps about 8 % slower, a fixed 40-55 ms a process (craps 0.794 s against '
-    '0.740 s): the stages measured alone in one process are the same (decoding 0.69 against '
-    '0.65 µs an event, the rules 0.76 against 0.75 µs a round, encoding 0.89 against 0.87 '
-    "µs). Found and fixed on the way: listing the games loaded every game's rules core and "
-    "combinatorics (25 ms a start; now a game's rules load with its first table, its odds "
-    "when asked), the installed games' entry points were read once per question, and a game's"
-    ' event checks cost a dict lookup on every event (now a set lookup of the class, 12 ns). '
-    'Not yet found: the rest of the fixed cost.',
+    'CPU-second, four alternated pairs after the last change, load average 1.0: baccarat '
+    '68,866 / 73,715 / 77,248 / 70,932 against 74,213 / 75,954 / 75,443 / 74,427; craps '
+    '128,322 / 125,273 / 127,343 / 127,785 against 129,699 / 135,936 / 130,928 / 131,368; Q '
+    'Poker 7,366 / 7,333 / 6,065 / 7,430 against 7,705 / 7,383 / 7,246 / 7,565. After is 2-4 '
+    '% slower in each game (craps 0.78-0.80 s against 0.74-0.77 s a run), a cost per process '
+    'more than per round: the stages measured alone in one process are the same (decoding '
+    '0.69 against 0.65 µs an event, the rules 0.76 against 0.75 µs a round, encoding 0.89 '
+    'against 0.87 µs), and a craps stream of rolls alone replays in the same time. Found and '
+    "fixed on the way: listing the games loaded every game's rules core and combinatorics (25"
+    " ms a start; now a game's rules load with its first table, its odds when asked), the "
+    "installed games' entry points were read once per question, and a game's event checks "
+    'cost a dict lookup on every event (now a set lookup of the class, 12 ns). Not yet found:'
+    ' the rest of the fixed cost.',
     "",
 ]
 
