@@ -59,6 +59,8 @@ system-deps:
 	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	command -v pdftoppm >/dev/null 2>&1 || missing="$$missing poppler-utils"; \
+	fc-list 2>/dev/null | grep -qi "wenquanyi micro hei" || missing="$$missing fonts-wqy-microhei"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
 	  $(APT_INSTALL) $$missing; \

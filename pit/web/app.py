@@ -149,9 +149,10 @@ def _stylesheet(env: jinja2.Environment) -> bytes:
 def _environment() -> jinja2.Environment:
     loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(HERE / "templates"),
                                   jinja2.PrefixLoader(_game_templates())])
-    env = jinja2.Environment(loader=loader,
+    env = jinja2.Environment(loader=loader, extensions=["jinja2.ext.i18n"],
                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.StrictUndefined)
+    env.install_null_translations(newstyle=True)  # type: ignore[attr-defined]
     env.filters.update(card=present.card, cards=present.cards, clock=present.clock,
                        stamp=present.stamp, iso=present.iso,
                        quote=lambda s: quote(str(s), safe=""))
