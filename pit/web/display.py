@@ -69,6 +69,8 @@ class Display:
     table: str
     language: str
     digest: bytes
+    #: its address on this pit, token included (the supervisor's page links to it)
+    url: str
 
 
 def _digest(token: str) -> bytes:
@@ -94,7 +96,9 @@ def load_displays(settings: Sequence[DisplaySettings]) -> list[Display]:
                     f"displays.{index}.token_file: {entry.token_file} does not hold a display "
                     "token (32 to 256 characters of A-Z, a-z, 0-9, _ and -)")
         assert token is not None  # DisplaySettings asks for one of the two
-        out.append(Display(entry.site, entry.table_name, entry.language, _digest(token)))
+        url = (f"/display/{quote(entry.site)}/{quote(entry.table_name)}"
+               f"?token={quote(token)}")
+        out.append(Display(entry.site, entry.table_name, entry.language, _digest(token), url))
     return out
 
 
@@ -111,7 +115,14 @@ class Displays:
         #: with the language's translations installed
         self._envs: dict[str, jinja2.Environment] = {}
         self.css = self._stylesheet()
+        #: the supervisor's tile and table page link a table's (first) display
+        env.globals["display_url"] = self.url_of
         self.css_etag = '"' + hashlib.sha256(self.css).hexdigest()[:32] + '"'
+
+    def url_of(self, site: str, table: str) -> str | None:
+        """The address of table ``site/table``'s first display; None: it has none."""
+        return next((d.url for d in self.displays if (d.site, d.table) == (site, table)),
+                    None)
 
     def routes(self) -> list[Route]:
         return [Route("/display/{site}/{table}", self.page),
