@@ -175,7 +175,7 @@ def test_a_token_file_is_a_secret_checked_like_the_others(tmp_path: Path) -> Non
     cfg = _config(tmp_path, [{"table": "lab/bac-1", "token_file": str(path)}])
     problems = check_secrets(cfg)
     assert [k for k, _ in problems] == ["displays.0.token_file"]
-    with pytest.raises(DisplayTokenError, match="displays.0.token_file"):
+    with pytest.raises(DisplayTokenError, match=r"displays\.0\.token_file"):
         load_displays(cfg.displays)
     os.chmod(path, 0o600)
     assert check_secrets(cfg) == []
