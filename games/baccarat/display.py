@@ -25,16 +25,10 @@ SIDES = ("banker", "player")
 
 
 def cut_card_out(panel: Mapping[str, Any]) -> bool:
-    """Whether the current shoe's cut card has come out (Art. 3): the panel's ``cut_card``
-    (a flag, or the shoe's cut-card record) or its shoe's."""
-    shoe = panel.get("shoe_state")
-    for value in (panel.get("cut_card"), shoe.get("cut_card") if isinstance(shoe, Mapping)
-                  else None):
-        if isinstance(value, Mapping):
-            value = value.get("out", True)
-        if value:
-            return True
-    return False
+    """Whether the current shoe's cut card has come out (Art. 3): the panel's shoe count says
+    so (``shoe_count.cut_out``, set by the shoe's ``cut_card`` event, reset by a new shoe)."""
+    count = panel.get("shoe_count")
+    return isinstance(count, Mapping) and count.get("cut_out") is True
 
 
 def _last_hand(panel: Mapping[str, Any]) -> dict[str, Any] | None:

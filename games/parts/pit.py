@@ -92,11 +92,11 @@ class PitPart:
     package: str
     panel_template: str = "panel.html"
     recall_template: str | None = "recall.html"
-    events: tuple[str, ...] = ()
-    stylesheet: str | None = None
     display_template: str | None = None
     display_view: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
     display_stylesheet: str | None = None
+    events: tuple[str, ...] = ()
+    stylesheet: str | None = None
 
 
 # -- helpers a panel or a view may use -----------------------------------------------------------

@@ -114,11 +114,10 @@ def test_the_board_skips_voids_demonstrations_and_earlier_shoes_and_shows_no_art
     assert empty["ask"] == {side: dict.fromkeys(DERIVED_ROADS) for side in ("banker", "player")}
 
 
-def test_the_cut_card_is_read_from_the_panel() -> None:
-    assert display.view(_panel([], cut_card=True))["cut_card"] is True
-    assert display.view(_panel([], cut_card={"round": 40}))["cut_card"] is True
-    assert display.view(_panel([], shoe_state={"cut_card": True}))["cut_card"] is True
-    assert display.view(_panel([], cut_card=None))["cut_card"] is False
+def test_the_cut_card_is_read_from_the_panels_shoe_count() -> None:
+    assert display.view(_panel([], shoe_count={"cut_out": True, "cut_at": 380}))["cut_card"]
+    assert not display.view(_panel([], shoe_count={"cut_out": False}))["cut_card"]
+    assert not display.view(_panel([]))["cut_card"]  # a panel that counts no shoe
 
 
 # -- the config ------------------------------------------------------------------------------------
