@@ -473,9 +473,9 @@ def _banner(say: Callable[[str], None], work: Path, keep: bool, broker_url: str,
     say("           sign in: " + " · ".join(f"{name} / {password} ({role})"
                                           for name, (role, password) in users.items()))
     say(f"           the record: tabled pit status --config {pit_config}")
-    for number, (table, token) in enumerate((displays or {}).items()):
-        say(f"  {'display' if number == 0 else '':<8} {table}'s scoreboard, no sign-in: "
-            f"http://127.0.0.1:{port}/display/{SITE}/{table}?token={token}")
+    for number, (shown, token) in enumerate((displays or {}).items()):
+        say(f"  {'display' if number == 0 else '':<8} {shown}'s scoreboard, no sign-in: "
+            f"http://127.0.0.1:{port}/display/{SITE}/{shown}?token={token}")
     if console is not None:
         say(f"  console  tabled console --config {console.config} (a dealer console on "
             f"{console.name})")
