@@ -120,6 +120,34 @@ def test_the_cut_card_is_read_from_the_panels_shoe_count() -> None:
     assert not display.view(_panel([]))["cut_card"]  # a panel that counts no shoe
 
 
+def test_the_craps_display_says_what_each_roll_did_and_marks_hot_and_cold_numbers() -> None:
+    from tabled.games.craps import display as craps
+
+    def roll(a: int, b: int, before: int | None) -> dict[str, Any]:
+        return {"round": 1, "dice": [a, b], "total": a + b, "point_before": before,
+                "point_after": None}
+
+    assert [craps.kind(r) for r in (roll(3, 4, None), roll(5, 6, None), roll(1, 1, None),
+                                    roll(2, 2, None), roll(2, 2, 4), roll(3, 4, 4),
+                                    roll(5, 5, 4))] == [
+        "natural", "natural", "craps", "point", "made", "seven-out", "roll"]
+    # 40 rolls: twelve 4s (fair: 3.3) and no 7 (fair: 6.7); a no-roll and a void are not rolls
+    rolls = [roll(2, 2, None)] * 12 + [roll(3, 3, None)] * 6 + [roll(4, 4, None)] * 6 + \
+        [roll(4, 5, None)] * 8 + [roll(5, 5, None)] * 8
+    rolls += [{"round": 99, "no_roll": True}, {"round": 100, "void": True,
+                                               "article": "craps.art1"}]
+    view = craps.view({"game": "craps", "point": 9, "rolls": rolls})
+    marks = {t["total"]: t["mark"] for t in view["totals"]}
+    assert view["window"] == 40 and view["point"] == 9
+    assert marks[4] == "hot" and marks[7] == "cold"
+    assert {t for t, m in marks.items() if m == "hot"} == {4, 9, 10}
+    assert len(view["rolls"]) == craps.LAST_ROLLS and view["rolls"][0]["total"] == 10
+    assert "art1" not in json.dumps(view)
+    assert sum(t["count"] for t in view["totals"]) == 40
+    empty = craps.view({"game": "craps", "point": None, "rolls": []})
+    assert empty["rolls"] == [] and not any(t["mark"] for t in empty["totals"])
+
+
 # -- the config ------------------------------------------------------------------------------------
 
 
@@ -203,8 +231,10 @@ async def web(tmp_path: Path, displays: list[dict[str, Any]], **settings: Any
         await service.store.close()
 
 
+THIRD = "display-token-" + "c" * 32
 DISPLAYS = [{"table": "lab/bac-1", "token": TOKEN, "language": "en"},
-            {"table": "lab/craps-1", "token": OTHER}]
+            {"table": "lab/craps-1", "token": OTHER},
+            {"table": "lab/qp-1", "token": THIRD, "language": "pt"}]
 
 
 async def test_a_wrong_or_missing_token_is_403_alike_logged_and_counted(tmp_path: Path) -> None:
@@ -244,12 +274,21 @@ async def test_the_display_shows_its_table_board_and_nothing_of_the_supervisors_
         for absent in ("alert", "qp-1", "craps-1", "/table/", "/login", "logout", "csrf",
                        "shoe-1", "offline", "art11"):
             assert absent not in html, absent
-        # a display of a game with no display part says so, and a table not heard from yet
-        other = await client.get(f"/display/lab/craps-1?token={OTHER}")
-        assert other.status_code == 200 and 'lang="zh-Hant"' in other.text
-        assert "class=\"board-none\"" in other.text and "craps-1" in other.text
+        # a game with no display part (Q Poker): no board, nothing of its rounds
+        other = await client.get(f"/display/lab/qp-1?token={THIRD}")
+        assert other.status_code == 200 and 'lang="pt"' in other.text
+        assert 'class="board-none"' in other.text and "qp-1" in other.text
+        for absent in ("AS", "straight", "dealer", "art11", "void"):
+            assert absent not in other.text.split("<body", 1)[1], absent
+        # craps': the point and the rolls, newest first, in the floor's language by default
+        dice = await client.get(f"/display/lab/craps-1?token={OTHER}")
+        assert dice.status_code == 200 and 'lang="zh-Hant"' in dice.text
+        thrown = re.findall(r'class="throw k-([a-z-]+)[^"]*" data-dice="(\d-\d)"', dice.text)
+        assert thrown == [("natural", "6-5"), ("point", "2-2"), ("natural", "3-4")]
+        assert 'class="puck off"' in dice.text  # the floor's rolls say no point after them
         css = await client.get("/static/display.css")
         assert css.status_code == 200 and ".board .bead" in css.text and "--u:" in css.text
+        assert ".dice-board" in css.text
 
 
 async def test_the_supervisors_tile_and_table_page_link_the_display(tmp_path: Path) -> None:
@@ -258,4 +297,4 @@ async def test_the_supervisors_tile_and_table_page_link_the_display(tmp_path: Pa
         link = f'href="/display/lab/bac-1?token={TOKEN}"'
         assert link in (await client.get("/")).text
         assert link in (await client.get("/table/lab/bac-1")).text
-        assert "/display/" not in (await client.get("/table/lab/qp-1")).text
+        assert "/display/" not in (await client.get("/table/lab/bac-2")).text

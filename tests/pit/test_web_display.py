@@ -32,10 +32,13 @@ from tests.pit.webfloor import (
 pytestmark = WEB_MARKS
 __all__ = ["browser", "floor", "supervisor"]  # fixtures this module uses
 
-TOKENS = {"bac-1": "bac1-display-" + "k" * 40, "bac-2": "bac2-display-" + "q" * 40}
+TOKENS = {"bac-1": "bac1-display-" + "k" * 40, "bac-2": "bac2-display-" + "q" * 40,
+          "craps-1": "craps1-display-" + "d" * 40}
 PIT_CONFIG_EXTRA = [
     "[[displays]]", f'table = "{SITE}/bac-1"', f'token = "{TOKENS["bac-1"]}"', 'language = "en"',
     "", "[[displays]]", f'table = "{SITE}/bac-2"', f'token = "{TOKENS["bac-2"]}"',
+    "", "[[displays]]", f'table = "{SITE}/craps-1"', f'token = "{TOKENS["craps-1"]}"',
+    'language = "en"',
 ]
 SCREEN = {"width": 1920, "height": 1080}
 
@@ -150,6 +153,39 @@ def test_a_display_updates_live_and_shows_nothing_of_the_supervisors_page(
     page.context.close()
 
 
+def test_the_craps_display_shows_the_tables_last_rolls_live(floor: Floor,
+                                                            browser: Any) -> None:
+    page = screen(browser)
+    page.goto(url(floor, "craps-1"))
+    live(page)
+    page.wait_for_selector(".throw[data-dice]", timeout=30_000)
+    first = page.locator(".throw.newest").get_attribute("data-dice")
+
+    def drawn() -> list[str]:
+        return [str(d) for d in page.evaluate(
+            "() => [...document.querySelectorAll('.throw[data-dice]')].map(e => e.dataset.dice)")]
+
+    # the dice roll on: the newest roll changes without a reload
+    _wait(lambda: page.locator(".throw.newest").get_attribute("data-dice") != first
+          or len(drawn()) >= 20 and drawn()[0] != first, 30, "a new roll on the display")
+    shown = drawn()
+    thrown = [f"{b['result']['dice'][0]}-{b['result']['dice'][1]}"
+              for _, b in floor.collector.on("craps-1", "outcome")
+              if b.get("status") == "complete" and not b.get("no_roll")
+              and (b.get("result") or {}).get("dice")]
+    newest_first = list(reversed(thrown))
+    # the display's rolls are a run of the table's rolls, newest first
+    assert any(newest_first[i:i + len(shown)] == shown for i in range(len(newest_first))), (
+        shown, newest_first[:25])
+    for total in page.locator(".num[data-mark=hot]").all():
+        assert int(total.get_attribute("data-count")) > 0
+    assert page.errors == []
+    if os.environ.get("TABLED_SCREENSHOTS") == "1":
+        _wait(lambda: len(drawn()) >= 14, 30, "rolls enough for the picture")
+        page.screenshot(path=str(IMAGES / "pit-display-craps.png"))
+    page.context.close()
+
+
 def test_a_wrong_token_is_403_for_any_table(floor: Floor, browser: Any) -> None:
     page = screen(browser)
     for table, token in (("bac-1", TOKENS["bac-2"]), ("bac-1", ""), ("bac-1", "x" * 40)):
@@ -171,5 +207,5 @@ def test_the_supervisors_tile_links_its_tables_display(floor: Floor, supervisor:
     link = page.locator('article.tile[data-table="bac-1"] a.display-link')
     link.wait_for(timeout=30_000)
     assert link.get_attribute("href") == f"/display/{SITE}/bac-1?token={TOKENS['bac-1']}"
-    assert page.locator('article.tile[data-table="craps-1"] a.display-link').count() == 0
+    assert page.locator('article.tile[data-table="qp-1"] a.display-link').count() == 0
     assert page.locator('article.tile[data-table="bac-3"] a.display-link').count() == 0
