@@ -4,8 +4,9 @@ computes from the same stream; a display updates live without sign-in; a wrong t
 nothing of the supervisor's page (alerts, other tables, links) is on a display; the supervisor's
 tile links to its table's display.
 
-With ``TABLED_SCREENSHOTS=1`` it saves ``docs/images/pit-display-baccarat.png`` at 1920x1080,
-the screen beside a table."""
+With ``TABLED_SCREENSHOTS=1`` it saves ``docs/images/pit-display-baccarat.png`` (English),
+``pit-display-baccarat-zh_Hant.png`` and ``pit-display-craps.png`` at 1920x1080, the screen
+beside a table."""
 
 from __future__ import annotations
 
@@ -150,6 +151,8 @@ def test_a_display_updates_live_and_shows_nothing_of_the_supervisors_page(
         assert absent not in html, absent
     assert page.locator("a").count() == 0  # a display links nowhere
     assert page.errors == []
+    if os.environ.get("TABLED_SCREENSHOTS") == "1":
+        page.screenshot(path=str(IMAGES / "pit-display-baccarat-zh_Hant.png"))
     page.context.close()
 
 
@@ -167,7 +170,7 @@ def test_the_craps_display_shows_the_tables_last_rolls_live(floor: Floor,
 
     # the dice roll on: the newest roll changes without a reload
     _wait(lambda: page.locator(".throw.newest").get_attribute("data-dice") != first
-          or len(drawn()) >= 20 and drawn()[0] != first, 30, "a new roll on the display")
+          or (len(drawn()) >= 20 and drawn()[0] != first), 30, "a new roll on the display")
     shown = drawn()
     thrown = [f"{b['result']['dice'][0]}-{b['result']['dice'][1]}"
               for _, b in floor.collector.on("craps-1", "outcome")
