@@ -29,10 +29,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import jinja2
@@ -43,6 +43,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from tabled.contract.secrets import SecretError, read_secret
+from tabled.games import registry
 from tabled.pit.config import DISPLAY_TOKEN, DisplaySettings
 from tabled.pit.errors import PitError
 from tabled.pit.i18n import translations
@@ -81,8 +82,6 @@ def load_displays(settings: Sequence[DisplaySettings]) -> list[Display]:
     """The configured displays with their tokens; a token file that cannot serve is a
     :class:`DisplayTokenError` naming the key (the pit refuses to start, as for its other
     secrets)."""
-    import re
-
     out = []
     for index, entry in enumerate(settings):
         token = entry.token
@@ -224,7 +223,7 @@ class Displays:
         logged and left out)."""
         sheets = [(HERE / "static" / "display.css").read_text(encoding="utf-8")]
         loader = self.env.loader
-        for game in _games(self.env):
+        for game in registry.game_names():  # a game whose part does not load: pit_part logs it
             part = pit_part(game)
             if part is None or part.display_stylesheet is None or loader is None:
                 continue
@@ -238,12 +237,3 @@ class Displays:
         if request.headers.get("if-none-match") == self.css_etag:
             return Response(status_code=304, headers={"etag": self.css_etag})
         return Response(self.css, media_type="text/css", headers={"etag": self.css_etag})
-
-
-def _games(env: jinja2.Environment) -> list[str]:
-    """The games whose templates the page's environment finds (its prefix loader's)."""
-    loader: Any = env.loader
-    for inner in getattr(loader, "loaders", ()):
-        if isinstance(inner, jinja2.PrefixLoader):
-            return list(inner.mapping)
-    return []
