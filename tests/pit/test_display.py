@@ -150,6 +150,20 @@ def test_the_craps_display_says_what_each_roll_did_and_marks_hot_and_cold_number
     assert empty["rolls"] == [] and not any(t["mark"] for t in empty["totals"])
 
 
+def test_the_cut_card_shows_from_the_shoes_cut_card_event_until_the_next_shoe() -> None:
+    from tabled.games.baccarat.pit import BaccaratPanel
+
+    panel = BaccaratPanel()
+    if "shoe_count" not in panel.to_dict():
+        pytest.skip("the panel counts no shoe yet (issue 29, the shoe's penetration)")
+    panel.event({"type": "shoe_start", "decks": 8})
+    assert display.view(panel.to_dict())["cut_card"] is False
+    assert panel.event({"type": "cut_card"})
+    assert display.view(panel.to_dict())["cut_card"] is True
+    panel.event({"type": "shoe_start", "decks": 8})
+    assert display.view(panel.to_dict())["cut_card"] is False
+
+
 # -- the config ------------------------------------------------------------------------------------
 
 
