@@ -23,10 +23,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from tabled.contract.outcome import OutcomeError, OutcomeRecord
@@ -35,15 +35,30 @@ from tabled.games.registry import decode_outcome
 from tabled.pit.i18n import N_
 from tabled.pit.model import pit_part
 from tabled.pit.store import RoundQuery, StoreError
-
-if TYPE_CHECKING:
-    from tabled.pit.web.app import PitWeb
+from tabled.pit.web.port import PitPort
 
 #: Rounds a history page shows unless ``?size=`` says otherwise, and the most it shows.
 PAGE_SIZE = 20
 MAX_SIZE = 100
 #: Segments listed on a page.
 SEGMENTS_LISTED = 30
+
+
+class PitWeb(Protocol):
+    """What the history asks of the running page (:class:`tabled.pit.web.app.PitWeb`)."""
+
+    port: PitPort
+
+    def user(self, request: Request) -> Any: ...
+
+    def may_view(self, user: Any) -> bool: ...
+
+    def login_redirect(self, request: Request) -> RedirectResponse: ...
+
+    def render(self, request: Request, name: str, status: int = 200,
+               **context: Any) -> HTMLResponse: ...
+
+    def error(self, request: Request, status: int, title: str, text: str) -> HTMLResponse: ...
 
 
 class BadQuery(ValueError):
