@@ -337,7 +337,8 @@ class SignInEntry:
 
 class RecordStore(abc.ABC):
     """The floor's record of what the tables published: messages, idempotent by number, and
-    malformed input; what the reconciler, the live model, recall and the integrity monitors read."""
+    malformed input; what the reconciler, the live model, recall, the history and the integrity
+    monitors read."""
 
     @abc.abstractmethod
     async def record(self, message: Message, recorded_by: str) -> Recorded: ...

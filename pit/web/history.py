@@ -126,6 +126,15 @@ def _game_of(web: PitWeb, site: str, table: str,
     return game if isinstance(game, str) else None
 
 
+async def _recorded_game(web: PitWeb, site: str, table: str) -> str | None:
+    """The table's game: the live floor's, else its latest recorded outcome's."""
+    game = _game_of(web, site, table, [])
+    if game is None:
+        latest = await web.port.record.round_page(site, table, RoundQuery(size=1))
+        game = _game_of(web, site, table, [r.outcome for r in latest.rounds])
+    return game
+
+
 def _part(game: str | None) -> PitPart | None:
     return pit_part(game) if game is not None else None
 
@@ -179,7 +188,7 @@ async def rounds_page(web: PitWeb, request: Request, site: str, table: str) -> R
 @_page
 async def segments_page(web: PitWeb, request: Request, site: str, table: str) -> Response:
     q = request.query_params
-    game = _game_of(web, site, table, [])
+    game = await _recorded_game(web, site, table)
     part = _part(game)
     if part is None or part.history_segment is None:
         return web.error(request, 404, "No segments",
@@ -195,7 +204,7 @@ async def segments_page(web: PitWeb, request: Request, site: str, table: str) ->
 @_page
 async def segment_page(web: PitWeb, request: Request, site: str, table: str) -> Response:
     number = int(request.path_params["number"])
-    game = _game_of(web, site, table, [])
+    game = await _recorded_game(web, site, table)
     part = _part(game)
     if part is None or part.history_segment is None:
         return web.error(request, 404, "No segments",

@@ -99,7 +99,6 @@ def test_history_pages_back_past_the_last_ten_rounds(floor: Floor, supervisor: A
     response = page.goto(f"{floor.base_url}/table/{SITE}/bac-1/history?size=lots")
     assert response is not None and response.status == 400
     assert "size" in page.inner_text("main")
-    screenshot(page, "history-rounds")
 
 
 def _cells(page: Any) -> dict[str, Any]:
