@@ -227,8 +227,8 @@ class SqlRecords(SqlBase, RecordStore):
                 "WHERE site = ? AND table_id = ? AND topic = 'outcome' "
                 "ORDER BY table_seq DESC LIMIT ?", (site, table, last))
             outs.reverse()
-            rounds, _ = await _with_events(tx, site, table, outs)
-            return rounds
+            rounds, opened_at = await _with_events(tx, site, table, outs)
+            return await _faults_of(tx, site, table, rounds, opened_at)
 
         return await self._run("recall", body, write=False)
 
@@ -288,13 +288,8 @@ class SqlRecords(SqlBase, RecordStore):
                 order == "DESC" and await _exists(tx, where, params, "table_seq > ?",
                                                   high_seq)) else None
             rounds, opened_at = await _with_events(tx, site, table, outs)
-            faults = await tx.fetchall(
-                "SELECT received_at, payload FROM messages WHERE site = ? AND table_id = ? "
-                "AND topic = 'fault' AND received_at > ? AND received_at <= ? "
-                "ORDER BY received_at, id LIMIT ?",
-                (site, table, -1.0 if opened_at is None else opened_at,
-                 rounds[-1].received_at + FAULT_SLACK, MAX_FAULTS))
-            return RoundPage(_with_faults(rounds, opened_at, faults)[::-1], older, newer)
+            rounds = await _faults_of(tx, site, table, rounds, opened_at)
+            return RoundPage(rounds[::-1], older, newer)
 
         return await self._run("round_page", body, write=False)
 
@@ -462,6 +457,21 @@ def _named_round(fault: dict[str, Any]) -> int | None:
             if isinstance(value, int) and not isinstance(value, bool):
                 return value
     return None
+
+
+async def _faults_of(tx: Tx, site: str, table: str, rounds: list[RecalledRound],
+                     opened_at: float | None) -> list[RecalledRound]:
+    """``rounds`` (in the table's order) with the faults that touched each
+    (:func:`_with_faults`), read in one query over their time span."""
+    if not rounds:
+        return rounds
+    faults = await tx.fetchall(
+        "SELECT received_at, payload FROM messages WHERE site = ? AND table_id = ? "
+        "AND topic = 'fault' AND received_at > ? AND received_at <= ? "
+        "ORDER BY received_at, id LIMIT ?",
+        (site, table, -1.0 if opened_at is None else opened_at,
+         rounds[-1].received_at + FAULT_SLACK, MAX_FAULTS))
+    return _with_faults(rounds, opened_at, faults)
 
 
 def _with_faults(rounds: list[RecalledRound], opened_at: float | None,

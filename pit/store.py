@@ -147,10 +147,9 @@ class Holdings:
 
 @dataclass(frozen=True, slots=True)
 class RecalledRound:
-    """One round for game recall: its outcome and every event the table published for it;
-    in a history page (:meth:`RecordStore.round_page`) also the faults that touched it (the
-    table's ``fault`` messages naming its round or received in its time span) and the
-    outcome's number (``table_seq``, the page's cursor)."""
+    """One round for game recall: its outcome, every event the table published for it, the
+    faults that touched it (the table's ``fault`` messages naming its round or received in its
+    time span) and the outcome's number (``table_seq``, a history page's cursor)."""
 
     round: int
     outcome: dict[str, Any]

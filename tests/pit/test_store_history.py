@@ -69,6 +69,9 @@ async def test_each_round_has_the_faults_that_touched_it(store: Store) -> None:
     assert faults[3] == ["card_misread"]
     assert faults[6] == ["dealer_procedure"]  # by time: after round 5's outcome
     assert all(not faults[n] for n in (1, 2, 4, 5))
+    recalled = await store.recall("lab", "t1", last=4)  # recall shows them too
+    assert [[f["code"] for f in r.faults] for r in recalled] \
+        == [["card_misread"], [], [], ["dealer_procedure"]]
 
 
 async def test_a_fault_naming_a_round_is_that_rounds(store: Store) -> None:
