@@ -4,9 +4,14 @@ the parameter, what does not exist 404."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from tests.pit.test_web_app import a_floor, sign_in, web
+import pytest
+
+from tabled.games import registry
+from tests.pit.conftest import all_bets
+from tests.pit.test_web_app import Table, a_floor, sign_in, web
 
 
 async def test_history_needs_sign_in_and_answers_every_page(tmp_path: Path) -> None:
@@ -41,3 +46,23 @@ async def test_history_needs_sign_in_and_answers_every_page(tmp_path: Path) -> N
         assert (await client.get("/table/lab/bac-1/history/segments/2")).status_code == 404
         assert (await client.get("/table/lab/craps-1/history/segments")).status_code == 404
         assert (await client.get("/table/lab/nope/history")).status_code == 404
+
+
+async def test_a_game_without_a_history_view_gets_the_list_of_rounds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    declared = dict(registry.games())
+    declared["craps"] = dataclasses.replace(declared["craps"], parts={})
+    monkeypatch.setattr(registry, "games", lambda: declared)
+    monkeypatch.setattr(registry, "game", lambda name: declared[name])
+    async with web(tmp_path, anonymous_view=True) as (service, _, client):
+        craps = Table(service, "craps-1", "craps", "dice-1")
+        await craps.birth()
+        for r, dice in enumerate([[3, 4], [2, 2]], start=1):
+            await craps.outcome(r, result={"dice": dice, "total": sum(dice),
+                                           "point_before": None, "point_after": None},
+                                bets=all_bets("craps", dont_pass={"result": "lose"}))
+        page = await client.get("/table/lab/craps-1/history")
+        assert page.status_code == 200 and page.text.count('class="recall-round"') == 2
+        assert "game-history" not in page.text and "segments" not in page.text
+        assert "Don&#39;t Pass" in page.text or "Don't Pass" in page.text
+        assert (await client.get("/table/lab/craps-1/history/segments")).status_code == 404
