@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from tabled.contract.outcome import OutcomeRecord
+from tabled.games.baccarat.history import history
 from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.games.baccarat.roads import DERIVED_ROADS, RecordError, Roads, hand_of_record
 from tabled.games.parts.pit import PitPart, given, grid
@@ -109,4 +110,6 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
 
 
 PIT = PitPart(panel=BaccaratPanel, describe=describe, view=view, package="tabled.games.baccarat",
-              events=("shoe_start",), stylesheet="pit.css")
+              events=("shoe_start",), stylesheet="pit.css",
+              history=history,
+              history_segment="shoe_start", history_segment_title="Shoe")
