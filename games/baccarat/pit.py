@@ -17,6 +17,7 @@ import structlog
 
 from tabled.contract.outcome import OutcomeRecord
 from tabled.games.baccarat import display
+from tabled.games.baccarat.history import history
 from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.games.baccarat.roads import DERIVED_ROADS, RecordError, Roads, hand_of_record
 from tabled.games.parts.pit import PitPart, given, grid
@@ -111,5 +112,7 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
 
 PIT = PitPart(panel=BaccaratPanel, describe=describe, view=view, package="tabled.games.baccarat",
               events=("shoe_start",), stylesheet="pit.css",
+              history=history,
+              history_segment="shoe_start", history_segment_title="Shoe",
               display_template="display.html", display_view=display.view,
               display_stylesheet="display.css")
