@@ -313,6 +313,7 @@ async def test_a_display_speaks_its_configs_language(tmp_path: Path) -> None:
     async with web(tmp_path, DISPLAYS) as (_, client):
         dice = (await client.get(f"/display/lab/craps-1?token={OTHER}")).text
         assert "天然點" in dice and "最近 3 次擲骰" in dice  # zh_Hant, the floor's
+        assert '<span class="display-game">花旗骰</span>' in dice  # the game's title too
         poker = (await client.get(f"/display/lab/qp-1?token={THIRD}")).text
         assert "Este jogo não tem marcador" in poker  # pt, as configured
         board = (await client.get(f"/display/lab/bac-1?token={TOKEN}")).text
