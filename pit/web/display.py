@@ -170,29 +170,28 @@ class Displays:
         return env
 
     def board(self, display: Display) -> str:
-        """The board fragment: the game's display of the table's panel, or a word saying
-        why there is none."""
+        """The board fragment: the table's name and game, and the game's display of the
+        table's panel (or a word saying why there is none)."""
         panel = self.port.floor.panel(display.site, display.table)
         game = None if panel is None else panel.get("game")
         part = pit_part(game) if isinstance(game, str) else None
-        env = self.environment(display.language)
-        if part is None or part.display_template is None or part.display_view is None:
-            return env.get_template("_display_none.html").render(waiting=panel is None)
-        view = dict(part.display_view(panel or {}))
-        return env.get_template(f"{game}/{part.display_template}").render(view=view)
+        drawn = (part is not None and part.display_template is not None
+                 and part.display_view is not None)
+        return self.environment(display.language).get_template("_display_board.html").render(
+            site=display.site, table=display.table,
+            title=game_title(game) if isinstance(game, str) else "",
+            template=f"{game}/{part.display_template}" if drawn and part else None,
+            view=dict(part.display_view(panel or {})) if drawn and part and part.display_view
+            else {}, waiting=panel is None)
 
     async def page(self, request: Request) -> Response:
         display = self.display(request)
         if display is None:
             return self.refused()
-        panel = self.port.floor.panel(display.site, display.table)
-        game = None if panel is None else panel.get("game")
         env = self.environment(display.language)
         html = env.get_template("display.html").render(
-            site=display.site, table=display.table,
-            game=game if isinstance(game, str) else None,
-            title=game_title(game) if isinstance(game, str) else "",
-            lang=HTML_LANG.get(display.language, "en"), board=self.board(display),
+            table=display.table, lang=HTML_LANG.get(display.language, "en"),
+            board=self.board(display),
             events=f"/display/{quote(display.site)}/{quote(display.table)}/events?token="
                    f"{quote(request.query_params.get('token', ''))}")
         return HTMLResponse(html)
