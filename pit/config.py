@@ -373,6 +373,7 @@ class PitConfig(_Strict):
     integrity: IntegritySettings = IntegritySettings()
     users: list[UserSettings] = Field(default_factory=list)
     log: LogSettings = LogSettings()
+    reports: ReportSettings = Field(default_factory=lambda: ReportSettings())
 
     @field_validator("users")
     @classmethod
@@ -415,3 +416,57 @@ def check_secrets(config: PitConfig) -> list[tuple[str, str]]:
         ("web.tls_key_file", config.web.tls_key_file if config.web else None),
         ("reconcile.hmac_key_file", config.reconcile.hmac_key_file),
     ])
+
+
+# -- the shift reports (pit/report) ------------------------------------------------------------
+
+_SHIFT = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
+
+
+class ReportSettings(_Strict):
+    """The shift and day reports (``tabled pit report``, the page's ``/reports``) and the
+    scheduled report of each shift, written when the shift ends."""
+
+    #: Where each shift's report is written; none: no scheduled report.
+    folder: Path | None = None
+    #: When each shift starts, local ``HH:MM`` in ``timezone`` (a shift ends when the next
+    #: starts).
+    shifts: list[str] = Field(default_factory=lambda: ["07:00", "15:00", "23:00"])
+    #: The files written per shift.
+    formats: list[Literal["html", "csv", "pdf"]] = Field(
+        default_factory=lambda: ["pdf", "csv"])
+    #: The floor's time zone (IANA name): the shifts' times, the report's clock.
+    timezone: str = "Asia/Macau"
+    #: The scheduled reports' language.
+    language: Literal["zh_Hant", "en", "pt"] = "zh_Hant"
+
+    @field_validator("shifts")
+    @classmethod
+    def _shifts(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("at least one shift start, HH:MM")
+        bad = [v for v in value if not _SHIFT.match(v)]
+        if bad:
+            raise ValueError(f"not a time of day as HH:MM (00:00 to 23:59): {', '.join(bad)}")
+        if len(set(value)) != len(value):
+            raise ValueError("a shift start is given twice")
+        return sorted(value)
+
+    @field_validator("formats")
+    @classmethod
+    def _formats(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("at least one of html, csv, pdf")
+        return list(dict.fromkeys(value))
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"not a time zone this machine knows (IANA name such as "
+                             f"Asia/Macau): {value}") from exc
+        return value
