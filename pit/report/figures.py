@@ -61,7 +61,9 @@ def wilson(count: int, n: int, z: float = Z) -> tuple[float, float]:
     p = count / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low = 0.0 if count == 0 else max(0.0, centre - half)
+    high = 1.0 if count == n else min(1.0, centre + half)
+    return low, high
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +243,8 @@ class _Tally:
         out = []
         for (observation, group, expected), counts, n in zip(
                 self.groups, self.counts, self.n, strict=True):
+            if n == 0:
+                continue  # nothing counted (void rounds only): no table of zeros
             rows = []
             for j, rate in enumerate(group.rates):
                 low, high = wilson(counts[j], n)

@@ -15,10 +15,18 @@ class PeriodError(ValueError):
     """A time or period that cannot be read; the message says what was expected."""
 
 
-def parse_time(text: str, timezone: str) -> float:
+def parse_time(text: str, timezone: str, *, end: bool = False) -> float:
     """``2026-12-04``, ``2026-12-04T07:00`` or ``2026-12-04 07:00[:00]`` (local time in
-    ``timezone`` unless it carries an offset: ``…+08:00``, ``…Z``) as a timestamp."""
+    ``timezone`` unless it carries an offset: ``…+08:00``, ``…Z``) as a timestamp. A date
+    alone is its midnight, or with ``end`` the next one (the day is included)."""
     raw = text.strip()
+    if end and len(raw) == 10:
+        try:
+            day = date.fromisoformat(raw)
+        except ValueError:
+            pass
+        else:
+            raw = (day + timedelta(days=1)).isoformat()
     try:
         moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
@@ -30,13 +38,14 @@ def parse_time(text: str, timezone: str) -> float:
 
 
 def parse_period(since: str, until: str, timezone: str) -> tuple[float, float]:
-    """The period ``[since, until)``; :class:`PeriodError` naming the field that is wrong."""
+    """The period ``[since, until)`` (``until`` a date alone: that whole day included);
+    :class:`PeriodError` naming the field that is wrong."""
     try:
         start = parse_time(since, timezone)
     except PeriodError as exc:
         raise PeriodError(f"from: {exc}") from None
     try:
-        end = parse_time(until, timezone)
+        end = parse_time(until, timezone, end=True)
     except PeriodError as exc:
         raise PeriodError(f"to: {exc}") from None
     if end <= start:

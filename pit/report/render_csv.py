@@ -45,8 +45,8 @@ def _rows(report: Report, s: Section) -> list[list[Any]]:
         for f in table.rows:
             rows.append(["frequency", name, table.game, f"{table.observation}:{f.name}", f.count,
                          f.n, f"{f.expected:.6f}", f"{f.low:.6f}", f"{f.high:.6f}"])
-    for finding in s.findings:
-        rows.append(["finding", f"{finding.site}/{finding.table}" if s.table is None else name,
+    for finding in s.findings if s.table is not None else ():  # the floor's are the tables'
+        rows.append(["finding", name,
                      game, f"{finding.kind}:{finding.subject}", 1,
                      f"{report.local(finding.opened_at).isoformat(timespec='seconds')} "
                      f"{finding.message}", "", "", ""])
