@@ -95,6 +95,7 @@ def _frequency_page(pdf: PdfPages, t: Callable[[str], str], heading: str,
     (a hollow diamond on a hatched bar) for each outcome class."""
     fig = Figure(figsize=PAGE)
     ax = fig.add_axes((0.3, 0.1, 0.62, 0.78))
+    ax.set_axisbelow(True)
     names = [t(r.spoken) for r in table.rows]
     ys = list(range(len(table.rows)))[::-1]
     expected = [r.expected for r in table.rows]
@@ -129,7 +130,9 @@ def _downtime_page(pdf: PdfPages, t: Callable[[str], str], tables: Sequence[Sect
         fig.text(0.06, 0.9, t(N_("No table in the period.")), fontsize=11, va="top")
         pdf.savefig(fig)
         return
-    ax = fig.add_axes((0.3, 0.1, 0.62, 0.8))
+    high = min(0.8, 0.05 * len(tables) + 0.1)
+    ax = fig.add_axes((0.3, 0.9 - high, 0.62, high))
+    ax.set_axisbelow(True)
     ys = list(range(len(tables)))[::-1]
     offline = [s.offline / 60 for s in tables]
     degraded = [s.degraded / 60 for s in tables]
@@ -151,6 +154,7 @@ def _hours_page(pdf: PdfPages, t: Callable[[str], str], report: Report) -> None:
     fig.text(0.06, 0.95, t(TITLES["hours" if hourly else "days"]), fontsize=15,
              va="top")
     ax = fig.add_axes((0.08, 0.18, 0.88, 0.7))
+    ax.set_axisbelow(True)
     labels = [report.local(s).strftime("%H:%M" if hourly else "%m-%d")
               for s, _ in report.incidents]
     xs = list(range(len(report.incidents)))

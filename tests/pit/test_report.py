@@ -203,6 +203,10 @@ async def test_the_csv_reads_back_to_the_same_figures(sqlite_store: Store) -> No
     assert [int(r["count"]) for r in rows if r["section"] == "alerts_per_hour"] == [
         2, 1, 0, 0, 0, 0, 0, 0]
     assert value("finding", "lab/t1", "integrity:frequency:banker up") == "1"
+    html = render(report, "html", "en").decode()
+    for shown in ("lab/t1", "baccarat.art9", "shuffler_jam", "Banker wins", "banker up",
+                  "66.67 %", "10.0"):
+        assert shown in html, shown
 
 
 def _png(pdf: bytes, tmp_path: Path, name: str) -> list[Path]:
