@@ -421,6 +421,8 @@ def check_secrets(config: PitConfig) -> list[tuple[str, str]]:
 # -- the shift reports (pit/report) ------------------------------------------------------------
 
 _SHIFT = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
+ReportFormat = Literal["html", "csv", "pdf"]
+_REPORT_FORMATS: list[ReportFormat] = ["pdf", "csv"]
 
 
 class ReportSettings(_Strict):
@@ -433,8 +435,7 @@ class ReportSettings(_Strict):
     #: starts).
     shifts: list[str] = Field(default_factory=lambda: ["07:00", "15:00", "23:00"])
     #: The files written per shift.
-    formats: list[Literal["html", "csv", "pdf"]] = Field(
-        default_factory=lambda: ["pdf", "csv"])
+    formats: list[ReportFormat] = Field(default_factory=lambda: list(_REPORT_FORMATS))
     #: The floor's time zone (IANA name): the shifts' times, the report's clock.
     timezone: str = "Asia/Macau"
     #: The scheduled reports' language.
@@ -454,7 +455,7 @@ class ReportSettings(_Strict):
 
     @field_validator("formats")
     @classmethod
-    def _formats(cls, value: list[str]) -> list[str]:
+    def _formats(cls, value: list[ReportFormat]) -> list[ReportFormat]:
         if not value:
             raise ValueError("at least one of html, csv, pdf")
         return list(dict.fromkeys(value))

@@ -163,7 +163,8 @@ class PitService:
             audit_days=self.config.retention.alert_days, floor=self.floor, desk=self.desk,
             record=self.store, changes=self.changes,
             broker_connected=self.ingest.connected.is_set,
-            store_failure=lambda: self.store_failure, metrics_app=self.metrics.asgi_app())
+            store_failure=lambda: self.store_failure, metrics_app=self.metrics.asgi_app(),
+            reports=self.config.reports)
 
     def request_stop(self) -> None:
         self._stop.set()

@@ -23,6 +23,7 @@ import structlog
 from matplotlib import font_manager, rc_context
 from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from tabled.pit.i18n import N_, translations
 from tabled.pit.report.figures import FrequencyTable, Report, Section, by_count
@@ -58,12 +59,16 @@ def fonts() -> tuple[str, ...]:
     return (CJK_FONT, "DejaVu Sans")
 
 
+def _save(pdf: PdfPages, fig: Figure) -> None:
+    pdf.savefig(fig)  # type: ignore[no-untyped-call]
+
+
 def _text_page(pdf: PdfPages, title: str, lines: Sequence[str]) -> None:
     fig = Figure(figsize=PAGE)
     fig.text(0.08, 0.94, title, fontsize=18, va="top")
     for i, line in enumerate(lines):
         fig.text(0.08, 0.88 - i * 0.03, line, fontsize=11, va="top")
-    pdf.savefig(fig)
+    _save(pdf, fig)
 
 
 def _table_pages(pdf: PdfPages, title: str, header: Sequence[str],
@@ -86,7 +91,7 @@ def _table_pages(pdf: PdfPages, title: str, header: Sequence[str],
             for (row, _), cell in table.get_celld().items():
                 if row == 0:
                     cell.set_facecolor("#dddddd")
-        pdf.savefig(fig)
+        _save(pdf, fig)
 
 
 def _frequency_page(pdf: PdfPages, t: Callable[[str], str], heading: str,
@@ -120,7 +125,7 @@ def _frequency_page(pdf: PdfPages, t: Callable[[str], str], heading: str,
     ax.legend(loc="lower right", fontsize=9)
     fig.text(0.06, 0.96, t(TITLES["frequencies"]), fontsize=15, va="top")
     fig.text(0.06, 0.925, heading, fontsize=11, va="top")
-    pdf.savefig(fig)
+    _save(pdf, fig)
 
 
 def _downtime_page(pdf: PdfPages, t: Callable[[str], str], tables: Sequence[Section]) -> None:
@@ -128,7 +133,7 @@ def _downtime_page(pdf: PdfPages, t: Callable[[str], str], tables: Sequence[Sect
     fig.text(0.06, 0.96, t(TITLES["downtime"]), fontsize=15, va="top")
     if not tables:
         fig.text(0.06, 0.9, t(N_("No table in the period.")), fontsize=11, va="top")
-        pdf.savefig(fig)
+        _save(pdf, fig)
         return
     high = min(0.8, 0.05 * len(tables) + 0.1)
     ax = fig.add_axes((0.3, 0.9 - high, 0.62, high))
@@ -145,7 +150,7 @@ def _downtime_page(pdf: PdfPages, t: Callable[[str], str], tables: Sequence[Sect
     ax.set_xlim(0, max([1.0, *(o + d for o, d in zip(offline, degraded, strict=True))]) * 1.1)
     ax.grid(axis="x", linestyle=":", color="black", linewidth=0.5)
     ax.legend(loc="lower right", fontsize=9)
-    pdf.savefig(fig)
+    _save(pdf, fig)
 
 
 def _hours_page(pdf: PdfPages, t: Callable[[str], str], report: Report) -> None:
@@ -163,9 +168,9 @@ def _hours_page(pdf: PdfPages, t: Callable[[str], str], report: Report) -> None:
     step = max(1, len(xs) // 24)
     ax.set_xticks(xs[::step], labels[::step], rotation=60, fontsize=8)
     ax.set_ylabel(t(N_("alerts opened")))
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(axis="y", linestyle=":", color="black", linewidth=0.5)
-    pdf.savefig(fig)
+    _save(pdf, fig)
 
 
 def pdf_bytes(report: Report, language: str) -> bytes:
@@ -173,11 +178,11 @@ def pdf_bytes(report: Report, language: str) -> bytes:
     t = translations(language).gettext
     when = report.local
     out = io.BytesIO()
-    style = {"font.family": list(fonts()), "pdf.fonttype": 42, "hatch.linewidth": 0.6,
-             "axes.unicode_minus": False}
     metadata = {"Title": t(TITLES["cover"]), "Creator": "tabled pit", "CreationDate": None,
                 "ModDate": None}
-    with rc_context(style), PdfPages(out, metadata=metadata) as pdf:
+    with rc_context({"font.family": list(fonts()), "pdf.fonttype": 42,
+                     "hatch.linewidth": 0.6, "axes.unicode_minus": False}), \
+            PdfPages(out, metadata=metadata) as pdf:
         floor = report.floor
         median = floor.ack_median
         _text_page(pdf, t(TITLES["cover"]) + (f" · {report.scope}" if report.scope else ""), [

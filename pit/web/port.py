@@ -14,11 +14,11 @@ connection, the store's failure) and the metrics' ASGI app.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tabled.pit.alerts import AlertDesk
-from tabled.pit.config import UserSettings
+from tabled.pit.config import ReportSettings, UserSettings
 from tabled.pit.model import ChangeFeed, Floor
 from tabled.pit.store import (
     LIVE_STATES,
@@ -26,6 +26,7 @@ from tabled.pit.store import (
     AuditEntry,
     RecalledRound,
     SignInEntry,
+    StoredMessage,
     WebSession,
 )
 
@@ -64,6 +65,16 @@ class WebRecord(Protocol):
     async def purge_sign_in(self, sessions_before: float,
                             audit_before: float) -> dict[str, int]: ...
 
+    # the reports' queries (:class:`tabled.pit.report.figures.ReportRecord`)
+    async def messages_between(self, since: float, until: float, *, site: str | None = None,
+                               table: str | None = None,
+                               streams: Sequence[str] = ("outcome", "fault", "status"),
+                               limit: int = 1_000_000) -> list[StoredMessage]: ...
+    async def statuses_before(self, at: float) -> list[StoredMessage]: ...
+    async def alerts_opened(self, since: float, until: float, *, site: str | None = None,
+                            table: str | None = None,
+                            limit: int = 1_000_000) -> list[Alert]: ...
+
 
 @dataclass(frozen=True)
 class PitPort:
@@ -89,3 +100,5 @@ class PitPort:
     store_failure: Callable[[], str | None]
     #: ``/metrics`` (Prometheus' ASGI app)
     metrics_app: Any
+    #: the reports' settings (time zone, shifts, the default language): ``/reports``
+    reports: ReportSettings = field(default_factory=ReportSettings)
