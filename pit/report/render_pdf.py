@@ -111,7 +111,8 @@ def _frequency_page(pdf: PdfPages, t: Callable[[str], str], heading: str,
     low = [max(0.0, o - r.low) for o, r in zip(observed, table.rows, strict=True)]
     high = [max(0.0, r.high - o) for o, r in zip(observed, table.rows, strict=True)]
     ax.errorbar(observed, ys, xerr=[low, high], fmt="o", color="black", ecolor="black",
-                capsize=4, markersize=6, zorder=4, label=t(N_("observed, 95 % interval")))
+                capsize=4, markersize=6, zorder=4,
+                label=t(N_("observed, 95 %% interval")) % {})
     for y, r in zip(ys, table.rows, strict=True):
         if not r.within:
             ax.annotate("!", (r.high, y), xytext=(6, -4), textcoords="offset points",
@@ -205,7 +206,7 @@ def pdf_bytes(report: Report, language: str) -> bytes:
             + ("—" if median is None else f"{median:.0f} s"),
             f"{t(N_('Integrity findings'))}: {len(floor.findings)}",
             "",
-            t(N_("Intervals: Wilson score, 95 % confidence.")),
+            t(N_("Intervals: Wilson score, 95 %% confidence.")) % {},
         ])
         sections = report.tables if report.scope else [*report.tables, floor]
         for s in sections:
