@@ -6,6 +6,7 @@ line as a real subprocess."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import os
@@ -358,3 +359,36 @@ def test_a_bad_reports_section_names_the_key() -> None:
     assert "Asia/Nowhere" in keys["reports.timezone"]
     assert "reports.formats.0" in keys and "reports.folders" in keys
 
+
+
+async def test_the_pit_service_writes_the_shift_that_just_ended(broker: Any,
+                                                                 tmp_path: Path) -> None:
+    """The running service's report task: two shifts a minute apart — today's first one just
+    over, and yesterday's second, which ended when today's first began."""
+    from datetime import timedelta
+
+    from tabled.pit.service import PitService
+    from tests.pit.conftest import running
+
+    now = datetime.now(ZoneInfo(ZONE))
+    shifts = [(now - timedelta(minutes=m)).strftime("%H:%M") for m in (2, 1)]
+    folder = tmp_path / "reports"
+    config = parse_config({
+        "mqtt": {"url": broker.url, "reconnect_min": 0.1, "reconnect_max": 1.0},
+        "store": {"sqlite": str(tmp_path / "pit.sqlite")},
+        "reports": {"folder": str(folder), "shifts": shifts, "formats": ["csv"],
+                    "timezone": ZONE, "language": "pt"}})
+    service = PitService(config)
+    assert service.reports is not None
+    async with running(service):
+        for _ in range(100):
+            written = sorted(folder.glob("shift-*.csv"))
+            if len(written) == 2:
+                break
+            await asyncio.sleep(0.1)
+    first = (now - timedelta(minutes=2)).strftime("%Y-%m-%d-%H%M")
+    second = (now - timedelta(days=1, minutes=1)).strftime("%Y-%m-%d-%H%M")
+    assert [p.name for p in written] == [f"shift-{second}.csv", f"shift-{first}.csv"]
+    rows = _parsed(written[-1].read_text())
+    assert [r["item"] for r in rows[:3]] == ["from", "to", "timezone"]
+    assert PitService(parse_config({"mqtt": {"url": broker.url}})).reports is None
