@@ -13,6 +13,7 @@ says the same whenever it is made.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -188,8 +189,9 @@ async def gather(record: ReportRecord, since: float, until: float, *, made_at: f
     before = [m for m in await record.statuses_before(since)
               if (site is None or m.site == site) and (table is None or m.table == table)]
     alerts = await record.alerts_opened(since, until, site=site, table=table)
-    report = compute(messages, before, alerts, since, until, made_at=made_at,
-                     timezone=timezone)
+    # the counting and the exact odds take a moment: off the event loop the pit serves from
+    report = await asyncio.to_thread(compute, messages, before, alerts, since, until,
+                                     made_at=made_at, timezone=timezone)
     if table is not None:
         report.scope = f"{site}/{table}"
     return report
