@@ -10,6 +10,9 @@
     tabled pit ack ALERT --config FILE --user U   acknowledge, as a signed-in user
     tabled pit close ALERT --config FILE --user U close, as a supervisor
     tabled pit hash-password                      an argon2id hash for [[users]]
+    tabled pit report --config FILE --from T --to T [--table SITE/TABLE]
+        [--format html|csv|pdf] [--output FILE] [--lang zh_Hant|en|pt]
+                                                  a shift or day report from the record
 
 The acting commands ask for the user's password (from the terminal, or the first line of
 standard input, or ``--password-file``) and go through the same role check and audit as the web
@@ -263,6 +266,47 @@ def _hash_password(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from tabled.pit.report import render
+    from tabled.pit.report.figures import gather
+    from tabled.pit.report.period import PeriodError, parse_period
+
+    site: str | None = None
+    table: str | None = None
+    if args.table:
+        site, sep, table = args.table.partition("/")
+        if not sep or not site or not table:
+            print("tabled pit report: --table: name the table as SITE/TABLE", file=sys.stderr)
+            return EXIT_USAGE
+    config = _load(args.config)
+    zone = config.reports.timezone
+    try:
+        since, until = parse_period(args.since, args.until, zone)
+    except PeriodError as exc:
+        print(f"tabled pit report: --{exc}", file=sys.stderr)
+        return EXIT_USAGE
+    language = args.lang or config.reports.language
+
+    async def body(config: Any, store: Any) -> bytes:
+        report = await gather(store, since, until, made_at=time.time(), timezone=zone,
+                              site=site, table=table)
+        return await asyncio.to_thread(render, report, args.format, language)
+
+    data = _with_store(args, body)
+    if isinstance(data, int):
+        return data
+    if args.output:
+        try:
+            Path(args.output).write_bytes(data)
+        except OSError as exc:
+            print(f"tabled pit report: --output: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tabled pit", description="The pit monitor: the floor's record, live model, "
@@ -316,6 +360,19 @@ def build_parser() -> argparse.ArgumentParser:
         act.add_argument("--password-file", metavar="FILE",
                          help="default: ask on the terminal, or read standard input")
         act.set_defaults(func=_act)
+
+    rp = sub.add_parser("report", help="a shift or day report from the record (html, csv, pdf)")
+    with_config(rp)
+    rp.add_argument("--from", dest="since", required=True, metavar="TIME",
+                    help="2026-12-04T07:00 or 2026-12-04, local to [reports] timezone "
+                         "unless it has an offset")
+    rp.add_argument("--to", dest="until", required=True, metavar="TIME")
+    rp.add_argument("--table", metavar="SITE/TABLE", help="one table (default: the floor)")
+    rp.add_argument("--format", choices=("html", "csv", "pdf"), default="html")
+    rp.add_argument("--output", "-o", metavar="FILE", help="default: standard output")
+    rp.add_argument("--lang", choices=("zh_Hant", "en", "pt"),
+                    help="default: [reports] language")
+    rp.set_defaults(func=_report)
 
     hp = sub.add_parser("hash-password", help="print an argon2id hash for [[users]]")
     hp.set_defaults(func=_hash_password)

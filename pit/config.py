@@ -377,6 +377,7 @@ class PitConfig(_Strict):
     #: the tables' scoreboard displays (``[[displays]]``, :class:`DisplaySettings`)
     displays: Annotated[list[DisplaySettings], AfterValidator(_unique_tokens)] = Field(
         default_factory=list)
+    reports: ReportSettings = Field(default_factory=lambda: ReportSettings())
 
     @field_validator("users")
     @classmethod
@@ -479,6 +480,60 @@ def _unique_tokens(displays: list[DisplaySettings]) -> list[DisplaySettings]:
     if len(set(tokens)) < len(tokens) or len(set(files)) < len(files):
         raise ValueError("each display has a token of its own (two give the same one)")
     return displays
+
+# -- the shift reports (pit/report) ------------------------------------------------------------
+
+_SHIFT = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
+ReportFormat = Literal["html", "csv", "pdf"]
+_REPORT_FORMATS: list[ReportFormat] = ["pdf", "csv"]
+
+
+class ReportSettings(_Strict):
+    """The shift and day reports (``tabled pit report``, the page's ``/reports``) and the
+    scheduled report of each shift, written when the shift ends."""
+
+    #: Where each shift's report is written; none: no scheduled report.
+    folder: Path | None = None
+    #: When each shift starts, local ``HH:MM`` in ``timezone`` (a shift ends when the next
+    #: starts).
+    shifts: list[str] = Field(default_factory=lambda: ["07:00", "15:00", "23:00"])
+    #: The files written per shift.
+    formats: list[ReportFormat] = Field(default_factory=lambda: list(_REPORT_FORMATS))
+    #: The floor's time zone (IANA name): the shifts' times, the report's clock.
+    timezone: str = "Asia/Macau"
+    #: The scheduled reports' language.
+    language: Literal["zh_Hant", "en", "pt"] = "zh_Hant"
+
+    @field_validator("shifts")
+    @classmethod
+    def _shifts(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("at least one shift start, HH:MM")
+        bad = [v for v in value if not _SHIFT.match(v)]
+        if bad:
+            raise ValueError(f"not a time of day as HH:MM (00:00 to 23:59): {', '.join(bad)}")
+        if len(set(value)) != len(value):
+            raise ValueError("a shift start is given twice")
+        return sorted(value)
+
+    @field_validator("formats")
+    @classmethod
+    def _formats(cls, value: list[ReportFormat]) -> list[ReportFormat]:
+        if not value:
+            raise ValueError("at least one of html, csv, pdf")
+        return list(dict.fromkeys(value))
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"not a time zone this machine knows (IANA name such as "
+                             f"Asia/Macau): {value}") from exc
+        return value
 
 
 PitConfig.model_rebuild()

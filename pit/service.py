@@ -43,6 +43,7 @@ from tabled.pit.messages import Malformed, Message, parse_message
 from tabled.pit.metrics import PitMetrics
 from tabled.pit.model import ChangeFeed, Floor, panel_event_types
 from tabled.pit.reconcile import Reconciler
+from tabled.pit.report.schedule import ShiftWriter
 from tabled.pit.store import (
     Alert,
     AlertChange,
@@ -151,6 +152,9 @@ class PitService:
         self._metrics_server: Any = None
         #: the web page (:mod:`tabled.pit.web`), when the config has a ``[web]`` section
         self.web: Any = None
+        #: each shift's report, written when it ends (``[reports] folder``; None: none)
+        self.reports: ShiftWriter | None = (
+            ShiftWriter(config.reports, self.store) if config.reports.folder else None)
 
     def web_port(self) -> PitPort:
         """What the web page may reach of this service (the web never imports the service)."""
@@ -160,7 +164,8 @@ class PitService:
             record=self.store, changes=self.changes,
             broker_connected=self.ingest.connected.is_set,
             store_failure=lambda: self.store_failure, metrics_app=self.metrics.asgi_app(),
-            displays=self.config.displays, display_refused=self.metrics.count_display_refused)
+            displays=self.config.displays, display_refused=self.metrics.count_display_refused,
+            reports=self.config.reports)
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -208,6 +213,8 @@ class PitService:
                     tasks.append(start_part(group, log, "share", self._follow_records))
                 if self.reconciler is not None:
                     tasks.append(start_part(group, log, "reconcile", self.reconciler.run))
+                if self.reports is not None:
+                    tasks.append(start_part(group, log, "reports", self.reports.run))
                 web = None
                 if self.web is not None:
                     web = start_part(group, log, "web", self.web.run)

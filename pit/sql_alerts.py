@@ -288,3 +288,22 @@ class SqlAlerts(SqlBase, AlertStore, OutboxStore):
                              "WHERE id = ? AND pending = 1", (audit_id,))
 
         await self._run("release_publication", body)
+
+    # -- the reports' queries (pit/report) ------------------------------------------------------
+
+    async def alerts_opened(self, since: float, until: float, *, site: str | None = None,
+                            table: str | None = None,
+                            limit: int = 1_000_000) -> list[Alert]:
+        async def body(tx: Tx) -> list[Alert]:
+            where = ["opened_at >= ?", "opened_at < ?"]
+            params: list[Any] = [since, until]
+            for column, value in (("site", site), ("table_id", table)):
+                if value is not None:
+                    where.append(f"{column} = ?")
+                    params.append(value)
+            rows = await tx.fetchall(
+                f"SELECT {ALERT_COLUMNS} FROM alerts WHERE {' AND '.join(where)} "
+                "ORDER BY opened_at, id LIMIT ?", [*params, limit])
+            return [alert_row(r) for r in rows]
+
+        return await self._run("alerts_opened", body, write=False)

@@ -379,6 +379,38 @@ class SqlRecords(SqlBase, RecordStore):
 
         return await self._run("rebuild_records", body, write=False)
 
+    # -- the reports' queries (pit/report) ------------------------------------------------------
+
+    async def messages_between(self, since: float, until: float, *, site: str | None = None,
+                               table: str | None = None,
+                               streams: Sequence[str] = ("outcome", "fault", "status"),
+                               limit: int = 1_000_000) -> list[StoredMessage]:
+        async def body(tx: Tx) -> list[StoredMessage]:
+            where = ["received_at >= ?", "received_at < ?",
+                     f"topic IN ({', '.join('?' for _ in streams)})"]
+            params: list[object] = [since, until, *streams]
+            for column, value in (("site", site), ("table_id", table)):
+                if value is not None:
+                    where.append(f"{column} = ?")
+                    params.append(value)
+            rows = await tx.fetchall(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE {' AND '.join(where)} "
+                "ORDER BY id LIMIT ?", [*params, limit])
+            return [message_row(r) for r in rows]
+
+        return await self._run("messages_between", body, write=False)
+
+    async def statuses_before(self, at: float) -> list[StoredMessage]:
+        async def body(tx: Tx) -> list[StoredMessage]:
+            rows = await tx.fetchall(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE topic = 'status' AND id = "
+                "(SELECT MAX(id) FROM messages n WHERE n.site = m.site AND "
+                "n.table_id = m.table_id AND n.topic = 'status' AND n.received_at < ?) "
+                "ORDER BY id", (at,))
+            return [message_row(r) for r in rows]
+
+        return await self._run("statuses_before", body, write=False)
+
 
 # -- history's helpers ----------------------------------------------------------------------------
 

@@ -422,6 +422,21 @@ class RecordStore(abc.ABC):
         ``after_id`` or in the last ``recent`` seconds (the live model of a server that gets
         only its share of a shared subscription follows the rest through the record)."""
 
+    # -- the reports' queries (pit/report) --------------------------------------------------
+
+    @abc.abstractmethod
+    async def messages_between(self, since: float, until: float, *, site: str | None = None,
+                               table: str | None = None,
+                               streams: Sequence[str] = ("outcome", "fault", "status"),
+                               limit: int = 1_000_000) -> list[StoredMessage]:
+        """The messages of ``streams`` received in ``[since, until)`` (of one site and table,
+        or all), in arrival order."""
+
+    @abc.abstractmethod
+    async def statuses_before(self, at: float) -> list[StoredMessage]:
+        """Each table's last ``status`` message received before ``at``: its state when a
+        report's period begins."""
+
 
 class AlertStore(abc.ABC):
     """Alerts and their audit trail: each change one transaction with its audit line (the
@@ -471,6 +486,15 @@ class AlertStore(abc.ABC):
         """Audit entries with an id above ``after_id`` or written in the last ``recent``
         seconds: how a pit learns what other processes did (PostgreSQL hands out ids before
         commit, so a late commit may carry a lower id than one already seen)."""
+
+    # -- the reports' queries (pit/report) --------------------------------------------------
+
+    @abc.abstractmethod
+    async def alerts_opened(self, since: float, until: float, *, site: str | None = None,
+                            table: str | None = None,
+                            limit: int = 1_000_000) -> list[Alert]:
+        """Alerts opened in ``[since, until)`` in any state (of one site and table, or all),
+        oldest first."""
 
 
 class OutboxStore(abc.ABC):

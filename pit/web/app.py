@@ -13,6 +13,8 @@
 ``GET /events``               the page's server-sent events (:mod:`tabled.pit.web.live`)
 ``GET /display/…``            a table's scoreboard display, by token, no sign-in
                               (:mod:`tabled.pit.web.display`)
+``GET /reports``, ``/reports/view``, ``/reports/file``  shift and day reports
+                              (:mod:`tabled.pit.web.reports`)
 ``GET /healthz``              the service's health (JSON; 503 while the store fails)
 ``/metrics``                  Prometheus (the port's ``metrics_app``)
 ``/static/…``                 the stylesheet, the page script, vendored htmx
@@ -57,7 +59,7 @@ from tabled.pit.auth import Forbidden, User, Users
 from tabled.pit.config import WebSettings
 from tabled.pit.model import Change, game_title, pit_part
 from tabled.pit.store import LIVE_STATES, AlertActionError, StoreError, WebSession
-from tabled.pit.web import history, present
+from tabled.pit.web import history, present, reports
 from tabled.pit.web.display import Displays
 from tabled.pit.web.live import View, stream
 from tabled.pit.web.port import PitPort
@@ -223,6 +225,7 @@ class PitWeb:
             Route("/static/pit.css", self.stylesheet),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
             Route("/metrics", _Asgi(port.metrics_app)),
+            *reports.routes(self),
         ]
         inner = Starlette(routes=routes, middleware=[
             Middleware(SessionMiddleware, secret_key=secret, session_cookie=SESSION_COOKIE,

@@ -15,11 +15,11 @@ the counter of refused display requests.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tabled.pit.alerts import AlertDesk
-from tabled.pit.config import DisplaySettings, UserSettings
+from tabled.pit.config import DisplaySettings, ReportSettings, UserSettings
 from tabled.pit.model import ChangeFeed, Floor
 from tabled.pit.store import (
     LIVE_STATES,
@@ -81,6 +81,16 @@ class WebRecord(Protocol):
     async def purge_sign_in(self, sessions_before: float,
                             audit_before: float) -> dict[str, int]: ...
 
+    # the reports' queries (:class:`tabled.pit.report.figures.ReportRecord`)
+    async def messages_between(self, since: float, until: float, *, site: str | None = None,
+                               table: str | None = None,
+                               streams: Sequence[str] = ("outcome", "fault", "status"),
+                               limit: int = 1_000_000) -> list[StoredMessage]: ...
+    async def statuses_before(self, at: float) -> list[StoredMessage]: ...
+    async def alerts_opened(self, since: float, until: float, *, site: str | None = None,
+                            table: str | None = None,
+                            limit: int = 1_000_000) -> list[Alert]: ...
+
 
 @dataclass(frozen=True)
 class PitPort:
@@ -110,3 +120,5 @@ class PitPort:
     displays: Sequence[DisplaySettings] = ()
     #: counts one refused display request (a wrong or missing token), by reason
     display_refused: Callable[[str], None] = lambda reason: None
+    #: the reports' settings (time zone, shifts, the default language): ``/reports``
+    reports: ReportSettings = field(default_factory=ReportSettings)

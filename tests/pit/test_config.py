@@ -31,7 +31,8 @@ def test_the_example_is_valid_and_documents_every_key() -> None:
                            ("metrics", config.metrics), ("log", config.log),
                            ("integrity", config.integrity),
                            ("integrity.craps", config.integrity.craps),
-                           ("displays", config.displays[0])):
+                           ("displays", config.displays[0]),
+                           ("reports", config.reports)):
         for key in type(model).model_fields:
             assert f"{key} =" in text or f"[{section}.{key}]" in text, f"{section}.{key}"
 
