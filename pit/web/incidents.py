@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from tabled.pit.alerts import Incident, incidents
 from tabled.pit.auth import Forbidden, User
+from tabled.pit.i18n import N_
 from tabled.pit.store import Alert, AuditEntry, StoreError
 from tabled.pit.web.port import PitPort, WebRecord
 
@@ -135,14 +136,14 @@ def routes(web: Page) -> list[Route]:
         for value in form.getlist("incident"):
             text = str(value)
             if not text.isdigit():
-                return self.error(request, 400, "Not an incident", text[:40])
+                return self.error(request, 400, N_("Not an incident"), text[:40])
             chosen.append(int(text))
         if not chosen:
-            return self.error(request, 400, "Nothing selected",
-                              "Select the incidents to acknowledge.")
+            return self.error(request, 400, N_("Nothing selected"),
+                              N_("Select the incidents to acknowledge."))
         if len(chosen) > MAX_SELECTED:
-            return self.error(request, 400, "Too many selected",
-                              f"At most {MAX_SELECTED} incidents at once.")
+            return self.error(request, 400, N_("Too many selected"),
+                              N_("At most %(n)s incidents at once.") % {"n": MAX_SELECTED})
         note = str(form.get("note") or "")[:4000] or None
         try:
             await self.port.desk.acknowledge_incidents(chosen, user, note)
