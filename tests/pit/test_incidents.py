@@ -6,6 +6,7 @@ acknowledges is escalated (and published), bulk acknowledgement is role-checked 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from tabled.pit.auth import User
 from tabled.pit.config import AlertSettings, ConfigError, parse_config
 from tabled.pit.messages import Message
 from tabled.pit.store import Store
+from tabled.pit.store_sqlite import SqliteStore
 from tests.pit.conftest import CONTRACT_VERSION, birth, device, msg, void_outcome, will
 from tests.pit.test_alerts import Pit
 
@@ -196,3 +198,30 @@ def test_escalation_settings_are_validated_by_key() -> None:
         with pytest.raises(ConfigError) as caught:
             parse_config({**base, "alerts": bad})
         assert any(k.startswith(key) for k, _ in caught.value.errors), caught.value.errors
+
+
+async def test_a_version_2_record_is_migrated_each_alert_its_own_incident(
+        tmp_path: Path) -> None:
+    class Version2(SqliteStore):
+        def migrations(self) -> list[list[str]]:
+            return super().migrations()[:2]
+
+    path = tmp_path / "pit.sqlite"
+    old = Version2(path)
+    await old.open()
+    try:
+        await old.call(lambda db: db.execute(
+            "INSERT INTO alerts (site, table_id, kind, subject, severity, state, message, detail,"
+            " transient, count, opened_at, updated_at) VALUES ('lab', 't1', 'offline', '', "
+            "'critical', 'open', 'table offline', '{}', 0, 4, 10.0, 20.0)"))
+    finally:
+        await old.close()
+    s = SqliteStore(path)
+    await s.open()
+    try:
+        (alert,) = await s.alerts()
+        assert (alert.incident, alert.incident_id, alert.escalation, alert.last_seen) == (
+            alert.id, alert.id, 0, 20.0)
+        assert alert.count == 4 and alert.message == "table offline"  # nothing lost
+    finally:
+        await s.close()
