@@ -7,17 +7,25 @@ same alerts). The kinds, their severities and what raises and clears each are do
 seq_gap, seq_conflict, fault, notice, command_rejected, void, ``integrity:<name>``).
 
 One alert per (table, kind, subject) that is not closed: a repeat counts, it does not open
-another. A *transient* alert reports a fact with nothing to clear, so acknowledging it closes
-it. People act through :class:`AlertDesk`, which checks the role here (a viewer cannot
-acknowledge, whatever page or command it comes through) and audits refusals too. It never
-decides a table's state itself: it reads what the tables published.
+another, and the alert then shows the repeat's message. A *transient* alert reports a fact with
+nothing to clear, so acknowledging it closes it. People act through :class:`AlertDesk`, which
+checks the role here (a viewer cannot acknowledge, whatever page or command it comes through)
+and audits refusals too. It never decides a table's state itself: it reads what the tables
+published.
+
+Alerts that belong together are one **incident** (:class:`Incident`, :func:`incidents`): a new
+alert joins the incident of a recent alert of its table (``[alerts] group_window``) that is the
+same condition again (a repeat after it was closed, a device lost again), a fault of the device
+it names, or (a void) the fault that caused it and (a fault) the void it caused. An incident
+not acknowledged for ``[alerts] escalate_after`` (per severity) is **escalated** on the engine's
+clock, one level per period (published on ``…/pit/alert`` with the new level).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import structlog
@@ -30,6 +38,7 @@ from tabled.pit.config import AlertSettings
 from tabled.pit.messages import DURABLE, Message
 from tabled.pit.model import Floor
 from tabled.pit.store import (
+    LIVE_STATES,
     Alert,
     AlertActionError,
     AlertChange,
@@ -43,7 +52,8 @@ from tabled.pit.store import (
 
 log = structlog.get_logger("tabled.pit.alerts")
 
-__all__ = ["AlertActionError", "AlertDesk", "AlertEngine", "Forbidden", "ranges"]
+__all__ = ["AlertActionError", "AlertDesk", "AlertEngine", "Forbidden", "Incident", "incidents",
+           "ranges"]
 
 #: How bad each fault code is (codes not listed: major).
 FAULT_SEVERITY: dict[str, Severity] = {
@@ -65,6 +75,137 @@ FAULT_SEVERITY: dict[str, Severity] = {
 MAX_NOTE = 2000
 #: How many missing numbers an alert lists one by one (beyond, ranges carry them).
 MAX_LISTED = 1000
+#: A void and a fault of its table this close in time are one incident even when the void's
+#: reason does not name the fault, seconds.
+CAUSE_WINDOW = 10.0
+#: Alert kinds about one device (their subject is the device's id).
+DEVICE_KINDS = ("device_lost", "device_unavailable", "wrong_device")
+#: Most bulk-acknowledged incidents in one action.
+MAX_BULK = 500
+_WORST: dict[str, int] = {"critical": 0, "major": 1, "minor": 2, "info": 3}
+_AWAITING = ("open", "cleared")
+
+
+@dataclass(frozen=True, slots=True)
+class Incident:
+    """Alerts of one table that belong together, as people see them: the latest message, the
+    count of every report, and each alert (oldest first) for its timeline. Its id is its first
+    alert's."""
+
+    id: int
+    alerts: tuple[Alert, ...]
+
+    @property
+    def site(self) -> str:
+        return self.alerts[0].site
+
+    @property
+    def table(self) -> str:
+        return self.alerts[0].table
+
+    @property
+    def latest(self) -> Alert:
+        """The alert last reported: its message is the incident's."""
+        return max(self.alerts, key=lambda a: (a.last_seen, a.id))
+
+    @property
+    def message(self) -> str:
+        return self.latest.message
+
+    @property
+    def kind(self) -> str:
+        return self.latest.kind
+
+    @property
+    def kinds(self) -> list[str]:
+        return list(dict.fromkeys(a.kind for a in self.alerts))
+
+    @property
+    def awaiting(self) -> list[Alert]:
+        """Its alerts waiting for an acknowledgement (open, or cleared and not acknowledged)."""
+        return [a for a in self.alerts if a.state in _AWAITING]
+
+    @property
+    def needs_ack(self) -> bool:
+        return bool(self.awaiting)
+
+    @property
+    def state(self) -> str:
+        states = {a.state for a in self.alerts}
+        return next((s for s in ("open", "cleared", "acknowledged") if s in states), "closed")
+
+    @property
+    def severity(self) -> Severity:
+        pool = self.awaiting or list(self.alerts)
+        return min((a.severity for a in pool), key=lambda s: _WORST.get(s, 9))
+
+    @property
+    def count(self) -> int:
+        return sum(a.count for a in self.alerts)
+
+    @property
+    def opened_at(self) -> float:
+        return min(a.opened_at for a in self.alerts)
+
+    @property
+    def last_seen(self) -> float:
+        return max(a.last_seen for a in self.alerts)
+
+    @property
+    def escalation(self) -> int:
+        """The level it was escalated to while waiting (0: not escalated, or acknowledged)."""
+        return max((a.escalation for a in self.awaiting), default=0)
+
+    @property
+    def acknowledged(self) -> Alert | None:
+        """Its alert acknowledged last (who, when, the note)."""
+        acked = [a for a in self.alerts if a.acked_at is not None]
+        return max(acked, key=lambda a: a.acked_at or 0.0) if acked else None
+
+    @property
+    def articles(self) -> list[str]:
+        """The rule articles its alerts cite (a void's, a notice's)."""
+        out = [a.detail.get("article") for a in self.alerts]
+        return list(dict.fromkeys(x for x in out if isinstance(x, str) and x))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "site": self.site, "table": self.table, "state": self.state,
+                "severity": self.severity, "message": self.message, "count": self.count,
+                "escalation": self.escalation, "alerts": [a.id for a in self.alerts]}
+
+
+def incidents(alerts: Iterable[Alert]) -> list[Incident]:
+    """Alerts grouped into their incidents, those waiting first, worst first, newest first."""
+    groups: dict[int, list[Alert]] = {}
+    for a in alerts:
+        groups.setdefault(a.incident_id, []).append(a)
+    out = [Incident(key, tuple(sorted(members, key=lambda a: a.id)))
+           for key, members in groups.items()]
+    return sorted(out, key=lambda i: (not i.needs_ack, -i.escalation,
+                                      _WORST.get(i.severity, 9), -i.last_seen, -i.id))
+
+
+def belongs(spec: AlertSpec, other: Alert, now: float, window: float) -> bool:
+    """Does a new alert for ``spec`` belong to ``other``'s incident (same table, within
+    ``window`` seconds of ``other``'s last report)?"""
+    if (spec.site, spec.table) != (other.site, other.table) \
+            or now - max(other.last_seen, other.updated_at) > window:
+        return False
+    if (spec.kind, spec.subject) == (other.kind, other.subject):
+        return True  # the same condition again: a repeat, a device lost again
+    device = spec.subject if spec.kind in DEVICE_KINDS else spec.detail.get("device")
+    theirs = other.subject if other.kind in DEVICE_KINDS else other.detail.get("device")
+    if isinstance(device, str) and device == theirs \
+            and (spec.kind in DEVICE_KINDS or other.kind in DEVICE_KINDS):
+        return True  # a device's loss and its faults
+    kinds = {spec.kind, other.kind}
+    if kinds == {"void", "fault"}:
+        void, fault = (spec.detail, other.detail) if spec.kind == "void" else \
+            (other.detail, spec.detail)
+        reason, code = str(void.get("void_reason") or ""), fault.get("code")
+        close = abs(now - other.last_seen) <= CAUSE_WINDOW
+        return close or (isinstance(code, str) and bool(code) and code in reason)
+    return False
 
 
 def ranges(numbers: Iterable[int]) -> list[list[int]]:
@@ -111,6 +252,34 @@ class AlertDesk:
                                               publish=self.publish)
         self._done(change)
         return change.alert
+
+    async def acknowledge_incidents(self, incident_ids: Iterable[int], user: User,
+                                    note: str | None = None) -> list[Alert]:
+        """Acknowledge every alert waiting in each of these incidents (a bulk action of the
+        alerts page): each alert acknowledged is its own audit line. Raises Forbidden (a
+        viewer: the refusal audited on each incident). Alerts acknowledged or closed meanwhile
+        are left as they are."""
+        ids = list(dict.fromkeys(incident_ids))[:MAX_BULK]
+        if not user.may("acknowledge"):
+            for incident_id in ids:
+                await self.store.audit_refusal(
+                    incident_id, user.name, "acknowledge",
+                    f"role {user.role}: {_note(note) or ''}".strip(), self.clock())
+            log.warning("alert_action_refused", incidents=ids, user=user.name, role=user.role,
+                        action="acknowledge")
+            raise Forbidden(user, "acknowledge")
+        done: list[Alert] = []
+        for alert in await self.store.incident_alerts(ids):
+            if alert.state not in _AWAITING:
+                continue
+            try:
+                change = await self.store.acknowledge(alert.id, user.name, _note(note),
+                                                      self.clock(), publish=self.publish)
+            except AlertActionError:
+                continue  # acknowledged or closed meanwhile (another person, another pit)
+            self._done(change)
+            done.append(change.alert)
+        return done
 
     async def audit(self, alert_id: int, user: User) -> list[AuditEntry]:
         user.require("view")
@@ -186,6 +355,53 @@ class AlertEngine:
             self._silent.add((alert.site, alert.table))
         for alert in await self.store.alerts(kind="device_lost"):
             self._lost.add((alert.site, alert.table, alert.subject))
+
+    # -- incidents and escalation ---------------------------------------------------------
+
+    async def _incident(self, spec: AlertSpec) -> int | None:
+        """The incident a new alert for ``spec`` joins (None: its own); nothing is looked up
+        for a condition already open, which the store counts on its alert."""
+        model = self.floor.table(spec.site, spec.table)
+        if model is not None and any((a.kind, a.subject) == (spec.kind, spec.subject)
+                                     for a in model.alerts.values()):
+            return None
+        window = self.settings.group_window
+        if window <= 0:
+            return None
+        now = self.clock()
+        recent = await self.store.alerts(site=spec.site, table=spec.table,
+                                         states=(*LIVE_STATES, "closed"), limit=50)
+        for other in recent:  # newest first
+            if belongs(spec, other, now, window):
+                return other.incident_id
+        return None
+
+    async def escalate(self) -> None:
+        """Escalate each incident waiting for an acknowledgement longer than its severity's
+        ``escalate_after`` (one level per period, up to ``escalate_levels``)."""
+        now = self.clock()
+        limits = self.settings.escalate_after
+        for incident in incidents(self.floor.alerts()):
+            waiting = incident.awaiting
+            if not waiting:
+                continue
+            after = limits.get(incident.severity)
+            if after is None:
+                continue
+            since = min(a.opened_at for a in waiting)
+            level = min(self.settings.escalate_levels, int((now - since) // after))
+            if level < 1 or level <= incident.escalation:
+                continue
+            target = min(waiting, key=lambda a: (_WORST.get(a.severity, 9), a.id))
+            note = (f"{incident.severity} incident #{incident.id} not acknowledged for "
+                    f"{now - since:.0f} s: level {level}")
+            change = await self.store.escalate(target.id, level, self.actor, now, note,
+                                               publish=self.settings.publish)
+            if change is not None:
+                log.warning("alert_escalated", alert=target.id, incident=incident.id,
+                            level=level, severity=incident.severity,
+                            table=f"{incident.site}/{incident.table}")
+                self._changed(change)
 
     # -- what the tables publish ----------------------------------------------------------
 
@@ -491,12 +707,14 @@ class AlertEngine:
     # -- timers -------------------------------------------------------------------------------
 
     async def tick(self) -> None:
-        """Gap checks that are due, and silent tables. Call every half second or so."""
+        """Gap checks that are due, escalations, and silent tables. Call every half second or
+        so."""
         now = self.clock()
         due = [c for c in self._checks if c.due <= now]
         self._checks = [c for c in self._checks if c.due > now]
         for check in due:
             await self._check_gap(check)
+        await self.escalate()
         for model in self.floor.tables():
             key = (model.site, model.table)
             heard = self._heard.setdefault(key, now)
@@ -511,6 +729,10 @@ class AlertEngine:
     # -- helpers ------------------------------------------------------------------------------
 
     async def _raise(self, spec: AlertSpec) -> None:
+        if spec.incident is None:
+            joins = await self._incident(spec)
+            if joins is not None:
+                spec = replace(spec, incident=joins)
         change = await self.store.raise_alert(spec, self.actor, self.clock(),
                                               publish=self.settings.publish)
         if change is not None:

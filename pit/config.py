@@ -165,6 +165,13 @@ class RetentionSettings(_Strict):
     interval: Annotated[float, Field(ge=10, le=86400)] = 3600
 
 
+_Severity = Literal["critical", "major", "minor", "info"]
+
+
+def _critical_after() -> dict[_Severity, float]:
+    return {"critical": 300.0}
+
+
 class AlertSettings(_Strict):
     #: A table that is online and sends nothing (not even metrics) for this long: ``silent``.
     silence_after: Annotated[float, Field(ge=1, le=86400)] = 60
@@ -173,6 +180,23 @@ class AlertSettings(_Strict):
     gap_grace: Annotated[float, Field(ge=0, le=600)] = 2.0
     #: Publish every alert state change on ``<prefix>/<site>/pit/alert`` (QoS 1).
     publish: bool = True
+    #: Alerts of one table that belong together within this many seconds are one incident (a
+    #: void and the fault that caused it, a device lost and found, repeats of one fault).
+    group_window: Annotated[float, Field(ge=0, le=86400)] = 120.0
+    #: An incident not acknowledged this long is escalated, seconds: one number (critical
+    #: incidents only) or a table per severity (``{ critical = 120, major = 600 }``); each
+    #: further period unacknowledged raises its level again, up to ``escalate_levels``.
+    escalate_after: dict[_Severity, Annotated[float, Field(ge=1, le=86400)]] = Field(
+        default_factory=_critical_after)
+    #: The highest escalation level.
+    escalate_levels: Annotated[int, Field(ge=1, le=10)] = 3
+
+    @field_validator("escalate_after", mode="before")
+    @classmethod
+    def _one_number_is_critical(cls, value: Any) -> Any:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return {"critical": value}
+        return value
 
 
 class ReconcileSettings(_Strict):

@@ -86,7 +86,7 @@ def alert_payload(alert: Alert, audit: AuditEntry, pit_id: str) -> dict[str, Any
     """What ``…/pit/alert`` carries for one change: the alert after it, the change itself
     (action, actor, note, audit id) and the pit server that published it."""
     body = alert.to_dict()
-    for key in ("opened_at", "updated_at", "cleared_at", "closed_at"):
+    for key in ("opened_at", "updated_at", "cleared_at", "closed_at", "escalated_at", "seen_at"):
         body[key] = rfc3339(body[key])
     if body["acknowledged"] is not None:
         body["acknowledged"] = {**body["acknowledged"], "at": rfc3339(alert.acked_at)}
@@ -111,7 +111,8 @@ class PitService:
     """One pit server. ``await run()`` until :meth:`request_stop`."""
 
     def __init__(self, config: PitConfig, *, notifier: Notifier | None = None,
-                 store: Store | None = None) -> None:
+                 store: Store | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.config = config
         self.notifier = notifier or Notifier()
         self.actor = f"pit:{config.pit.id}"
@@ -121,8 +122,9 @@ class PitService:
         self.changes = ChangeFeed()
         self.floor = Floor(changes=self.changes)
         self.metrics.floor = self.floor
+        #: the alert rules' clock (silence, gap checks, escalation): a test moves it by hand
         self.engine = AlertEngine(self.store, self.floor, config.alerts, actor=self.actor,
-                                  on_change=self._alert_changed)
+                                  clock=clock, on_change=self._alert_changed)
         #: what the web layer calls for people's actions (role-checked, audited)
         self.desk = self.engine.desk
         #: the integrity monitors (docs/integrity.md): findings become alerts

@@ -34,7 +34,8 @@ R = TypeVar("R")
 MESSAGE_COLUMNS = "id, site, table_id, topic, table_seq, kind, round, received_at, payload"
 ALERT_COLUMNS = ("id, site, table_id, kind, subject, severity, state, message, detail, "
                   "transient, count, opened_at, updated_at, acked_by, acked_at, ack_note, "
-                  "cleared_at, closed_at, closed_by")
+                  "cleared_at, closed_at, closed_by, incident, escalation, escalated_at, "
+                  "seen_at")
 AUDIT_COLUMNS = "id, alert_id, at, actor, action, state, note"
 
 
@@ -100,6 +101,22 @@ def schema_v2(pk: str, real: str) -> list[str]:
     ]
 
 
+def schema_v3(real: str, bigint: str) -> list[str]:
+    """Version 3: incidents and escalation. ``incident`` is the id of the incident's first
+    alert (each alert recorded before is an incident of its own); ``escalation`` the level an
+    alert not acknowledged was escalated to; ``seen_at`` when its condition was last reported."""
+    return [
+        f"ALTER TABLE alerts ADD COLUMN incident {bigint}",
+        "UPDATE alerts SET incident = id",
+        "ALTER TABLE alerts ADD COLUMN escalation INTEGER NOT NULL DEFAULT 0",
+        f"ALTER TABLE alerts ADD COLUMN escalated_at {real}",
+        f"ALTER TABLE alerts ADD COLUMN seen_at {real}",
+        "UPDATE alerts SET seen_at = updated_at",
+        "CREATE INDEX alerts_incident ON alerts (incident)",
+        "CREATE INDEX alerts_updated ON alerts (updated_at)",
+    ]
+
+
 SESSION_COLUMNS = ("id_hash, user_name, password_mark, created_at, last_seen, ended_at, "
                     "end_reason, client, pit")
 SIGN_IN_COLUMNS = "id, at, user_name, client, action, reason, pit"
@@ -129,7 +146,10 @@ def alert_row(row: Row) -> Alert:
         severity=row[5], state=row[6], message=row[7], detail=json.loads(row[8]),
         transient=bool(row[9]), count=int(row[10]), opened_at=float(row[11]),
         updated_at=float(row[12]), acked_by=row[13], acked_at=row[14], ack_note=row[15],
-        cleared_at=row[16], closed_at=row[17], closed_by=row[18])
+        cleared_at=row[16], closed_at=row[17], closed_by=row[18],
+        incident=int(row[19] or 0), escalation=int(row[20] or 0),
+        escalated_at=None if row[21] is None else float(row[21]),
+        seen_at=None if row[22] is None else float(row[22]))
 
 
 def audit_row(row: Row) -> AuditEntry:

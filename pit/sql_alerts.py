@@ -69,32 +69,41 @@ class SqlAlerts(SqlBase, AlertStore, OutboxStore):
 
     async def raise_alert(self, spec: AlertSpec, actor: str, now: float,
                           publish: bool = True) -> AlertChange | None:
-        """Open an alert for the condition, or count a repeat of one not closed (``None``: no
-        change anyone needs to hear of); a cleared one that comes back is open again."""
+        """Open an alert for the condition (in ``spec.incident``, or an incident of its own), or
+        count a repeat of one not closed, which then shows the repeat's message and detail (its
+        audit line ``repeated``, not published, is the incident's timeline); a cleared one that
+        comes back is open again."""
 
         async def body(tx: Tx) -> AlertChange | None:
             for _ in range(2):
                 live = await self._live(tx, spec.site, spec.table, spec.kind, spec.subject)
                 if live is not None:
                     if live.state != "cleared":
-                        await tx.execute(
-                            "UPDATE alerts SET count = count + 1 WHERE id = ?", (live.id,))
-                        return None
+                        alert = await self._set(
+                            tx, live.id, count=live.count + 1, message=spec.message,
+                            detail=dumps(spec.detail), updated_at=now, seen_at=now)
+                        entry = await self._audit(tx, live.id, now, actor, "repeated",
+                                                  alert.state, spec.message, False)
+                        return AlertChange(alert, entry)
                     alert = await self._set(
-                        tx, live.id, state="open", cleared_at=None, updated_at=now,
+                        tx, live.id, state="open", cleared_at=None, updated_at=now, seen_at=now,
                         count=live.count + 1, message=spec.message, detail=dumps(spec.detail))
                     entry = await self._audit(tx, live.id, now, actor, "reopened", "open",
                                               spec.message, publish)
                     return AlertChange(alert, entry)
                 row = await tx.fetchone(
                     "INSERT INTO alerts (site, table_id, kind, subject, severity, state, "
-                    "message, detail, transient, count, opened_at, updated_at) VALUES "
-                    "(?, ?, ?, ?, ?, 'open', ?, ?, ?, 1, ?, ?) ON CONFLICT DO NOTHING "
-                    "RETURNING id",
+                    "message, detail, transient, count, opened_at, updated_at, incident, "
+                    "seen_at) VALUES (?, ?, ?, ?, ?, 'open', ?, ?, ?, 1, ?, ?, ?, ?) "
+                    "ON CONFLICT DO NOTHING RETURNING id",
                     (spec.site, spec.table, spec.kind, spec.subject, spec.severity,
-                     spec.message, dumps(spec.detail), 1 if spec.transient else 0, now, now))
+                     spec.message, dumps(spec.detail), 1 if spec.transient else 0, now, now,
+                     spec.incident, now))
                 if row is None:
                     continue  # another pit server opened it a moment ago: count it there
+                if spec.incident is None:
+                    await tx.execute("UPDATE alerts SET incident = id WHERE id = ?",
+                                     (int(row[0]),))
                 created = await self._by_id(tx, int(row[0]))
                 assert created is not None
                 entry = await self._audit(tx, created.id, now, actor, "raised", "open",
@@ -134,7 +143,7 @@ class SqlAlerts(SqlBase, AlertStore, OutboxStore):
             if alert is None or alert.state == "closed":
                 return None
             alert = await self._set(tx, alert_id, detail=dumps(detail), message=message,
-                                    updated_at=now)
+                                    updated_at=now, seen_at=now)
             entry = await self._audit(tx, alert_id, now, actor, "updated", alert.state, note,
                                       publish)
             return AlertChange(alert, entry)
@@ -184,6 +193,54 @@ class SqlAlerts(SqlBase, AlertStore, OutboxStore):
             return AlertChange(alert, entry)
 
         return await self._run("close_alert", body)
+
+    async def escalate(self, alert_id: int, level: int, actor: str, now: float, note: str,
+                       publish: bool = True) -> AlertChange | None:
+        async def body(tx: Tx) -> AlertChange | None:
+            alert = await self._by_id(tx, alert_id)
+            if alert is None or alert.state not in ("open", "cleared") \
+                    or alert.escalation >= level:
+                return None
+            alert = await self._set(tx, alert_id, escalation=level, escalated_at=now,
+                                    updated_at=now)
+            entry = await self._audit(tx, alert_id, now, actor, "escalated", alert.state, note,
+                                      publish)
+            return AlertChange(alert, entry)
+
+        return await self._run("escalate", body)
+
+    async def alerts_since(self, since: float, *, limit: int = 1000) -> list[Alert]:
+        async def body(tx: Tx) -> list[Alert]:
+            rows = await tx.fetchall(
+                f"SELECT {ALERT_COLUMNS} FROM alerts WHERE state <> 'closed' OR updated_at >= ? "
+                "OR closed_at >= ? ORDER BY id DESC LIMIT ?", (since, since, limit))
+            return [alert_row(r) for r in rows]
+
+        return await self._run("alerts_since", body, write=False)
+
+    async def incident_alerts(self, incidents: Sequence[int]) -> list[Alert]:
+        async def body(tx: Tx) -> list[Alert]:
+            out: list[Alert] = []
+            ids = sorted(set(incidents))
+            for start in range(0, len(ids), 500):
+                part = ids[start:start + 500]
+                marks = ", ".join("?" for _ in part)
+                rows = await tx.fetchall(
+                    f"SELECT {ALERT_COLUMNS} FROM alerts WHERE incident IN ({marks}) "
+                    f"OR id IN ({marks}) ORDER BY id", [*part, *part])
+                out.extend(alert_row(r) for r in rows)
+            return sorted({a.id: a for a in out}.values(), key=lambda a: a.id)
+
+        return await self._run("incident_alerts", body, write=False)
+
+    async def audit_since(self, since: float, *, limit: int = 1000) -> list[AuditEntry]:
+        async def body(tx: Tx) -> list[AuditEntry]:
+            rows = await tx.fetchall(
+                f"SELECT {AUDIT_COLUMNS} FROM alert_audit WHERE at >= ? ORDER BY at, id "
+                "LIMIT ?", (since, limit))
+            return [audit_row(r) for r in rows]
+
+        return await self._run("audit_since", body, write=False)
 
     async def audit_refusal(self, alert_id: int, actor: str, action: str, note: str,
                             now: float) -> AuditEntry | None:

@@ -44,7 +44,7 @@ T_STORE = 10.0
 #: A claimed outbox row not marked published within this is claimed again (its pit died).
 T_CLAIM = 30.0
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 AlertState = Literal["open", "acknowledged", "cleared", "closed"]
 LIVE_STATES: tuple[AlertState, ...] = ("open", "acknowledged", "cleared")
@@ -221,6 +221,9 @@ class AlertSpec:
     message: str
     detail: dict[str, Any] = field(default_factory=dict)
     transient: bool = False
+    #: the incident a new alert joins (the id of its first alert; the engine decides what
+    #: belongs together); None: it starts an incident of its own
+    incident: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +248,22 @@ class Alert:
     cleared_at: float | None
     closed_at: float | None
     closed_by: str | None
+    #: the incident it belongs to: the id of the incident's first alert (its own id: it
+    #: started one; 0: not known, read as its own id)
+    incident: int = 0
+    #: how many times it was escalated unacknowledged (0: never), and when last
+    escalation: int = 0
+    escalated_at: float | None = None
+    #: when its condition was last reported (raised, repeated, reopened, updated)
+    seen_at: float | None = None
+
+    @property
+    def incident_id(self) -> int:
+        return self.incident or self.id
+
+    @property
+    def last_seen(self) -> float:
+        return self.seen_at if self.seen_at is not None else self.opened_at
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -255,7 +274,9 @@ class Alert:
             "acknowledged": None if self.acked_by is None else {
                 "by": self.acked_by, "at": self.acked_at, "note": self.ack_note},
             "cleared_at": self.cleared_at, "closed_at": self.closed_at,
-            "closed_by": self.closed_by,
+            "closed_by": self.closed_by, "incident": self.incident_id,
+            "escalation": self.escalation, "escalated_at": self.escalated_at,
+            "seen_at": self.last_seen,
         }
 
 
@@ -479,6 +500,25 @@ class AlertStore(abc.ABC):
     @abc.abstractmethod
     async def audit(self, alert_id: int | None = None, *, limit: int = 200) -> list[AuditEntry]:
         """The audit trail of one alert (oldest first), or the latest entries of all."""
+
+    @abc.abstractmethod
+    async def escalate(self, alert_id: int, level: int, actor: str, now: float, note: str,
+                       publish: bool = True) -> AlertChange | None:
+        """Raise an alert not acknowledged (open or cleared) to escalation ``level`` with its
+        audit line (published: ``…/pit/alert`` carries the new level); None if it is
+        acknowledged or closed meanwhile, or at that level already."""
+
+    @abc.abstractmethod
+    async def alerts_since(self, since: float, *, limit: int = 1000) -> list[Alert]:
+        """Alerts not closed, and alerts changed at or after ``since``, newest first."""
+
+    @abc.abstractmethod
+    async def incident_alerts(self, incidents: Sequence[int]) -> list[Alert]:
+        """Every alert of these incidents, whatever its state, oldest first."""
+
+    @abc.abstractmethod
+    async def audit_since(self, since: float, *, limit: int = 1000) -> list[AuditEntry]:
+        """Audit entries written at or after ``since``, oldest first."""
 
     @abc.abstractmethod
     async def audit_after(self, after_id: int, recent: float = 0.0,

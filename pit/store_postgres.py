@@ -23,7 +23,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from tabled.contract.secrets import read_secret
 from tabled.pit.config import PostgresSettings
 from tabled.pit.messages import Message
-from tabled.pit.sql import insert_message, schema, schema_v2, stored_message
+from tabled.pit.sql import insert_message, schema, schema_v2, schema_v3, stored_message
 from tabled.pit.store import T_STORE, Recorded, Row, StoreError, Tx, store_error
 from tabled.pit.store_sql import SqlStore
 
@@ -78,7 +78,8 @@ class PostgresStore(SqlStore):
 
     def migrations(self) -> list[list[str]]:
         pk = "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
-        return [schema(pk, "DOUBLE PRECISION", "BIGINT"), schema_v2(pk, "DOUBLE PRECISION")]
+        return [schema(pk, "DOUBLE PRECISION", "BIGINT"), schema_v2(pk, "DOUBLE PRECISION"),
+                schema_v3("DOUBLE PRECISION", "BIGINT")]
 
     async def open(self) -> None:
         kwargs: dict[str, Any] = {

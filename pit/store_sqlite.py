@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tabled.pit.messages import Message
-from tabled.pit.sql import insert_message, schema, schema_v2, stored_message
+from tabled.pit.sql import insert_message, schema, schema_v2, schema_v3, stored_message
 from tabled.pit.store import T_STORE, Recorded, Row, StoreError, Tx, store_error
 from tabled.pit.store_sql import SqlStore
 
@@ -78,7 +78,8 @@ class SqliteStore(SqlStore):
 
     def migrations(self) -> list[list[str]]:
         return [schema("INTEGER PRIMARY KEY AUTOINCREMENT", "REAL", "INTEGER"),
-                schema_v2("INTEGER PRIMARY KEY AUTOINCREMENT", "REAL")]
+                schema_v2("INTEGER PRIMARY KEY AUTOINCREMENT", "REAL"),
+                schema_v3("REAL", "INTEGER")]
 
     async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(connection)`` on the store's thread."""

@@ -59,7 +59,7 @@ from tabled.pit.auth import Forbidden, User, Users
 from tabled.pit.config import WebSettings
 from tabled.pit.model import Change, game_title, pit_part
 from tabled.pit.store import LIVE_STATES, AlertActionError, StoreError, WebSession
-from tabled.pit.web import history, present, reports
+from tabled.pit.web import history, incidents, present, reports
 from tabled.pit.web.display import Displays
 from tabled.pit.web.live import View, stream
 from tabled.pit.web.port import PitPort
@@ -217,6 +217,7 @@ class PitWeb:
             Route("/alerts", self.alerts_page),
             Route("/alerts/{alert_id:int}", self.alert_page),
             Route("/alerts/{alert_id:int}/{action:str}", self.alert_action, methods=["POST"]),
+            *incidents.routes(self),
             Route("/login", self.login_page, methods=["GET", "POST"]),
             Route("/logout", self.logout, methods=["POST"]),
             Route("/events", self.events),
@@ -266,14 +267,13 @@ class PitWeb:
         states = floor.states()
         alerts = floor.alerts()
         return {"tables": sum(states.values()), **states, "alerts": len(alerts),
-                "unacknowledged": sum(1 for a in alerts if a.state in ("open", "cleared")),
-                "critical": sum(1 for a in alerts if a.severity == "critical"
-                                and a.state in ("open", "cleared")),
+                **incidents.summary_counts(alerts),
                 "broker": self.port.broker_connected(),
                 "store": self.port.store_failure() is None}
 
     def panel_alerts(self) -> list[Any]:
-        return present.worst_first(self.port.floor.alerts())
+        """The incidents of the alerts not closed, those waiting first (the panel's list)."""
+        return incidents.incidents(self.port.floor.alerts())
 
     def login_redirect(self, request: Request) -> RedirectResponse:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
@@ -328,8 +328,11 @@ class PitWeb:
     async def alerts_context(self, state: str) -> dict[str, Any]:
         store = self.port.record
         alerts = await store.alerts(states=STATE_FILTERS[state], limit=ALERTS_LISTED)
-        audit = await store.audit(limit=AUDIT_LISTED)
+        # people's and the rules' actions, not each repeat (those are the incidents' timelines)
+        audit = [e for e in await store.audit(limit=AUDIT_LISTED * 4)
+                 if e.action != "repeated"][:AUDIT_LISTED]
         return {"alerts": alerts, "audit": audit, "state": state,
+                "incidents": await incidents.incident_rows(store, alerts),
                 "filters": list(STATE_FILTERS)}
 
     @_page()
@@ -349,7 +352,8 @@ class PitWeb:
         alert = await self.port.record.alert(alert_id)
         if alert is None:
             return None
-        return {"alert": alert, "trail": await self.port.record.audit(alert_id)}
+        return {"alert": alert, "trail": await self.port.record.audit(alert_id),
+                **await incidents.incident_view(self.port.record, alert)}
 
     @_page()
     async def alert_page(self, request: Request) -> Response:

@@ -191,8 +191,10 @@ async def test_alert_lifecycle_open_acknowledged_cleared_closed_with_its_audit(
     raised = await store.raise_alert(_spec(), PIT, 100.0)
     assert raised is not None and raised.alert.state == "open" and raised.audit.action == "raised"
     alert_id = raised.alert.id
-    # the same condition again: counted, not a second alert, nothing to announce
-    assert await store.raise_alert(_spec(), PIT, 101.0) is None
+    # the same condition again: counted on the same alert, its timeline a "repeated" line
+    repeated = await store.raise_alert(_spec(), PIT, 101.0)
+    assert repeated is not None and repeated.audit.action == "repeated"
+    assert repeated.alert.id == alert_id and repeated.alert.last_seen == 101.0
     assert len(await store.alerts()) == 1 and (await store.alert(alert_id)).count == 2  # type: ignore[union-attr]
     acked = await store.acknowledge(alert_id, "sam", "called the dealer", 102.0)
     assert acked.alert.state == "acknowledged" and acked.alert.acked_by == "sam"
@@ -205,9 +207,10 @@ async def test_alert_lifecycle_open_acknowledged_cleared_closed_with_its_audit(
     trail = await store.audit(alert_id)
     assert [(e.action, e.actor, e.state, e.note) for e in trail] == [
         ("raised", PIT, "open", "offline"),
+        ("repeated", PIT, "open", "offline"),
         ("acknowledged", "sam", "acknowledged", "called the dealer"),
         ("cleared", PIT, "closed", "online again")]
-    assert [e.at for e in trail] == [100.0, 102.0, 104.0]
+    assert [e.at for e in trail] == [100.0, 101.0, 102.0, 104.0]
     # a new occurrence of the condition after the close is a new alert
     again = await store.raise_alert(_spec(), PIT, 105.0)
     assert again is not None and again.alert.id != alert_id
@@ -333,7 +336,8 @@ async def test_two_pit_servers_recording_one_stream_store_each_message_once(
         # both raise the same condition at once: one alert, counted twice
         changes = await asyncio.gather(*(s.raise_alert(_spec(), name, 1.0)
                                          for s, name in ((a, "pit:a"), (b, "pit:b"))))
-        assert sum(c is not None for c in changes) == 1
+        assert sorted(c.audit.action for c in changes if c is not None) == ["raised",
+                                                                              "repeated"]
         alerts = await a.alerts()
         assert len(alerts) == 1 and alerts[0].count == 2
         # and both try to publish its change: one claim wins

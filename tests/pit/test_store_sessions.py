@@ -88,7 +88,7 @@ async def test_a_version_1_record_is_migrated_to_version_2(tmp_path: Path) -> No
     try:
         versions = await s.call(lambda db: [r[0] for r in db.execute(
             "SELECT version FROM pit_schema ORDER BY version")])
-        assert versions == [1, 2] and SCHEMA_VERSION == 2
+        assert versions == [1, 2, 3] and SCHEMA_VERSION == 3
         assert len(await s.messages("lab", "t1")) == 1  # nothing lost
         await s.start_session(a_session())
         assert await s.web_session("h1") is not None

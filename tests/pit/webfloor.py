@@ -8,7 +8,8 @@ its own).
 A test module takes the fixtures by importing them (``from tests.pit.webfloor import browser,
 floor, supervisor``; ``pytestmark = WEB_MARKS``): each module gets a floor of its own (module
 scope). A module's ``PIT_CONFIG_EXTRA`` (a list of TOML lines, if it has one) ends the pit's
-config, e.g. ``["[alerts]", ...]`` sections of its own.
+config, e.g. sections of its own; its ``PIT_ALERTS_EXTRA`` (TOML lines) ends the config's
+``[alerts]`` section (which the floor writes itself).
 """
 
 from __future__ import annotations
@@ -193,10 +194,10 @@ class Floor:
 
 
 def _pit_config(path: Path, broker_url: str, store: Path, port: int, secret: Path,
-                extra: Sequence[str] = ()) -> Path:
+                extra: Sequence[str] = (), alerts: Sequence[str] = ()) -> Path:
     lines = ["[pit]", 'id = "pit-web"', "", "[mqtt]", f'url = "{broker_url}"',
              "reconnect_min = 0.1", "reconnect_max = 1.0", "", "[store]", f'sqlite = "{store}"',
-             "", "[alerts]", "silence_after = 60", "gap_grace = 1.0", "",
+             "", "[alerts]", "silence_after = 60", "gap_grace = 1.0", *alerts, "",
              "[web]", 'host = "127.0.0.1"', f"port = {port}", f'session_secret_file = "{secret}"',
              "", "[log]", 'format = "json"', 'level = "info"']
     for name, role in (("sam", "supervisor"), ("vic", "viewer")):
@@ -297,7 +298,8 @@ def floor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReque
         port = free_port()
         store = work / "pit" / "pit.sqlite"
         config = _pit_config(work / "pit.toml", broker.url, store, port, secret,
-                             getattr(request.module, "PIT_CONFIG_EXTRA", ()))
+                             getattr(request.module, "PIT_CONFIG_EXTRA", ()),
+                             getattr(request.module, "PIT_ALERTS_EXTRA", ()))
         with open(work / "pit.log", "ab") as log:
             pit = subprocess.Popen([sys.executable, "-m", "tabled.tools.cli", "pit", "--config",
                                     str(config)], stdout=log, stderr=subprocess.STDOUT,

@@ -1,6 +1,7 @@
 // tabled pit: the little the page does by itself. htmx and its SSE extension swap the
 // server-rendered fragments in; this keeps "how long ago" labels current, shows whether the
-// live stream is connected, and leaves a page whose session has ended for the sign-in page.
+// live stream is connected, leaves a page whose session has ended for the sign-in page, sounds
+// an escalated incident (the supervisor can mute it) and keeps the bulk selection of incidents.
 // No inline script anywhere (the CSP forbids it).
 (function () {
   "use strict";
@@ -53,4 +54,91 @@
     document.documentElement.setAttribute("data-last-update", String(Date.now()));
   });
   setInterval(tick, 1000);
+
+  // Escalated incidents: a short sound (Web Audio, no file) once per incident and level in
+  // this tab, unless the supervisor muted the page (remembered in localStorage). The page
+  // counts what it sounded in <html data-alarms> (what a person can check in the inspector).
+  var MUTE_KEY = "tabled.pit.mute", HEARD_KEY = "tabled.pit.escalations-heard";
+  var audio = null;
+
+  function muted() {
+    try { return localStorage.getItem(MUTE_KEY) === "1"; } catch (e) { return false; }
+  }
+
+  function heard() {
+    try { return JSON.parse(sessionStorage.getItem(HEARD_KEY) || "[]"); } catch (e) { return []; }
+  }
+
+  function beep() {
+    var root = document.documentElement;
+    root.setAttribute("data-alarms", String(parseInt(root.getAttribute("data-alarms") || "0", 10) + 1));
+    try {
+      var Ctx = window.AudioContext || window.webkitAudioContext;
+      if (!Ctx) return;
+      audio = audio || new Ctx();
+      if (audio.state === "suspended") audio.resume();
+      var t = audio.currentTime;
+      [0, 0.25].forEach(function (at) {
+        var osc = audio.createOscillator(), gain = audio.createGain();
+        osc.type = "square";
+        osc.frequency.value = 880;
+        gain.gain.setValueAtTime(0.0001, t + at);
+        gain.gain.exponentialRampToValueAtTime(0.2, t + at + 0.02);
+        gain.gain.exponentialRampToValueAtTime(0.0001, t + at + 0.18);
+        osc.connect(gain).connect(audio.destination);
+        osc.start(t + at);
+        osc.stop(t + at + 0.2);
+      });
+    } catch (e) { /* no sound on this browser: the page still shows the escalation */ }
+  }
+
+  function escalations() {
+    var known = heard(), fresh = false;
+    document.querySelectorAll("[data-escalated-key]").forEach(function (el) {
+      var key = el.getAttribute("data-escalated-key");
+      if (known.indexOf(key) < 0) { known.push(key); fresh = true; }
+    });
+    if (!fresh) return;
+    try { sessionStorage.setItem(HEARD_KEY, JSON.stringify(known.slice(-500))); } catch (e) { /* private mode */ }
+    if (!muted()) beep();
+  }
+
+  function muteLabel() {
+    var on = !muted();
+    document.documentElement.setAttribute("data-muted", on ? "0" : "1");
+    document.querySelectorAll("#mute").forEach(function (b) {
+      b.setAttribute("aria-pressed", on ? "false" : "true");
+      b.textContent = b.getAttribute(on ? "data-on" : "data-off") || (on ? "Sound on" : "Sound muted");
+    });
+  }
+
+  // The bulk acknowledgement's selection survives the live table being swapped in again.
+  var selected = {};
+  function restoreSelection() {
+    document.querySelectorAll('input[name="incident"][form="bulk"]').forEach(function (box) {
+      box.checked = !!selected[box.value];
+    });
+  }
+
+  document.addEventListener("click", function (ev) {
+    var button = ev.target.closest && ev.target.closest("#mute");
+    if (!button) return;
+    try { localStorage.setItem(MUTE_KEY, muted() ? "0" : "1"); } catch (e) { /* private mode */ }
+    muteLabel();
+  });
+  document.addEventListener("change", function (ev) {
+    var box = ev.target;
+    if (box.id === "select-all") {
+      document.querySelectorAll('input[name="incident"][form="bulk"]').forEach(function (b) {
+        b.checked = box.checked;
+        if (box.checked) selected[b.value] = true; else delete selected[b.value];
+      });
+    } else if (box.name === "incident" && box.getAttribute("form") === "bulk") {
+      if (box.checked) selected[box.value] = true; else delete selected[box.value];
+    }
+  });
+  document.addEventListener("htmx:afterSwap", function () { restoreSelection(); muteLabel(); escalations(); });
+  document.addEventListener("htmx:sseMessage", function () { restoreSelection(); muteLabel(); escalations(); });
+  document.addEventListener("DOMContentLoaded", function () { muteLabel(); escalations(); });
+  if (document.readyState !== "loading") { muteLabel(); escalations(); }
 })();
