@@ -67,7 +67,9 @@ def test_a_tile_shows_the_hand_being_dealt_card_by_card(floor: Floor, supervisor
     deadline = time.monotonic() + 9
     while time.monotonic() < deadline:
         shown = page.evaluate(SHOWN, sel)
-        if shown and (not seen or shown != seen[-1]):
+        if shown:
+            shown["t"] = round(time.time(), 3)
+        if shown and (not seen or {**shown, "t": 0} != {**seen[-1], "t": 0}):
             seen.append(shown)
         time.sleep(0.03)
     published = cards_of(floor, "bac-3")
@@ -80,7 +82,8 @@ def test_a_tile_shows_the_hand_being_dealt_card_by_card(floor: Floor, supervisor
     # card at a time on the page
     for rnd, orders in by_round.items():
         for order in orders:
-            assert order == published[rnd][:len(order)], (rnd, order, published.get(rnd))
+            assert order == published[rnd][:len(order)], (rnd, order, published.get(rnd),
+                                                          orders)
     grown = [rnd for rnd, orders in by_round.items()
              if any(len(b) == len(a) + 1 for a, b in itertools.pairwise(orders))]
     assert len(grown) >= 2, by_round
