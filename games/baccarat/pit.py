@@ -45,6 +45,9 @@ class InPlay:
 
     round: int | None
     demo: bool = False
+    #: a card of the hand did not reach the pit (the shoe's ``card_no`` jumped): the sides
+    #: are not known, the cards are shown in the order they came
+    missing: bool = False
     hand: _Hand = field(default_factory=_Hand)
     #: the cards in the order dealt, each with its side: ``[("player", "9S"), ...]``
     order: list[tuple[str, str]] = field(default_factory=list)
@@ -55,7 +58,8 @@ class InPlay:
         self.order.append((side, card))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"round": self.round, "demo": self.demo, "player": list(self.hand.player),
+        return {"round": self.round, "demo": self.demo, "missing": self.missing,
+                "player": list(self.hand.player),
                 "banker": list(self.hand.banker),
                 "order": [{"side": side, "card": card} for side, card in self.order]}
 
@@ -140,6 +144,11 @@ class BaccaratPanel:
         card, number = payload.get("card"), payload.get("round")
         if not isinstance(card, str):
             return False
+        shoe_no = payload.get("card_no")
+        # the shoe numbers its cards: one beyond the next means a card did not come here (lost
+        # on the way, to be fetched from the table's journal, or unreadable: a fault)
+        jumped = (self.count.exact and isinstance(shoe_no, int) and not isinstance(shoe_no, bool)
+                  and shoe_no > self.count.out + 1)
         self.count.one_out(payload)
         rnd = number if isinstance(number, int) and not isinstance(number, bool) else None
         if rnd is not None and self.settled is not None and rnd <= self.settled:
@@ -147,6 +156,8 @@ class BaccaratPanel:
         if self.in_play is None or (rnd is not None and rnd != self.in_play.round):
             self.in_play = InPlay(rnd, demo=self.demo_next)
             self.demo_next = False
+        if jumped:  # (the card lost may have been this hand's, or a burn: not known here)
+            self.in_play.missing = True
         self.in_play.take(card)
         return True
 

@@ -94,6 +94,20 @@ def test_a_card_of_a_settled_hand_is_not_shown_and_the_next_hand_keeps_its_cards
     assert count(floor)["out"] == 6
 
 
+def test_a_hand_a_card_of_which_did_not_come_says_so() -> None:
+    """The shoe numbers its cards: a jump means a card did not reach the pit (lost on the way,
+    fetched later from the journal, or unreadable): the hand shows its cards in the order they
+    came, marked, and not split between Player and Banker."""
+    floor = floor_with_shoe()
+    floor.apply(event({"type": "burn", "card": "5S", "card_no": 1}, 1))
+    floor.apply(event({"type": "card", "card": "2C", "round": 1, "card_no": 2}, 2))
+    assert in_play(floor)["missing"] is False
+    floor.apply(event({"type": "card", "card": "AH", "round": 1, "card_no": 5}, 5))
+    shown = in_play(floor)
+    assert shown["missing"] is True and [o["card"] for o in shown["order"]] == ["2C", "AH"]
+    assert count(floor)["out"] == 5 and count(floor)["exact"] is True
+
+
 def test_a_demonstration_hand_is_marked_and_a_new_shoe_clears_the_hand() -> None:
     floor = floor_with_shoe()
     floor.apply(event({"type": "demo"}, 1))
