@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import time
 from typing import Any
 
 from tests.pit.webfloor import (
+    IMAGES,
     SITE,
     WEB_MARKS,
     Floor,
@@ -248,9 +250,10 @@ def test_the_cut_card_shows_where_it_came_out(floor: Floor, supervisor: Any) -> 
         return out ? {at: t.querySelector('.shoe-pen').dataset.cutAt, text: out.textContent,
                       mark: t.querySelectorAll('.pen-cut').length} : null; }""", sel),
                   80, "bac-2's cut card on its tile", interval=0.03)
+    if os.environ.get("TABLED_SCREENSHOTS") == "1":  # at once: the cut card is out one hand
+        page.locator(sel).screenshot(path=str(IMAGES / "pit-inplay-cut.png"))
     # the latest cut card the table published (under load, the page may be seen in its
     # second shoe)
     cut = [b for _, b in floor.collector.on("bac-2", "event") if b.get("type") == "cut_card"][-1]
     assert shown["at"] == str(cut["card_no"]) and str(cut["card_no"]) in shown["text"]
     assert shown["mark"] == 1
-    screenshot(page, "inplay-cut")
