@@ -14,12 +14,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from types import MappingProxyType
 from typing import Any, ClassVar, Final, Literal, Protocol
 
 from tabled.contract.devices import DEVICE_KINDS, DeviceKind
 from tabled.contract.events import Fault
+from tabled.contract.plugins import plugins
 from tabled.drivers.errors import DriverError
 from tabled.drivers.sink import EventSink
 
@@ -104,14 +104,14 @@ class BadFamily(DriverError):
 
 def family_names() -> list[str]:
     """The installed families' names, without loading them (for a command line's choices)."""
-    return sorted({entry.name for entry in entry_points(group=ENTRY_POINTS)})
+    return sorted({entry.name for entry in plugins(ENTRY_POINTS)})
 
 
 @functools.cache
 def families() -> Mapping[str, DeviceFamily]:
     """Every installed family by name, loaded once from the ``tabled.drivers`` entry points."""
     found: dict[str, DeviceFamily] = {}
-    for entry in entry_points(group=ENTRY_POINTS):
+    for entry in plugins(ENTRY_POINTS):
         try:
             declared = entry.load()
         except Exception as exc:  # a broken plugin names itself, and stops nothing else

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
 from importlib import resources
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from random import Random
 from types import MappingProxyType
 from typing import Any
@@ -41,6 +41,7 @@ from tabled.contract.events import (
 )
 from tabled.contract.limits import valid_id
 from tabled.contract.outcome import GameRecord, OutcomeRecord
+from tabled.contract.plugins import forget, plugins
 from tabled.games.errors import RulesError
 from tabled.games.odds.model import Odds
 from tabled.games.options import GameOptions, build_options
@@ -114,9 +115,9 @@ class BadGame(RulesError):
 
 @functools.cache
 def _entries() -> Mapping[str, EntryPoint]:
-    """The ``tabled.games`` entry points by name: the installed distributions are read once
-    (each reading is every distribution's metadata, a few milliseconds), not per question."""
-    return MappingProxyType({entry.name: entry for entry in entry_points(group=ENTRY_POINTS)})
+    """The ``tabled.games`` entry points by name (:mod:`tabled.contract.plugins` reads the
+    installed distributions once)."""
+    return MappingProxyType({entry.name: entry for entry in plugins(ENTRY_POINTS)})
 
 
 def game_names() -> list[str]:
@@ -161,6 +162,7 @@ def game(name: str) -> GameDeclaration:
 def reload() -> None:
     """Forget what was loaded: the next question finds the installed games again (a test that
     installs a game, a process that installed one meanwhile)."""
+    forget()
     _entries.cache_clear()
     games.cache_clear()
     game.cache_clear()

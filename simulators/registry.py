@@ -18,12 +18,12 @@ import argparse
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from types import MappingProxyType
 from typing import Protocol
 
 from tabled.contract.events import Event
+from tabled.contract.plugins import plugins
 from tabled.simulators.errors import SimulatorError
 from tabled.simulators.faults import ByteFault
 
@@ -144,7 +144,7 @@ class SimulatorPlugin:
 def simulators() -> Mapping[str, SimulatorPlugin]:
     """Every installed simulator by family name, loaded once."""
     found: dict[str, SimulatorPlugin] = {}
-    for entry in entry_points(group=ENTRY_POINTS):
+    for entry in plugins(ENTRY_POINTS):
         plugin = entry.load()
         if not isinstance(plugin, SimulatorPlugin) or plugin.family != entry.name:
             raise SimulatorError(f"simulator {entry.name!r} ({entry.value}) is not a "

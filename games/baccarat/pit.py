@@ -21,6 +21,7 @@ from typing import Any
 import structlog
 
 from tabled.contract.outcome import OutcomeRecord
+from tabled.games.baccarat.history import history
 from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.games.baccarat.roads import DERIVED_ROADS, RecordError, Roads, hand_of_record
 from tabled.games.baccarat.rules import _PLAYER, _Hand
@@ -246,4 +247,5 @@ def shoe_count(count: Mapping[str, Any] | None) -> dict[str, Any]:
 
 PIT = PitPart(panel=BaccaratPanel, describe=describe, view=view, package="tabled.games.baccarat",
               events=("shoe_start", "card", "burn", "cut_card", "demo"), stylesheet="pit.css",
-              tile_template="tile.html")
+              tile_template="tile.html", history=history,
+              history_segment="shoe_start", history_segment_title="Shoe")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tabled.contract.outcome import OutcomeRecord
+from tabled.games.craps.history import history
 from tabled.games.craps.record import CrapsOutcome
 from tabled.games.parts.pit import PitPart, chi_square, given, histogram
 
@@ -105,4 +106,5 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
 
 
 PIT = PitPart(panel=CrapsPanel, describe=describe, view=view, package="tabled.games.craps",
-              stylesheet="pit.css")
+              stylesheet="pit.css",
+              history=history)

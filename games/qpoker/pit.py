@@ -15,6 +15,7 @@ from typing import Any
 
 from tabled.contract.outcome import OutcomeRecord
 from tabled.games.parts.pit import PitPart, given, pays
+from tabled.games.qpoker.history import history
 from tabled.games.qpoker.record import QPokerOutcome
 
 #: Rounds kept for the panel (and voids).
@@ -78,4 +79,5 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
 
 
 PIT = PitPart(panel=QPokerPanel, describe=describe, view=view, package="tabled.games.qpoker",
-              stylesheet="pit.css")
+              stylesheet="pit.css",
+              history=history)

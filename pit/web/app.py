@@ -55,7 +55,7 @@ from tabled.pit.auth import Forbidden, User, Users
 from tabled.pit.config import WebSettings
 from tabled.pit.model import Change, game_title, pit_part
 from tabled.pit.store import LIVE_STATES, AlertActionError, StoreError, WebSession
-from tabled.pit.web import present
+from tabled.pit.web import history, present
 from tabled.pit.web.live import View, stream
 from tabled.pit.web.port import PitPort
 from tabled.pit.web.security import SecurityHeaders, SignInThrottle, csrf_protect
@@ -209,6 +209,7 @@ class PitWeb:
             Route("/", self.floor_page),
             Route("/table/{site}/{table}", self.table_page),
             Route("/table/{site}/{table}/recall", self.recall_page),
+            *history.routes(self),
             Route("/alerts", self.alerts_page),
             Route("/alerts/{alert_id:int}", self.alert_page),
             Route("/alerts/{alert_id:int}/{action:str}", self.alert_action, methods=["POST"]),
