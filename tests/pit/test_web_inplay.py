@@ -247,11 +247,16 @@ def test_the_cut_card_shows_where_it_came_out(floor: Floor, supervisor: Any) -> 
     page.evaluate("sel => document.querySelector(sel).scrollIntoView()", sel)
     shown = _wait(lambda: page.evaluate("""sel => { const t = document.querySelector(sel);
         const out = t && t.querySelector('.cut.out');
+        const r = t && t.getBoundingClientRect();
         return out ? {at: t.querySelector('.shoe-pen').dataset.cutAt, text: out.textContent,
-                      mark: t.querySelectorAll('.pen-cut').length} : null; }""", sel),
+                      mark: t.querySelectorAll('.pen-cut').length,
+                      box: {x: r.x, y: r.y, width: r.width, height: r.height}} : null; }""",
+                                        sel),
                   80, "bac-2's cut card on its tile", interval=0.03)
     if os.environ.get("TABLED_SCREENSHOTS") == "1":  # at once: the cut card is out one hand
-        page.locator(sel).screenshot(path=str(IMAGES / "pit-inplay-cut.png"))
+        # the page as it is (an element's screenshot waits for it to stand still: the live
+        # tile is swapped at every card)
+        page.screenshot(path=str(IMAGES / "pit-inplay-cut.png"), clip=shown["box"])
     # the latest cut card the table published (under load, the page may be seen in its
     # second shoe)
     cut = [b for _, b in floor.collector.on("bac-2", "event") if b.get("type") == "cut_card"][-1]
