@@ -21,6 +21,7 @@ from typing import Any
 import structlog
 
 from tabled.contract.outcome import OutcomeRecord
+from tabled.games.baccarat import display
 from tabled.games.baccarat.history import history
 from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.games.baccarat.roads import DERIVED_ROADS, RecordError, Roads, hand_of_record
@@ -248,4 +249,6 @@ def shoe_count(count: Mapping[str, Any] | None) -> dict[str, Any]:
 PIT = PitPart(panel=BaccaratPanel, describe=describe, view=view, package="tabled.games.baccarat",
               events=("shoe_start", "card", "burn", "cut_card", "demo"), stylesheet="pit.css",
               tile_template="tile.html", history=history,
-              history_segment="shoe_start", history_segment_title="Shoe")
+              history_segment="shoe_start", history_segment_title="Shoe",
+              display_template="display.html", display_view=display.view,
+              display_stylesheet="display.css")

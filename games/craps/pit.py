@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tabled.contract.outcome import OutcomeRecord
+from tabled.games.craps import display
 from tabled.games.craps.history import history
 from tabled.games.craps.record import CrapsOutcome
 from tabled.games.parts.pit import PitPart, chi_square, given, histogram
@@ -106,5 +107,5 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
 
 
 PIT = PitPart(panel=CrapsPanel, describe=describe, view=view, package="tabled.games.craps",
-              stylesheet="pit.css",
-              history=history)
+              stylesheet="pit.css", history=history, display_template="display.html",
+              display_view=display.view, display_stylesheet="display.css")
