@@ -11,7 +11,8 @@ at start.
 It must never show a card the table has not shown: the panels are built from **outcome
 records only** (a withheld card is published with the outcome, at the reveal), never from the
 event stream, where it arrives a moment before the outcome. The only events it reads are those
-a game's part lists (``PitPart.events``: card-less, such as a new shoe).
+a game's part lists (``PitPart.events``: a new shoe; a baccarat card, public as it is dealt;
+never a hidden card: games/parts/pit.py).
 """
 
 from __future__ import annotations
@@ -285,6 +286,9 @@ class TableModel:
     last_outcome: dict[str, Any] | None = None
     #: outcomes received per minute (minute number -> count), the last hour's only
     outcome_minutes: dict[int, int] = field(default_factory=dict)
+    #: when the first outcome counted came: until an hour has passed, the tile says "n rounds
+    #: in m min" (a count over less than an hour is not a rate per hour)
+    counted_since: float | None = None
     #: the outcome numbers applied; the number of the last event its panel read
     outcomes: Numbers = field(default_factory=Numbers)
     panel_event_seq: int | None = None
@@ -300,6 +304,8 @@ class TableModel:
         return {str(d.get("id")): d.get("family") for d in devices if isinstance(d, dict)}
 
     def count_outcome(self, at: float) -> None:
+        if self.counted_since is None or at < self.counted_since:
+            self.counted_since = at
         minute = int(at // MINUTE)
         self.outcome_minutes[minute] = self.outcome_minutes.get(minute, 0) + 1
         self.rounds_last_hour(at)
@@ -312,6 +318,13 @@ class TableModel:
         for minute in [m for m in minutes if m < first]:
             del minutes[minute]
         return sum(minutes.values())
+
+    def rounds_minutes(self, now: float) -> int | None:
+        """The minutes ``rounds_last_hour`` counts over: since the first outcome counted, at
+        least 1, at most 60; None before any."""
+        if self.counted_since is None:
+            return None
+        return max(1, min(60, int((now - self.counted_since) // MINUTE)))
 
     def tile(self, now: float) -> dict[str, Any]:
         by_severity = dict.fromkeys(SEVERITIES, 0)
@@ -327,6 +340,7 @@ class TableModel:
             "devices": [d.to_dict() for d in sorted(self.devices.values(), key=lambda d: d.id)],
             "last_outcome": self.last_outcome,
             "rounds_last_hour": self.rounds_last_hour(now),
+            "rounds_minutes": self.rounds_minutes(now),
             "last_heard": self.last_heard,
             "alerts": {"not_closed": len(self.alerts),
                        "unacknowledged": sum(by_severity.values()),
@@ -527,8 +541,9 @@ class Floor:
         return True
 
     def _event(self, model: TableModel, seq: int | None, payload: Mapping[str, Any]) -> bool:
-        # Only the card-less events a game's panel reads matter here (baccarat: a new shoe);
-        # nothing of the event stream is shown (module docstring).
+        # Only the events a game's panel reads matter here (baccarat: a new shoe, its public
+        # cards as dealt; never a hidden card: games/parts/pit.py); nothing else of the event
+        # stream is shown (module docstring).
         part = pit_part(model.game)
         if model.panel is None or part is None or payload.get("type") not in part.events:
             return False

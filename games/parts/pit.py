@@ -13,8 +13,11 @@ What flows between the pit and the part is the contract's types and plain data:
   and feeds it the table's **outcome records** (the contract's decoded records,
   :data:`tabled.contract.outcome.OutcomeRecord`) — never the event stream, where a withheld
   card arrives before the outcome — plus, through :meth:`Panel.event`, only the event types the
-  part lists in ``PitPart.events``, which must carry no card (baccarat: ``shoe_start``, a new
-  shoe starts new roads). ``Panel.to_dict()`` is the panel as JSON-ready plain data, with
+  part lists in ``PitPart.events``, which must carry no hidden card: a game lists a card
+  event only when its cards are public the moment they are dealt (baccarat's, out of the shoe:
+  the hand in progress; ``shoe_start``, a new shoe starts new roads), never one whose table
+  withholds a card until the outcome (Q Poker's dealer's: its part lists none; a test checks
+  each game's list). ``Panel.to_dict()`` is the panel as JSON-ready plain data, with
   ``"game"`` naming the game (``tabled pit status`` prints it; the page draws it): the scoreboard
   of a game (baccarat's roads) is part of it;
 - the tile's one line is ``PitPart.describe(outcome)`` for a complete outcome (the pit writes a
@@ -76,7 +79,7 @@ class PitPart:
     tile (``#12 6-1 = 7, point off``). ``view``: the panel's dict to the values its template
     lays out. ``package``: the game's package, whose ``templates/`` folder holds
     ``panel_template`` and ``recall_template`` (None: the recall shows the settlement only).
-    ``events``: the card-less event types the panel reads (:meth:`Panel.event`).
+    ``events``: the event types the panel reads (:meth:`Panel.event`), none with a hidden card.
     ``stylesheet``: a CSS file in the same ``templates/`` folder, served within the page's
     stylesheet after the pit's own (its classes are the game's: ``.craps``, ``.g-craps`` …).
     ``display_template``, ``display_view``, ``display_stylesheet``: the table's scoreboard
@@ -97,6 +100,10 @@ class PitPart:
     display_stylesheet: str | None = None
     events: tuple[str, ...] = ()
     stylesheet: str | None = None
+    #: a fragment of the game's ``templates/`` drawn in the table's floor tile, below its last
+    #: outcome, with ``view`` (``view(panel)``) in its context (baccarat: the hand being dealt
+    #: and the shoe's penetration); None: the tile shows the pit's lines only
+    tile_template: str | None = None
     #: The game's history view (the pit's history pages): recorded outcome records of a
     #: stretch of play, in the table's order (a page of rounds, or a whole segment) to the
     #: plain values ``history_template`` lays out with ``h`` in its context. None: the pit's

@@ -62,13 +62,14 @@ class QPokerPanel:
 
 
 def describe(outcome: OutcomeRecord) -> str:
-    """A round in one line: ``#12 dealer pair (qualifies), 3 seats``."""
+    """A round in one line: ``#12 dealer pair (qualifies), 3 seats`` (``1 seat``)."""
     if not isinstance(outcome, QPokerOutcome):
         return f"#{outcome.round} {outcome.status}"
     dealer = outcome.result.dealer
     qualifies = "qualifies" if dealer.qualifies else "does not qualify"
+    seats = len(outcome.result.seats)
     return (f"#{outcome.round} dealer {dealer.hand} ({qualifies}), "
-            f"{len(outcome.result.seats)} seats")
+            f"{seats} {'seat' if seats == 1 else 'seats'}")
 
 
 def view(panel: Mapping[str, Any]) -> dict[str, Any]:

@@ -205,6 +205,7 @@ class PitWeb:
         self.sessions = Sessions(port.record, self.users, settings, port.pit_id,
                                  port.audit_days)
         self.env = _environment()
+        self.env.globals["tile_game"] = self.tile_game
         self.css = _stylesheet(self.env)
         self.css_etag = '"' + hashlib.sha256(self.css).hexdigest()[:32] + '"'
         #: set when the server stops: the live streams end, so shutdown does not wait
@@ -274,6 +275,18 @@ class PitWeb:
     def panel_alerts(self) -> list[Any]:
         """The incidents of the alerts not closed, those waiting first (the panel's list)."""
         return incidents.incidents(self.port.floor.alerts())
+
+    def tile_game(self, tile: Mapping[str, Any]) -> dict[str, Any] | None:
+        """What a table's game draws in its floor tile (its pit part's ``tile_template``, with
+        ``view``), or None."""
+        part = pit_part(tile.get("game"))
+        if part is None or part.tile_template is None:
+            return None
+        panel = self.port.floor.panel(str(tile.get("site")), str(tile.get("table")))
+        if panel is None:
+            return None
+        return {"template": f"{tile.get('game')}/{part.tile_template}",
+                "view": panel_view(panel)}
 
     def login_redirect(self, request: Request) -> RedirectResponse:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")

@@ -446,9 +446,9 @@ async def test_the_live_stream_over_tls_and_a_clean_stop(tmp_path: Path) -> None
 
 
 async def test_the_live_stream_sends_only_what_the_page_does_not_show(tmp_path: Path) -> None:
-    """A change to a table's model that leaves its tile as it is (a new shoe: the tile does not
-    show it) and a summary that did not change are not sent again: the browser swaps only what
-    changed."""
+    """A change to a table's model that leaves its tile as it is (a second new shoe with no card
+    dealt from the first: the tile shows the same empty count) and a summary that did not
+    change are not sent again: the browser swaps only what changed."""
     secret = tmp_path / "session.secret"
     secret.write_text(secrets.token_urlsafe(48))
     os.chmod(secret, 0o600)
@@ -468,7 +468,13 @@ async def test_the_live_stream_sends_only_what_the_page_does_not_show(tmp_path: 
                 lines = events.aiter_lines()
                 await read_events(lines, "floor", 5)
                 await floor["bac"].send("event", {"v": 1, "type": "shoe_start", "decks": 8})
-                assert service.floor.panel("lab", "bac-1")["shoe"] == 2  # type: ignore[index]
+                # a new shoe's count shows on the tile: sent once
+                async with asyncio.timeout(5):
+                    async for line in lines:
+                        if line.startswith("event: tile:lab/bac-1"):
+                            break
+                await floor["bac"].send("event", {"v": 1, "type": "shoe_start", "decks": 8})
+                assert service.floor.panel("lab", "bac-1")["shoe"] == 3  # type: ignore[index]
                 await floor["qp"].outcome(3, result={
                     "dealer": {"cards": ["AS", "KS", "QS"], "hand": "straight",
                                "qualifies": True},
