@@ -94,6 +94,13 @@ class PitPart:
 # -- helpers a panel or a view may use -----------------------------------------------------------
 
 
+def N_(message: str) -> str:
+    """Mark ``message`` for the pit's catalogue (``make messages`` extracts it); the page
+    translates it where it shows it (``{{ _(value) }}``). The same as ``tabled.pit.i18n.N_``,
+    for a game, which never imports the pit."""
+    return message
+
+
 def given(value: Any) -> Any:
     """A field of a typed record as the page shows it: absent is None."""
     return None if value is UNSET else value

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import hashlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote
 
 import jinja2
 import structlog
@@ -44,13 +45,14 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
-from starlette.requests import Request
+from starlette.requests import Request, cookie_parser
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tabled.games import registry
+from tabled.pit import i18n
 from tabled.pit.auth import Forbidden, User, Users
 from tabled.pit.config import WebSettings
 from tabled.pit.model import Change, game_title, pit_part
@@ -155,10 +157,94 @@ def _environment() -> jinja2.Environment:
     env.install_null_translations(newstyle=True)  # type: ignore[attr-defined]
     env.filters.update(card=present.card, cards=present.cards, clock=present.clock,
                        stamp=present.stamp, iso=present.iso,
-                       quote=lambda s: quote(str(s), safe=""))
+                       quote=lambda s: quote(str(s), safe=""), article=_article)
     env.globals.update(PIPS=present.PIPS, ago=present.ago, game_title=game_title,
                        recall_template=recall_template)
     return env
+
+
+# -- languages (tabled.pit.i18n; docs/pit.md "Languages") ---------------------------------------
+#: The cookie that remembers a browser's ``?lang=`` choice.
+LANGUAGE_COOKIE = "pit_lang"
+LANGUAGE_COOKIE_AGE = 365 * 86400
+#: The language of the request being served (set by :class:`_Language` for its task, which the
+#: live stream's tasks inherit): :meth:`PitWeb.fragment`'s language when none is given.
+_request_language: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "pit_request_language", default=None)
+
+
+def _chosen_language(scope: Scope) -> str | None:
+    """The request's ``?lang=`` when it is one of the pit's languages."""
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("lang") or [None]
+    language = values[-1]
+    return language if language in i18n.LANGUAGES else None
+
+
+def request_language(scope: Scope, default: str) -> str:
+    """A request's language: ``?lang=``, else the cookie's remembered choice, else the
+    browser's ``Accept-Language``, else ``default`` (``[web] language``)."""
+    chosen = _chosen_language(scope)
+    if chosen is not None:
+        return chosen
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+               for k, v in scope.get("headers") or ()}
+    remembered = cookie_parser(headers.get("cookie", "")).get(LANGUAGE_COOKIE)
+    if remembered in i18n.LANGUAGES:
+        return str(remembered)
+    return i18n.negotiate(headers.get("accept-language")) or default
+
+
+class _Language:
+    """Resolves each request's language (:func:`request_language`) into
+    ``scope["pit_language"]`` and the request's context; a ``?lang=`` choice is remembered in
+    a cookie set on whatever the answer is (a page, a redirect to sign-in)."""
+
+    def __init__(self, app: ASGIApp, default: str, tls: bool) -> None:
+        self.app = app
+        self.default = default
+        self.tls = tls
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        language = request_language(scope, self.default)
+        scope["pit_language"] = language
+        chosen = _chosen_language(scope)
+        cookie = (f"{LANGUAGE_COOKIE}={chosen}; Path=/; Max-Age={LANGUAGE_COOKIE_AGE}; "
+                  f"HttpOnly; SameSite=Lax{'; Secure' if self.tls else ''}") if chosen else None
+
+        async def remembering(message: Any) -> None:
+            if cookie and message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"],
+                                      (b"set-cookie", cookie.encode("latin-1"))]
+            await send(message)
+
+        token = _request_language.set(language)
+        try:
+            await self.app(scope, receive, remembering)
+        finally:
+            _request_language.reset(token)
+
+
+def _language_context(request: Request | None, language: str) -> dict[str, Any]:
+    """What a render binds for ``language``: its gettext callables, its name, and (for a
+    page) the chooser's links to this page in each language."""
+    context: dict[str, Any] = {**i18n.jinja_gettext(language), "language": language,
+                               "html_lang": i18n.HTML_LANG[language]}
+    if request is not None:
+        context["language_links"] = [
+            (code, i18n.NAMES[code], i18n.HTML_LANG[code],
+             request.url.path + "?" + str(request.url.include_query_params(lang=code).query))
+            for code in i18n.LANGUAGES]
+    return context
+
+
+@jinja2.pass_context
+def _article(context: jinja2.runtime.Context, code: object) -> str:
+    """``{{ o.article|article }}``: a rule's article as the render's language names it."""
+    return i18n.article(code, str(context.get("language") or i18n.DEFAULT))
 
 
 _Endpoint = Callable[["PitWeb", Request], Awaitable[Response]]
@@ -224,9 +310,10 @@ class PitWeb:
                        max_age=settings.session_max_age, same_site="strict",
                        https_only=settings.uses_tls),
             Middleware(_SessionLookup, sessions=self.sessions)])
-        self.app: ASGIApp = SecurityHeaders(
+        self.app: ASGIApp = SecurityHeaders(_Language(
             csrf_protect(inner, secret=secret, tls=settings.uses_tls,
-                         refused=self._csrf_refused), tls=settings.uses_tls)
+                         refused=self._csrf_refused), settings.language, settings.uses_tls),
+            tls=settings.uses_tls)
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -238,7 +325,8 @@ class PitWeb:
         return (user is not None and user.may("view")) or self.settings.anonymous_view
 
     def render(self, request: Request, name: str, status: int = 200,
-               **context: Any) -> HTMLResponse:
+               language: str | None = None, **context: Any) -> HTMLResponse:
+        """A page in ``language`` (a display's configured one), else the request's."""
         user = self.user(request)
         token = request.scope["csrftoken"]() if "csrftoken" in request.scope else ""
         visible = self.may_view(user)  # nothing of the floor before sign-in
@@ -247,11 +335,21 @@ class PitWeb:
             request=request, user=user, csrf=token, now=time.time(),
             summary=self.summary() if visible else None,
             panel_alerts=self.panel_alerts() if visible else [],
-            live_url=live_url if visible else None, **context)
+            live_url=live_url if visible else None,
+            **_language_context(request, self.language(request, language)), **context)
         return HTMLResponse(html, status_code=status)
 
-    def fragment(self, name: str, **context: Any) -> str:
-        return self.env.get_template(name).render(now=time.time(), **context)
+    def language(self, request: Request | None = None, language: str | None = None) -> str:
+        """``language`` if given, else the request's (:class:`_Language`), else the live
+        stream's, else ``[web] language``."""
+        scoped = request.scope.get("pit_language") if request is not None else None
+        return i18n.choose(language or scoped or _request_language.get(),
+                           self.settings.language)
+
+    def fragment(self, name: str, language: str | None = None, **context: Any) -> str:
+        return self.env.get_template(name).render(
+            now=time.time(), **_language_context(None, self.language(None, language)),
+            **context)
 
     def summary(self) -> dict[str, Any]:
         floor = self.port.floor

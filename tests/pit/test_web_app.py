@@ -56,7 +56,7 @@ def config(tmp_path: Path, **web: Any) -> Any:
         "mqtt": {"url": f"mqtt://127.0.0.1:{free_port()}", "reconnect_min": 0.1,
                  "reconnect_max": 0.5},
         "store": {"sqlite": str(tmp_path / "pit.sqlite")},
-        "web": {"port": free_port(), **web},
+        "web": {"port": free_port(), "language": "en", **web},
         "users": [{"name": "sam", "role": "supervisor", "password_hash": HASHES["sam"]},
                   {"name": "vic", "role": "viewer", "password_hash": HASHES["vic"]}]})
 
