@@ -176,10 +176,26 @@ def chinese_numeral(n: int) -> str:
     return str(n)
 
 
+def _items(game: str | None, number: int) -> bool:
+    """Whether game ``game``'s Chinese rules number article ``number``'s parts as items
+    (its pit part's ``article_items``)."""
+    if game is None:
+        return False
+    from tabled.games import registry  # the games' registry, at first use only
+    from tabled.games.parts.pit import PitPart
+    try:
+        part = registry.part(game, "pit")
+    except (registry.UnknownGame, registry.BadGame):
+        return False
+    return isinstance(part, PitPart) and number in part.article_items
+
+
 def article(code: object, language: str) -> str:
-    """A rule's article as the rules of ``language`` name it: ``qpoker.art11.5`` is
-    ``第十一條第五款`` (the Chinese originals), ``Art. 11.º, n.º 5`` (Portuguese),
-    ``Art. 11.5`` (English); a code that is not an article is shown as it is."""
+    """A rule's article as the rules of ``language`` name it: ``baccarat.art16.2`` is
+    ``第十六條第二款`` (the Chinese originals; an article whose parts they number as items,
+    its game's pit part's ``article_items``: ``第十一條（五）項``, ``Art. 11.º, alínea 5)``),
+    ``Art. 16.º, n.º 2`` (Portuguese), ``Art. 16.2`` (English); a code that is not an
+    article is shown as it is."""
     text = str(code)
     match = _ARTICLE.match(text)
     if match is None:
@@ -191,4 +207,9 @@ def article(code: object, language: str) -> str:
     if paragraph is None:
         return t.gettext(N_("Art. %(article)s")) % values
     values["paragraph"] = chinese_numeral(int(paragraph)) if chinese else paragraph
+    if _items(match["game"], number):
+        items = N_("Art. %(article)s(%(paragraph)s)")
+        named = t.gettext(items)
+        if named != items:  # English names an item as it names a paragraph: Art. 11.5
+            return named % values
     return t.gettext(N_("Art. %(article)s.%(paragraph)s")) % values

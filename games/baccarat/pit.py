@@ -18,7 +18,7 @@ import structlog
 from tabled.contract.outcome import OutcomeRecord
 from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.games.baccarat.roads import DERIVED_ROADS, RecordError, Roads, hand_of_record
-from tabled.games.parts.pit import PitPart, given, grid
+from tabled.games.parts.pit import N_, PitPart, given, grid
 
 log = structlog.get_logger("tabled.games.baccarat.pit")
 
@@ -107,6 +107,9 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
         "shoe": panel.get("shoe"),
     }
 
+
+#: The words of a hand the pit's pages show through ``|tr`` and ``|bet`` (its catalogue).
+WORDS = (N_("banker"), N_("player"), N_("tie"), N_("banker pair"), N_("player pair"))
 
 PIT = PitPart(panel=BaccaratPanel, describe=describe, view=view, package="tabled.games.baccarat",
               events=("shoe_start",), stylesheet="pit.css")

@@ -14,7 +14,7 @@ from typing import Any
 
 from tabled.contract.outcome import OutcomeRecord
 from tabled.games.craps.record import CrapsOutcome
-from tabled.games.parts.pit import PitPart, chi_square, given, histogram
+from tabled.games.parts.pit import N_, PitPart, chi_square, given, histogram
 
 #: Rolls kept for the panel.
 ROLLS = 50
@@ -103,6 +103,13 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
         "chi2_dice": [chi_square(d) for d in (die1, die2)],
     }
 
+
+#: The bets' names the pit's recall shows through ``|bet`` (its catalogue); a numbered
+#: bet (``come_odds_4``) is its name and its number.
+WORDS = (N_("pass"), N_("dont pass"), N_("pass odds"), N_("dont pass odds"), N_("come"),
+         N_("dont come"), N_("field"), N_("any craps"), N_("eleven"), N_("come %(n)s"),
+         N_("dont come %(n)s"), N_("come odds %(n)s"), N_("dont come odds %(n)s"),
+         N_("big %(n)s"), N_("hard %(n)s"))
 
 PIT = PitPart(panel=CrapsPanel, describe=describe, view=view, package="tabled.games.craps",
               stylesheet="pit.css")

@@ -89,6 +89,10 @@ class PitPart:
     recall_template: str | None = "recall.html"
     events: tuple[str, ...] = ()
     stylesheet: str | None = None
+    #: The articles whose parts the Chinese original numbers as items, ``（五）``, not as
+    #: paragraphs, ``五、``: the page names ``art11.5`` ``第十一條（五）項`` for them, else
+    #: ``第十一條第五款`` (tabled.pit.i18n.article).
+    article_items: frozenset[int] = frozenset()
 
 
 # -- helpers a panel or a view may use -----------------------------------------------------------

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tabled.contract.outcome import OutcomeRecord
-from tabled.games.parts.pit import PitPart, given, pays
+from tabled.games.parts.pit import N_, PitPart, given, pays
 from tabled.games.qpoker.record import QPokerOutcome
 
 #: Rounds kept for the panel (and voids).
@@ -76,5 +76,10 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
             "voids": list(reversed(list(panel.get("voids") or [])))}
 
 
+#: The words of a round the pit's pages show through ``|tr`` and ``|bet`` (its catalogue).
+WORDS = (N_("dobo"), N_("play"), N_("straight flush"), N_("three of a kind"), N_("straight"),
+         N_("flush"), N_("pair"), N_("high card"))
+
 PIT = PitPart(panel=QPokerPanel, describe=describe, view=view, package="tabled.games.qpoker",
-              stylesheet="pit.css")
+              stylesheet="pit.css",
+              article_items=frozenset({9, 11}))  # the rules' 第九條 and 第十一條: （一）…

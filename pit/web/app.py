@@ -55,6 +55,7 @@ from tabled.games import registry
 from tabled.pit import i18n
 from tabled.pit.auth import Forbidden, User, Users
 from tabled.pit.config import WebSettings
+from tabled.pit.i18n import N_
 from tabled.pit.model import Change, game_title, pit_part
 from tabled.pit.store import LIVE_STATES, AlertActionError, StoreError, WebSession
 from tabled.pit.web import present
@@ -157,7 +158,8 @@ def _environment() -> jinja2.Environment:
     env.install_null_translations(newstyle=True)  # type: ignore[attr-defined]
     env.filters.update(card=present.card, cards=present.cards, clock=present.clock,
                        stamp=present.stamp, iso=present.iso,
-                       quote=lambda s: quote(str(s), safe=""), article=_article)
+                       quote=lambda s: quote(str(s), safe=""), article=_article,
+                       tr=_word, bet=_bet)
     env.globals.update(PIPS=present.PIPS, ago=present.ago, game_title=game_title,
                        recall_template=recall_template)
     return env
@@ -244,7 +246,27 @@ def _language_context(request: Request | None, language: str) -> dict[str, Any]:
 @jinja2.pass_context
 def _article(context: jinja2.runtime.Context, code: object) -> str:
     """``{{ o.article|article }}``: a rule's article as the render's language names it."""
+    if code is None:
+        return ""
     return i18n.article(code, str(context.get("language") or i18n.DEFAULT))
+
+
+@jinja2.pass_context
+def _word(context: jinja2.runtime.Context, value: object) -> str:
+    """``{{ a.kind|tr }}``: a word of the record (``device_lost``) in the render's language
+    (its msgid ``device lost`` is marked in :data:`present.WORDS`); one not in the catalogue
+    shows as it is."""
+    if value is None:
+        return ""
+    language = str(context.get("language") or i18n.DEFAULT)
+    return i18n.translations(language).gettext(present.word(value))
+
+
+@jinja2.pass_context
+def _bet(context: jinja2.runtime.Context, name: object) -> str:
+    """``{{ name|bet }}``: a bet's name in the render's language (:func:`present.bet`)."""
+    language = str(context.get("language") or i18n.DEFAULT)
+    return present.bet(name, i18n.translations(language).gettext)
 
 
 _Endpoint = Callable[["PitWeb", Request], Awaitable[Response]]
@@ -268,7 +290,7 @@ def _page(*, acting: bool = False) -> Callable[[_Endpoint], _Endpoint]:
             try:
                 return await endpoint(self, request)
             except StoreError as exc:
-                return self.error(request, 503, "The record is not answering", str(exc))
+                return self.error(request, 503, N_("The record is not answering"), str(exc))
         return route
     return wrap
 
@@ -369,8 +391,19 @@ class PitWeb:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
 
-    def error(self, request: Request, status: int, title: str, text: str) -> HTMLResponse:
-        return self.render(request, "error.html", status=status, title=title, text=text)
+    def gettext(self, request: Request, message: str, **values: Any) -> str:
+        """``message`` (marked ``N_``) in the request's language, ``%(name)s`` filled in."""
+        text = i18n.translations(self.language(request)).gettext(message)
+        return text % values if values else text
+
+    def error(self, request: Request, status: int, title: str, text: str,
+              **values: Any) -> HTMLResponse:
+        """The error page: ``title`` and ``text`` are msgids (``N_``) in the request's
+        language, ``text``'s ``%(name)s`` filled in from ``values`` (a text that is not in
+        the catalogue, a store's reason, shows as it is)."""
+        return self.render(request, "error.html", status=status,
+                           title=self.gettext(request, title),
+                           text=self.gettext(request, text, **values))
 
     # -- pages ------------------------------------------------------------------------------
 
@@ -396,8 +429,9 @@ class PitWeb:
         site, table = request.path_params["site"], request.path_params["table"]
         context = self.table_context(site, table)
         if context is None:
-            return self.error(request, 404, "No such table",
-                              f"The pit has heard nothing from {site}/{table}.")
+            return self.error(request, 404, N_("No such table"),
+                              N_("The pit has heard nothing from %(table)s."),
+                              table=f"{site}/{table}")
         return self.render(request, "table.html", site=site, table=table, **context,
                            live_url=f"/events?view=table&site={quote(site)}"
                                     f"&table={quote(table)}")
@@ -408,11 +442,15 @@ class PitWeb:
         tile = self.port.floor.tile(site, table)
         rounds = await self.port.record.recall(site, table, 10)
         if tile is None and not rounds:
-            return self.error(request, 404, "No such table",
-                              f"The record has nothing of {site}/{table}.")
+            return self.error(request, 404, N_("No such table"),
+                              N_("The record has nothing of %(table)s."),
+                              table=f"{site}/{table}")
         return self.render(request, "recall.html", site=site, table=table, tile=tile,
                            rounds=list(reversed(rounds)), settlement=present.settlement,
-                           event_line=present.event_line, event_cards=present.event_cards,
+                           event_line=functools.partial(
+                               present.event_line, gettext=i18n.translations(
+                                   self.language(request)).gettext),
+                           event_cards=present.event_cards,
                            live_url="/events?view=static")
 
     async def alerts_context(self, state: str) -> dict[str, Any]:
@@ -446,7 +484,8 @@ class PitWeb:
         alert_id = int(request.path_params["alert_id"])
         context = await self.alert_context(alert_id)
         if context is None:
-            return self.error(request, 404, "No such alert", f"There is no alert {alert_id}.")
+            return self.error(request, 404, N_("No such alert"),
+                              N_("There is no alert %(id)s."), id=alert_id)
         alert = context["alert"]
         return self.render(request, "alert.html", **context,
                            live_url=f"/events?view=alert&id={alert_id}"
@@ -461,7 +500,8 @@ class PitWeb:
         alert_id = int(request.path_params["alert_id"])
         action = request.path_params["action"]
         if action not in ("acknowledge", "close"):
-            return self.error(request, 404, "No such action", action)
+            return self.error(request, 404, N_("No such action"), "%(action)s",
+                              action=action)
         form = await request.form(max_fields=10, max_files=0)
         note = str(form.get("note") or "")[:MAX_FIELD] or None
         desk = self.port.desk
@@ -471,9 +511,10 @@ class PitWeb:
             else:
                 await desk.close(alert_id, user, note)
         except Forbidden as exc:  # audited by the desk
-            return self.error(request, 403, "Not allowed", str(exc))
+            return self.error(request, 403, N_("Not allowed"), "%(reason)s", reason=str(exc))
         except AlertActionError as exc:
-            return self.error(request, 409, "That cannot be done", str(exc))
+            return self.error(request, 409, N_("That cannot be done"), "%(reason)s",
+                              reason=str(exc))
         return RedirectResponse(f"/alerts/{alert_id}", status_code=303)
 
     async def login_page(self, request: Request) -> Response:
@@ -491,11 +532,14 @@ class PitWeb:
                         retry_after=refusal.retry_after)
             await self.sessions.audit_throttled(refusal.scope, name, client,
                                                 refusal.retry_after)
-            whose = "this name" if refusal.scope == "user" else "any name"
+            too_many = (N_("Too many failed sign-ins for this name from your address: try "
+                           "again in %(wait)s.") if refusal.scope == "user" else
+                        N_("Too many failed sign-ins for any name from your address: try "
+                           "again in %(wait)s."))
             response = self.render(
                 request, "login.html", status=429, next=target, retry_after=refusal.retry_after,
-                failed=f"Too many failed sign-ins for {whose} from your address: try again in "
-                       f"{present.duration(refusal.retry_after)}.")
+                failed=self.gettext(request, too_many,
+                                    wait=present.duration(refusal.retry_after)))
             response.headers["retry-after"] = str(refusal.retry_after)
             return response
         user = await asyncio.to_thread(self.users.authenticate, name, password)
@@ -505,7 +549,7 @@ class PitWeb:
             log.warning("sign_in_failed", user=name, client=client, reason=reason)
             await self.sessions.audit(name, client, "failed", reason)
             return self.render(request, "login.html", status=401, next=target,
-                               failed="Sign-in failed.")
+                               failed=self.gettext(request, N_("Sign-in failed.")))
         self.throttle.succeeded(client, name)
         old = request.session.get("sid")
         try:
@@ -513,9 +557,9 @@ class PitWeb:
                 user, client, replaces=old if isinstance(old, str) else None)
         except StoreError as exc:
             log.error("sign_in_unrecorded", user=user.name, client=client, error=str(exc))
-            return self.error(request, 503, "The record is not answering",
-                              "Sign-in needs the record, which is not answering: try again "
-                              "in a moment.")
+            return self.error(request, 503, N_("The record is not answering"),
+                              N_("Sign-in needs the record, which is not answering: try "
+                                 "again in a moment."))
         request.session.clear()
         request.session["sid"] = session_id
         return RedirectResponse(target or "/", status_code=303)

@@ -544,7 +544,7 @@ async def test_a_game_without_a_pit_part_shows_on_the_floor_with_its_outcomes(
         assert '<section class="outcomes">' in page.text and "craps-head" not in page.text
         rows = re.findall(r'<tr class="(void)?" data-round="(\d+)"><td>#\d+</td><td>(\w+)</td>'
                           r'<td>([^<]*)', page.text)
-        assert rows == [("void", "3", "void", "craps.art5 "), ("", "2", "complete", ""),
+        assert rows == [("void", "3", "void", "Art. 5 "), ("", "2", "complete", ""),
                         ("", "1", "complete", "")]
         recall = await client.get("/table/lab/craps-1/recall")
         assert recall.status_code == 200 and 'class="die"' not in recall.text
