@@ -151,6 +151,31 @@ def jinja_gettext(language: str) -> dict[str, Callable[..., str]]:
             "pgettext": _pgettext, "npgettext": _npgettext}
 
 
+def phrase(line: Any, language: str) -> str:
+    """A line the pit keeps as ``[msgid, values]`` (a tile's last outcome, ``PitPart.phrase``)
+    in ``language``: the msgid translated, each value that is a word (a msgid) translated
+    too, an ``article`` named as the rules name it, numbers as they are; anything else is
+    shown as it is (a line kept as text)."""
+    if not (isinstance(line, list | tuple) and len(line) == 2 and isinstance(line[0], str)
+            and isinstance(line[1], Mapping)):
+        return str(line)
+    t = translations(language)
+    values = {}
+    for key, value in line[1].items():
+        if key == "article":
+            values[key] = article(value, language) if value else "—"
+        elif isinstance(value, str):
+            values[key] = t.gettext(value.replace("_", " "))
+        else:
+            values[key] = "—" if value is None else value
+    for message in (t.gettext(line[0]), line[0]):
+        try:
+            return message % values
+        except (KeyError, TypeError, ValueError):  # values that do not fit: the next, as is
+            continue
+    return line[0]
+
+
 # -- the rules' articles ------------------------------------------------------------------------
 
 _DIGITS = "〇一二三四五六七八九"

@@ -14,7 +14,7 @@ from typing import Any
 
 from tabled.contract.outcome import OutcomeRecord
 from tabled.games.craps.record import CrapsOutcome
-from tabled.games.parts.pit import N_, PitPart, chi_square, given, histogram
+from tabled.games.parts.pit import N_, Phrase, PitPart, chi_square, given, histogram
 
 #: Rolls kept for the panel.
 ROLLS = 50
@@ -85,6 +85,20 @@ def describe(outcome: OutcomeRecord) -> str:
             f"{'off' if point is None else point}")
 
 
+def phrase(outcome: OutcomeRecord) -> Phrase:
+    """:func:`describe`'s line as the catalogue has it (games/parts/pit.py)."""
+    if not isinstance(outcome, CrapsOutcome):
+        return N_("#%(round)s %(status)s"), {"round": outcome.round, "status": outcome.status}
+    rnd, result = outcome.round, outcome.result
+    if outcome.no_roll is True:
+        return N_("#%(round)s no roll"), {"round": rnd}
+    dice = result.dice or ("?", "?")
+    point = result.point_after
+    return (N_("#%(round)s %(a)s-%(b)s = %(total)s, point %(point)s"),
+            {"round": rnd, "a": dice[0], "b": dice[1], "total": result.total,
+             "point": N_("off") if point is None else point})
+
+
 def view(panel: Mapping[str, Any]) -> dict[str, Any]:
     """The panel as ``panel.html`` lays it out: rolls newest first, histograms, χ² per die."""
     session = panel.get("session") or {}
@@ -112,4 +126,4 @@ WORDS = (N_("pass"), N_("dont pass"), N_("pass odds"), N_("dont pass odds"), N_(
          N_("big %(n)s"), N_("hard %(n)s"))
 
 PIT = PitPart(panel=CrapsPanel, describe=describe, view=view, package="tabled.games.craps",
-              stylesheet="pit.css")
+              stylesheet="pit.css", phrase=phrase)

@@ -47,6 +47,8 @@ from tabled.contract.outcome import Bet, OutcomeRecord
 
 #: Rows of a scoreboard grid (a baccarat road), unless a game says otherwise.
 GRID_ROWS = 6
+#: A line for the page in the catalogue's terms (``PitPart.phrase``): msgid, values.
+Phrase = tuple[str, dict[str, Any]]
 
 
 class Panel(Protocol):
@@ -93,6 +95,11 @@ class PitPart:
     #: paragraphs, ``五、``: the page names ``art11.5`` ``第十一條（五）項`` for them, else
     #: ``第十一條第五款`` (tabled.pit.i18n.article).
     article_items: frozenset[int] = frozenset()
+    #: ``describe``'s line as the catalogue has it, for the page to show in its language: a
+    #: msgid marked ``N_`` (``"#%(round)s banker wins %(player)s-%(banker)s"``) and its
+    #: values, numbers as they are and words as msgids marked ``N_`` too (``article``: a rule's
+    #: article code). None: the page shows ``describe``'s line as it is.
+    phrase: Callable[[OutcomeRecord], Phrase] | None = None
 
 
 # -- helpers a panel or a view may use -----------------------------------------------------------

@@ -159,7 +159,7 @@ def _environment() -> jinja2.Environment:
     env.filters.update(card=present.card, cards=present.cards, clock=present.clock,
                        stamp=present.stamp, iso=present.iso,
                        quote=lambda s: quote(str(s), safe=""), article=_article,
-                       tr=_word, bet=_bet)
+                       tr=_word, bet=_bet, outcome_line=_outcome_line)
     env.globals.update(PIPS=present.PIPS, ago=present.ago, game_title=game_title,
                        recall_template=recall_template)
     return env
@@ -267,6 +267,18 @@ def _bet(context: jinja2.runtime.Context, name: object) -> str:
     """``{{ name|bet }}``: a bet's name in the render's language (:func:`present.bet`)."""
     language = str(context.get("language") or i18n.DEFAULT)
     return present.bet(name, i18n.translations(language).gettext)
+
+
+@jinja2.pass_context
+def _outcome_line(context: jinja2.runtime.Context, outcome: Mapping[str, Any] | None) -> str:
+    """``{{ t.last_outcome|outcome_line }}``: a tile's last outcome in the render's language
+    (its ``phrase``, :func:`tabled.pit.i18n.phrase`), else its line as kept."""
+    if not outcome:
+        return "—"
+    language = str(context.get("language") or i18n.DEFAULT)
+    if outcome.get("phrase"):
+        return i18n.phrase(outcome["phrase"], language)
+    return str(outcome.get("line") or "").replace("_", " ")
 
 
 _Endpoint = Callable[["PitWeb", Request], Awaitable[Response]]

@@ -114,7 +114,9 @@ def event_line(event: Mapping[str, Any], gettext: Callable[[str], str] = _same) 
     parts = []
     for key in ("seat", "decks", "dice", "play", "reason", "code", "detail", "count"):
         if key in event and event[key] is not None:
-            parts.append(f"{gettext(key)} {event[key]}")
+            value = event[key]  # a word of the record (seat "dealer") in words too
+            shown = gettext(word(value)) if isinstance(value, str) else value
+            parts.append(f"{gettext(key)} {shown}")
     if event.get("face_up") is False:
         parts.append(gettext(N_("face down")))
     return f"{kind} " + ", ".join(parts) if parts else kind

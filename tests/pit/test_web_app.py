@@ -538,7 +538,7 @@ async def test_a_game_without_a_pit_part_shows_on_the_floor_with_its_outcomes(
                                      "article": "craps.art5", "result": NOTHING_DEALT["craps"],
                                      "bets": all_bets("craps")})
         floor = (await client.get("/")).text
-        assert '<span class="line void">#3 void (craps.art5): dice not read</span>' in floor
+        assert '<span class="line void">#3 void (Art. 5): dice not read</span>' in floor
         page = await client.get("/table/lab/craps-1")
         assert page.status_code == 200
         assert '<section class="outcomes">' in page.text and "craps-head" not in page.text
