@@ -127,7 +127,8 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
 
 
 #: The words of a hand the pit's pages show through ``|tr`` and ``|bet`` (its catalogue).
-WORDS = (N_("banker"), N_("player"), N_("tie"), N_("banker pair"), N_("player pair"))
+WORDS = (N_("Baccarat"),  # its title
+         N_("banker"), N_("player"), N_("tie"), N_("banker pair"), N_("player pair"))
 
 PIT = PitPart(panel=BaccaratPanel, describe=describe, view=view, package="tabled.games.baccarat",
               events=("shoe_start",), stylesheet="pit.css", phrase=phrase)

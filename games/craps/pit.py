@@ -120,7 +120,8 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
 
 #: The bets' names the pit's recall shows through ``|bet`` (its catalogue); a numbered
 #: bet (``come_odds_4``) is its name and its number.
-WORDS = (N_("pass"), N_("dont pass"), N_("pass odds"), N_("dont pass odds"), N_("come"),
+WORDS = (N_("Craps"),  # its title
+         N_("pass"), N_("dont pass"), N_("pass odds"), N_("dont pass odds"), N_("come"),
          N_("dont come"), N_("field"), N_("any craps"), N_("eleven"), N_("come %(n)s"),
          N_("dont come %(n)s"), N_("come odds %(n)s"), N_("dont come odds %(n)s"),
          N_("big %(n)s"), N_("hard %(n)s"))

@@ -88,7 +88,8 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
 
 
 #: The words of a round the pit's pages show through ``|tr`` and ``|bet`` (its catalogue).
-WORDS = (N_("dealer"), N_("dobo"), N_("play"), N_("straight flush"), N_("three of a kind"),
+WORDS = (N_("Q Poker"),  # its title
+         N_("dealer"), N_("dobo"), N_("play"), N_("straight flush"), N_("three of a kind"),
          N_("straight"), N_("flush"), N_("pair"), N_("high card"))
 
 PIT = PitPart(panel=QPokerPanel, describe=describe, view=view, package="tabled.games.qpoker",

@@ -83,6 +83,8 @@ def test_the_floor_a_table_recall_and_the_alerts_in_chinese(browser: Any, floor:
     for table in ("bac-1", "craps-1", "qp-1"):
         page.wait_for_selector(f'article.tile[data-table="{table}"][data-state="online"] .last '
                                ".line", timeout=30_000)
+    assert page.locator("#live").text_content() == "即時"  # the page script's label too
+    assert "百家樂" in page.locator('article.tile[data-table="bac-1"] .game').text_content()
     header = page.locator("header.top").text_content()
     assert "樓面" in header and "警報" in header and "登出" in header and "主管" in header
     assert "張賭枱" in page.locator("#summary").text_content()
