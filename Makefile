@@ -161,5 +161,5 @@ messages: venv
 	  --project tabled -o build/tabled.pot .
 	for language in zh_Hant pt; do \
 	  $(BIN)/pybabel -q update -i build/tabled.pot -d pit/locale -D tabled -l $$language \
-	    --no-fuzzy-matching --omit-header || exit 1; \
+	    --no-fuzzy-matching || exit 1; \
 	done
