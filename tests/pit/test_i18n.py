@@ -243,3 +243,15 @@ def test_renders_in_different_languages_at_once_do_not_mix() -> None:
     }
     # without a language bound, a template is in English (the null translations)
     assert env.from_string('{{ _("Big road") }}').render() == "Big road"
+
+
+def test_a_language_the_pit_does_not_speak_is_a_config_error_named_by_its_key() -> None:
+    from tabled.pit.config import ConfigError, parse_config
+
+    base = {"store": {"sqlite": "/x"}, "mqtt": {"url": "mqtt://127.0.0.1:1883"}}
+    assert parse_config({**base, "web": {}}).web.language == i18n.DEFAULT
+    assert parse_config({**base, "web": {"language": "pt"}}).web.language == "pt"
+    with pytest.raises(ConfigError) as caught:
+        parse_config({**base, "web": {"language": "fr"}})
+    keys = dict(caught.value.errors)
+    assert "web.language" in keys and "zh_Hant" in keys["web.language"], keys

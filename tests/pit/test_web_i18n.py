@@ -160,6 +160,9 @@ def test_the_language_links_and_portuguese_then_english(browser: Any, floor: Flo
     assert "Big road" in page.locator("main").text_content()
     page.goto(floor.base_url + "/table/lab/bac-1/recall")
     assert "Settlement" in page.locator("main").text_content()
+    page.goto(floor.base_url + "/")
+    assert lang(page) == "en" and "tables" in page.locator("#summary").text_content()
+    assert "Baccarat" in page.locator('article.tile[data-table="bac-1"] .game').text_content()
     page.context.close()
 
 
