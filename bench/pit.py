@@ -56,8 +56,8 @@ from typing import Any
 
 from bench import pg as pgserver
 from bench.measure import CpuMeter, Latency, load_average
-from bench.pitload import SITE, table_name
 from tabled.daemon.broker import Mosquitto, free_port
+from tests.pit.tablefeed import SITE, table_name
 
 CHROMIUM = "/usr/bin/chromium"
 #: As tests/pit/test_web.py launches it (FIELD-NOTES.md): no sandbox as root, no background
@@ -682,8 +682,8 @@ def sample_messages(count: int, tables: int = 200) -> list[tuple[str, bytes]]:
     import io
     import tempfile
 
-    from bench.pitload import TableFeed
     from tabled.contract.logs import configure
+    from tests.pit.tablefeed import TableFeed
 
     configure("warning", "json", stream=io.StringIO())
     out: list[tuple[str, bytes]] = []
@@ -711,13 +711,13 @@ def monitors(rounds: int) -> dict[str, Any]:
     import tempfile
 
     from bench import integrity
-    from bench.pitload import TableFeed, game_of
     from tabled.contract.logs import configure
     from tabled.pit.alerts import AlertEngine
     from tabled.pit.config import parse_config
     from tabled.pit.messages import parse_message
     from tabled.pit.model import Floor
     from tabled.pit.watch import IntegrityWatch
+    from tests.pit.tablefeed import TableFeed, game_of
 
     configure("warning", "json", stream=io.StringIO())
     out: dict[str, Any] = {"alone": [integrity.throughput(g, rounds, 13)

@@ -147,16 +147,64 @@ class Holdings:
 
 @dataclass(frozen=True, slots=True)
 class RecalledRound:
-    """One round for game recall: its outcome and every event the table published for it."""
+    """One round for game recall: its outcome, every event the table published for it, the
+    faults that touched it (the table's ``fault`` messages naming its round or received in its
+    time span) and the outcome's number (``table_seq``, a history page's cursor)."""
 
     round: int
     outcome: dict[str, Any]
     events: list[dict[str, Any]]
     received_at: float
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    table_seq: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"round": self.round, "outcome": self.outcome, "events": self.events,
-                "received_at": self.received_at}
+                "received_at": self.received_at, "faults": self.faults,
+                "table_seq": self.table_seq}
+
+
+@dataclass(frozen=True, slots=True)
+class RoundQuery:
+    """Which rounds of a table a history page shows, newest first, ``size`` of them: those
+    received from ``since`` to ``until`` (the pit's clock, epoch seconds), starting ``before``
+    or ``after`` an outcome's ``table_seq`` (the cursors of :class:`RoundPage`), or else at
+    round number ``round`` (the newest shown), or else at the latest."""
+
+    before: int | None = None
+    after: int | None = None
+    round: int | None = None
+    since: float | None = None
+    until: float | None = None
+    size: int = 20
+
+
+@dataclass(frozen=True, slots=True)
+class RoundPage:
+    """A page of rounds, newest first, with the cursors of the pages beside it: ``older``
+    (pass as ``before``) and ``newer`` (pass as ``after``), None where there is none."""
+
+    rounds: list[RecalledRound]
+    older: int | None
+    newer: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A part of a table's play that a card-less event begins (a baccarat shoe at each
+    ``shoe_start``): its ordinal among those recorded (``number``, 1 the first), the event's
+    number, when it was received, the event, and how many rounds ended in it."""
+
+    number: int
+    table_seq: int
+    received_at: float
+    event: dict[str, Any]
+    rounds: int
+    next_seq: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"number": self.number, "table_seq": self.table_seq,
+                "received_at": self.received_at, "event": self.event, "rounds": self.rounds}
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +336,8 @@ class SignInEntry:
 
 class RecordStore(abc.ABC):
     """The floor's record of what the tables published: messages, idempotent by number, and
-    malformed input; what the reconciler, the live model, recall and the integrity monitors read."""
+    malformed input; what the reconciler, the live model, recall, the history and the integrity
+    monitors read."""
 
     @abc.abstractmethod
     async def record(self, message: Message, recorded_by: str) -> Recorded: ...
@@ -332,6 +381,29 @@ class RecordStore(abc.ABC):
 
     @abc.abstractmethod
     async def recall(self, site: str, table: str, last: int = 10) -> list[RecalledRound]: ...
+
+    @abc.abstractmethod
+    async def round_page(self, site: str, table: str, query: RoundQuery) -> RoundPage:
+        """A page of the table's rounds (:class:`RoundQuery`), newest first, each with its
+        events (as :meth:`recall` gives them: never a round in progress) and the faults that
+        touched it."""
+
+    @abc.abstractmethod
+    async def segments(self, site: str, table: str, event_type: str, *,
+                       before: int | None = None, since: float | None = None,
+                       until: float | None = None, size: int = 20) -> list[Segment]:
+        """The table's segments begun by ``event_type`` events, newest first: those begun
+        before event number ``before``, received from ``since`` to ``until``."""
+
+    @abc.abstractmethod
+    async def segment(self, site: str, table: str, event_type: str,
+                      number: int) -> Segment | None:
+        """The ``number``-th segment (1 the first recorded), or None."""
+
+    @abc.abstractmethod
+    async def segment_outcomes(self, site: str, table: str, segment: Segment,
+                               limit: int = 2000) -> list[StoredMessage]:
+        """The outcomes of the rounds that ended in ``segment``, in the table's order."""
 
     @abc.abstractmethod
     async def rebuild_records(self, site: str, table: str,

@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from tabled.contract.outcome import OutcomeRecord
+from tabled.games.baccarat.history import history
 from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.games.baccarat.roads import DERIVED_ROADS, RecordError, Roads, hand_of_record
 from tabled.games.parts.pit import N_, Phrase, PitPart, given, grid
@@ -131,4 +132,6 @@ WORDS = (N_("Baccarat"),  # its title
          N_("banker"), N_("player"), N_("tie"), N_("banker pair"), N_("player pair"))
 
 PIT = PitPart(panel=BaccaratPanel, describe=describe, view=view, package="tabled.games.baccarat",
-              events=("shoe_start",), stylesheet="pit.css", phrase=phrase)
+              events=("shoe_start",), stylesheet="pit.css", phrase=phrase,
+              history=history,
+              history_segment="shoe_start", history_segment_title="Shoe")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tabled.contract.outcome import OutcomeRecord
+from tabled.games.craps.history import history
 from tabled.games.craps.record import CrapsOutcome
 from tabled.games.parts.pit import N_, Phrase, PitPart, chi_square, given, histogram
 
@@ -121,10 +122,11 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
 #: The bets' names the pit's recall shows through ``|bet`` (its catalogue); a numbered
 #: bet (``come_odds_4``) is its name and its number.
 WORDS = (N_("Craps"),  # its title
-         N_("pass"), N_("dont pass"), N_("pass odds"), N_("dont pass odds"), N_("come"),
-         N_("dont come"), N_("field"), N_("any craps"), N_("eleven"), N_("come %(n)s"),
-         N_("dont come %(n)s"), N_("come odds %(n)s"), N_("dont come odds %(n)s"),
+         N_("pass"), N_("don't pass"), N_("pass odds"), N_("don't pass odds"), N_("come"),
+         N_("don't come"), N_("field"), N_("any craps"), N_("eleven"), N_("come %(n)s"),
+         N_("don't come %(n)s"), N_("come odds %(n)s"), N_("don't come odds %(n)s"),
          N_("big %(n)s"), N_("hard %(n)s"))
 
 PIT = PitPart(panel=CrapsPanel, describe=describe, view=view, package="tabled.games.craps",
-              stylesheet="pit.css", phrase=phrase)
+              stylesheet="pit.css", phrase=phrase,
+              history=history)

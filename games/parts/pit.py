@@ -91,6 +91,18 @@ class PitPart:
     recall_template: str | None = "recall.html"
     events: tuple[str, ...] = ()
     stylesheet: str | None = None
+    #: The game's history view (the pit's history pages): recorded outcome records of a
+    #: stretch of play, in the table's order (a page of rounds, or a whole segment) to the
+    #: plain values ``history_template`` lays out with ``h`` in its context. None: the pit's
+    #: generic list of rounds only. Like ``view``, it sees outcomes only, never an event.
+    history: Callable[[Sequence[OutcomeRecord]], Mapping[str, Any]] | None = None
+    history_template: str = "history.html"
+    #: The card-less event type that begins a segment of play the history offers one by one
+    #: (baccarat: ``shoe_start``, a shoe and its scoreboard), and what a segment is called
+    #: (``"Shoe"``, translated where shown); None: the history pages rounds only. With a
+    #: segment the game's history view is drawn per segment, else per page of rounds.
+    history_segment: str | None = None
+    history_segment_title: str = "Segment"
     #: The articles whose parts the Chinese original numbers as items, ``（五）``, not as
     #: paragraphs, ``五、``: the page names ``art11.5`` ``第十一條（五）項`` for them, else
     #: ``第十一條第五款`` (tabled.pit.i18n.article).

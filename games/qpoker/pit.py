@@ -15,6 +15,7 @@ from typing import Any
 
 from tabled.contract.outcome import OutcomeRecord
 from tabled.games.parts.pit import N_, Phrase, PitPart, given, pays
+from tabled.games.qpoker.history import history
 from tabled.games.qpoker.record import QPokerOutcome
 
 #: Rounds kept for the panel (and voids).
@@ -94,4 +95,5 @@ WORDS = (N_("Q Poker"),  # its title
 
 PIT = PitPart(panel=QPokerPanel, describe=describe, view=view, package="tabled.games.qpoker",
               stylesheet="pit.css",
-              phrase=phrase, article_items=frozenset({9, 11}))  # 第九條, 第十一條: （一）…
+              phrase=phrase, article_items=frozenset({9, 11}),  # 第九條, 第十一條: （一）…
+              history=history)

@@ -58,7 +58,7 @@ from tabled.pit.config import WebSettings
 from tabled.pit.i18n import N_
 from tabled.pit.model import Change, game_title, pit_part
 from tabled.pit.store import LIVE_STATES, AlertActionError, StoreError, WebSession
-from tabled.pit.web import present
+from tabled.pit.web import history, present
 from tabled.pit.web.live import View, stream
 from tabled.pit.web.port import PitPort
 from tabled.pit.web.security import SecurityHeaders, SignInThrottle, csrf_protect
@@ -156,6 +156,13 @@ def _environment() -> jinja2.Environment:
                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.StrictUndefined)
     env.install_null_translations(newstyle=True)  # type: ignore[attr-defined]
+    # what a template imported without the render's context (its macros) calls: the language
+    # of the render under way in this task (English outside any), never a request's global
+    env.install_gettext_callables(  # type: ignore[attr-defined]
+        gettext=lambda s: _rendering().gettext(s),
+        ngettext=lambda s, p, n: _rendering().ngettext(s, p, n),
+        pgettext=lambda c, s: _rendering().pgettext(c, s),
+        npgettext=lambda c, s, p, n: _rendering().npgettext(c, s, p, n), newstyle=True)
     env.filters.update(card=present.card, cards=present.cards, clock=present.clock,
                        stamp=present.stamp, iso=present.iso,
                        quote=lambda s: quote(str(s), safe=""), article=_article,
@@ -173,6 +180,16 @@ LANGUAGE_COOKIE_AGE = 365 * 86400
 #: live stream's tasks inherit): :meth:`PitWeb.fragment`'s language when none is given.
 _request_language: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "pit_request_language", default=None)
+
+
+def _rendering() -> Any:
+    """The translations of the render under way in this task (English outside any)."""
+    return i18n.translations(_request_language.get() or "en")
+
+
+def _language_of(context: jinja2.runtime.Context) -> str:
+    """A filter's language: its render's, also in a template imported without context."""
+    return str(context.get("language") or _request_language.get() or i18n.DEFAULT)
 
 
 def _chosen_language(scope: Scope) -> str | None:
@@ -248,7 +265,7 @@ def _article(context: jinja2.runtime.Context, code: object) -> str:
     """``{{ o.article|article }}``: a rule's article as the render's language names it."""
     if code is None:
         return ""
-    return i18n.article(code, str(context.get("language") or i18n.DEFAULT))
+    return i18n.article(code, _language_of(context))
 
 
 @jinja2.pass_context
@@ -258,15 +275,13 @@ def _word(context: jinja2.runtime.Context, value: object) -> str:
     shows as it is."""
     if value is None:
         return ""
-    language = str(context.get("language") or i18n.DEFAULT)
-    return i18n.translations(language).gettext(present.word(value))
+    return i18n.translations(_language_of(context)).gettext(present.word(value))
 
 
 @jinja2.pass_context
 def _bet(context: jinja2.runtime.Context, name: object) -> str:
     """``{{ name|bet }}``: a bet's name in the render's language (:func:`present.bet`)."""
-    language = str(context.get("language") or i18n.DEFAULT)
-    return present.bet(name, i18n.translations(language).gettext)
+    return present.bet(name, i18n.translations(_language_of(context)).gettext)
 
 
 @jinja2.pass_context
@@ -275,7 +290,7 @@ def _outcome_line(context: jinja2.runtime.Context, outcome: Mapping[str, Any] | 
     (its ``phrase``, :func:`tabled.pit.i18n.phrase`), else its line as kept."""
     if not outcome:
         return "—"
-    language = str(context.get("language") or i18n.DEFAULT)
+    language = _language_of(context)
     if outcome.get("phrase"):
         return i18n.phrase(outcome["phrase"], language)
     return str(outcome.get("line") or "").replace("_", " ")
@@ -328,6 +343,7 @@ class PitWeb:
             Route("/", self.floor_page),
             Route("/table/{site}/{table}", self.table_page),
             Route("/table/{site}/{table}/recall", self.recall_page),
+            *history.routes(self),
             Route("/alerts", self.alerts_page),
             Route("/alerts/{alert_id:int}", self.alert_page),
             Route("/alerts/{alert_id:int}/{action:str}", self.alert_action, methods=["POST"]),
@@ -365,12 +381,17 @@ class PitWeb:
         token = request.scope["csrftoken"]() if "csrftoken" in request.scope else ""
         visible = self.may_view(user)  # nothing of the floor before sign-in
         live_url = context.pop("live_url", None)
-        html = self.env.get_template(name).render(
-            request=request, user=user, csrf=token, now=time.time(),
-            summary=self.summary() if visible else None,
-            panel_alerts=self.panel_alerts() if visible else [],
-            live_url=live_url if visible else None,
-            **_language_context(request, self.language(request, language)), **context)
+        language = self.language(request, language)
+        rendering = _request_language.set(language)  # this task's, for the render's macros
+        try:
+            html = self.env.get_template(name).render(
+                request=request, user=user, csrf=token, now=time.time(),
+                summary=self.summary() if visible else None,
+                panel_alerts=self.panel_alerts() if visible else [],
+                live_url=live_url if visible else None,
+                **_language_context(request, language), **context)
+        finally:
+            _request_language.reset(rendering)
         return HTMLResponse(html, status_code=status)
 
     def language(self, request: Request | None = None, language: str | None = None) -> str:
@@ -381,9 +402,13 @@ class PitWeb:
                            self.settings.language)
 
     def fragment(self, name: str, language: str | None = None, **context: Any) -> str:
-        return self.env.get_template(name).render(
-            now=time.time(), **_language_context(None, self.language(None, language)),
-            **context)
+        language = self.language(None, language)
+        rendering = _request_language.set(language)  # this task's, for the render's macros
+        try:
+            return self.env.get_template(name).render(
+                now=time.time(), **_language_context(None, language), **context)
+        finally:
+            _request_language.reset(rendering)
 
     def summary(self) -> dict[str, Any]:
         floor = self.port.floor

@@ -25,7 +25,11 @@ from tabled.pit.store import (
     Alert,
     AuditEntry,
     RecalledRound,
+    RoundPage,
+    RoundQuery,
+    Segment,
     SignInEntry,
+    StoredMessage,
     WebSession,
 )
 
@@ -34,6 +38,18 @@ class WebRecord(Protocol):
     """The record's queries the web layer calls (a :class:`~tabled.pit.store.Store` is one)."""
 
     async def recall(self, site: str, table: str, last: int = 10) -> list[RecalledRound]: ...
+
+    async def round_page(self, site: str, table: str, query: RoundQuery) -> RoundPage: ...
+
+    async def segments(self, site: str, table: str, event_type: str, *,
+                       before: int | None = None, since: float | None = None,
+                       until: float | None = None, size: int = 20) -> list[Segment]: ...
+
+    async def segment(self, site: str, table: str, event_type: str,
+                      number: int) -> Segment | None: ...
+
+    async def segment_outcomes(self, site: str, table: str, segment: Segment,
+                               limit: int = 2000) -> list[StoredMessage]: ...
 
     async def alert(self, alert_id: int) -> Alert | None: ...
 

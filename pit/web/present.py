@@ -204,9 +204,14 @@ def bet(name: Any, gettext: Callable[[str], str] = _same) -> str:
         return gettext("seat %(n)s %(bet)s") % {"n": seat["n"], "bet": bet(seat["bet"], gettext)}
     numbered = _NUMBERED.match(text)
     if numbered and numbered["base"]:
-        message = word(numbered["base"]) + " %(n)s"  # a marked msgid: "come odds %(n)s"
+        message = _bet_word(numbered["base"]) + " %(n)s"  # a marked msgid: "come odds %(n)s"
         return gettext(message) % {"n": numbered["n"]}
-    return gettext(word(text))
+    return gettext(_bet_word(text))
+
+
+def _bet_word(name: str) -> str:
+    """A bet's msgid: its name in words, ``dont`` spelled ``don't``."""
+    return re.sub(r"\bdont\b", "don't", word(name))
 
 
 def word(value: Any) -> str:

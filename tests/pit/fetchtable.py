@@ -1,5 +1,5 @@
 """A table for the pit's reconciliation tests: what a table daemon publishes, made by the
-daemon's own runtime and encoding (``bench.pitload.TableFeed``: the rules, the journal's
+daemon's own runtime and encoding (``tests.pit.tablefeed.TableFeed``: the rules, the journal's
 numbering and encoding, the birth record), kept in memory as its journal would keep it, and
 served back on ``…/fetch`` exactly as docs/mqtt.md's fetch protocol says (signed requests,
 refusals, replies chunked by count and bytes, ``next``, ``high_water``, ``journal``).
@@ -52,7 +52,7 @@ class ServingTable:
     served: int = 0
 
     def __post_init__(self) -> None:
-        from bench.pitload import TableFeed
+        from tests.pit.tablefeed import TableFeed
 
         self.feed = TableFeed(self.index, self.journals)
         self.name = self.feed.name

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from bench.integrity import baccarat_events, craps_events
 from tabled.contract.events import Declare, Event, event_to_dict
 from tabled.contract.outcome import Outcome
 from tabled.games.registry import make_table
@@ -26,6 +25,7 @@ from tabled.pit.store_sqlite import SqliteStore
 from tabled.pit.watch import IntegrityWatch, settings_of
 from tabled.simulators.shoe import Preset
 from tests.clock import Clock
+from tests.oracle.integrity import baccarat_events, craps_events
 from tests.pit.conftest import birth, msg
 
 

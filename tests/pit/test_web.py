@@ -338,3 +338,41 @@ def test_metrics_and_health_are_on_the_web_port(floor: Floor) -> None:
         health = json.loads(response.read())
     assert health["status"] == "ok" and health["broker"] == "up"
     assert shutil.which("chromium") or Path(CHROMIUM).exists()
+
+
+def test_a_tile_change_right_after_the_floor_is_redrawn_reaches_the_page(
+        floor: Floor, supervisor: Any) -> None:
+    """A new table redraws the whole floor; a change of another table's tile that follows
+    within milliseconds must not be lost. htmx registers the SSE listeners of swapped-in
+    elements when the swap settles (20 ms later by default): a tile event in that window had
+    no listener, and a table that went offline then stayed "online" on the page (a CI run's
+    kill -9 test, 2026-12-03). The page settles its swaps at once (base.html's htmx-config)."""
+    import paho.mqtt.client as mqtt
+
+    page = supervisor
+    page.goto(floor.base_url + "/")
+    live(page)
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="web-test-redraw")
+    client.connect("127.0.0.1", floor.broker.port)
+    client.loop_start()
+    started = "2026-12-04T10:00:00.000Z"
+
+    def status(table: str, seq: int, state: str) -> None:
+        body: dict[str, Any] = {"state": state, "ts": started, "table_seq": seq}
+        if state == "online":  # a birth record (the same run: the same started_at)
+            body.update(version="0.1.0", site=SITE, table=table, game="craps", options={},
+                        started_at=started, pid=1, commands=False, devices=[])
+        client.publish(f"tabled/{SITE}/{table}/status", json.dumps(body), qos=1).wait_for_publish()
+
+    try:
+        status("echo-1", 1, "online")
+        tile = 'article.tile[data-table="echo-1"][data-state="{}"]'
+        page.wait_for_selector(tile.format("online"), timeout=5_000)
+        for i in range(12):
+            state = "degraded" if i % 2 == 0 else "online"
+            status(f"ghost-{i}", 1, "online")  # a new tile: the floor is redrawn
+            status("echo-1", i + 2, state)  # and another tile changes right after
+            page.wait_for_selector(tile.format(state), timeout=3_000)
+    finally:
+        client.loop_stop()
+        client.disconnect()

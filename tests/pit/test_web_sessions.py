@@ -31,7 +31,7 @@ import pytest
 
 from tabled.daemon.broker import Mosquitto, free_port
 from tabled.pit.auth import hash_password
-from tests.pit.test_web import (
+from tests.pit.webfloor import (
     BROWSER_ARGS,
     CHROMIUM,
     PASSWORDS,

@@ -11,10 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.integrity import baccarat_events, craps_events
 from tabled.contract.events import encode_event
 from tabled.pit.integrity.command import write_findings
 from tabled.simulators.shoe import Preset
+from tests.oracle.integrity import baccarat_events, craps_events
 
 
 def tabled(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

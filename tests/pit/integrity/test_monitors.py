@@ -13,17 +13,6 @@ from typing import Any
 
 import pytest
 
-from bench.integrity import (
-    baccarat_events,
-    banker_delay,
-    banker_pools,
-    craps_events,
-    play,
-    qpoker_events,
-    replay_delay,
-    riffle_delay,
-    sorted_delay,
-)
 from tabled.contract.events import (
     Burn,
     CardDealt,
@@ -40,6 +29,17 @@ from tabled.games.registry import decode_outcome
 from tabled.pit.integrity import Finding, Settings, TableMonitors, slug_index
 from tabled.pit.integrity.calibration import DEFAULT_SETTINGS
 from tabled.simulators.shoe import NEW_DECK_ORDER, Preset, shuffled_shoe
+from tests.oracle.integrity import (
+    baccarat_events,
+    banker_delay,
+    banker_pools,
+    craps_events,
+    play,
+    qpoker_events,
+    replay_delay,
+    riffle_delay,
+    sorted_delay,
+)
 
 
 def run(game: Game, events: Iterable[Event], monitors: TableMonitors | None = None,

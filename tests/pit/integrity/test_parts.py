@@ -14,7 +14,6 @@ from typing import Any, cast
 
 import pytest
 
-from bench.integrity import baccarat_events, craps_events, qpoker_events
 from tabled.contract.events import Declare, Event, Roll
 from tabled.contract.outcome import Game, Outcome, OutcomeRecord
 from tabled.games import registry
@@ -32,6 +31,7 @@ from tabled.pit.integrity import (
 from tabled.pit.integrity.calibration import DEFAULT_SETTINGS, integrity_part, statistics_of
 from tabled.pit.integrity.command import record_of
 from tabled.pit.watch import settings_of
+from tests.oracle.integrity import baccarat_events, craps_events, qpoker_events
 
 ROOT = Path(__file__).resolve().parents[3]
 BUILT_IN = ("baccarat", "craps", "qpoker")
