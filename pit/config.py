@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from argon2.exceptions import InvalidHashError
 from argon2.low_level import Type
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
 from tabled.contract.settings import (
     ConfigProblems,
@@ -31,6 +31,7 @@ from tabled.contract.settings import (
 from tabled.contract.settings import Strict as _Strict
 from tabled.games.registry import game_names
 from tabled.pit.errors import PitError
+from tabled.pit.i18n import DEFAULT, LANGUAGES
 from tabled.pit.integrity.calibration import integrity_part
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # safe inside an MQTT topic level and a client id
@@ -377,6 +378,9 @@ class PitConfig(_Strict):
     integrity: IntegritySettings = IntegritySettings()
     users: list[UserSettings] = Field(default_factory=list)
     log: LogSettings = LogSettings()
+    #: the tables' scoreboard displays (``[[displays]]``, :class:`DisplaySettings`)
+    displays: Annotated[list[DisplaySettings], AfterValidator(_unique_tokens)] = Field(
+        default_factory=list)
 
     @field_validator("users")
     @classmethod
@@ -418,4 +422,67 @@ def check_secrets(config: PitConfig) -> list[tuple[str, str]]:
         ("web.session_secret_file", config.web.session_secret_file if config.web else None),
         ("web.tls_key_file", config.web.tls_key_file if config.web else None),
         ("reconcile.hmac_key_file", config.reconcile.hmac_key_file),
+        *((f"displays.{i}.token_file", d.token_file) for i, d in enumerate(config.displays)),
     ])
+
+
+#: A display's token: URL-safe characters (it rides in the display's address), 32 or more.
+DISPLAY_TOKEN = r"^[A-Za-z0-9_-]{32,256}$"
+
+
+class DisplaySettings(_Strict):
+    """One scoreboard display beside a table (``[[displays]]``, docs/pit.md "Displays"): the
+    players' road board at ``/display/<site>/<table>?token=…``, served without sign-in to
+    whoever has the token, read-only, in the display's language."""
+
+    #: The table it shows, ``site/table``.
+    table: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+                                        r"/[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+    #: Its token, in a file only the pit's user may read (mode 0600; ``tabled floor`` makes
+    #: one: ``head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d =``) ...
+    token_file: Path | None = None
+    #: ... or in the config itself (then the config file is the secret).
+    token: str | None = Field(default=None, repr=False)
+    #: The language it is shown in: one of the pit's (``zh_Hant``, ``en``, ``pt``).
+    language: str = DEFAULT
+
+    @field_validator("token")
+    @classmethod
+    def _token(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(DISPLAY_TOKEN, value):
+            raise ValueError("a display token is 32 to 256 characters of A-Z, a-z, 0-9, _ "
+                             "and - (it rides in the display's address)")
+        return value
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str) -> str:
+        if value not in LANGUAGES:
+            raise ValueError(f"{value!r} is not one of the pit's languages: "
+                             f"{', '.join(LANGUAGES)}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_token(self) -> DisplaySettings:
+        if (self.token is None) == (self.token_file is None):
+            raise ValueError("give token_file or token, one of them")
+        return self
+
+    @property
+    def site(self) -> str:
+        return self.table.split("/", 1)[0]
+
+    @property
+    def table_name(self) -> str:
+        return self.table.split("/", 1)[1]
+
+
+def _unique_tokens(displays: list[DisplaySettings]) -> list[DisplaySettings]:
+    tokens = [d.token for d in displays if d.token is not None]
+    files = [d.token_file for d in displays if d.token_file is not None]
+    if len(set(tokens)) < len(tokens) or len(set(files)) < len(files):
+        raise ValueError("each display has a token of its own (two give the same one)")
+    return displays
+
+
+PitConfig.model_rebuild()

@@ -104,6 +104,9 @@ class PitMetrics:
                                        registry=r)
         self.alerts_published = Counter("pit_alerts_published",
                                         "Alert changes published on …/pit/alert", registry=r)
+        self.display_refused = Counter(
+            "pit_display_refused", "Display requests refused for a wrong or missing token, by "
+            "reason", ["reason"], registry=r)
         r.register(_FloorCollector(lambda: self.floor))
         # every series from the start, at 0: a rate needs the zero, a dashboard the name
         for code in MALFORMED_CODES:
@@ -112,11 +115,17 @@ class PitMetrics:
             self.store_failures.labels(cause)
         for stream in DURABLE:
             self.backfilled.labels(stream)
+        for reason in ("no_token", "bad_token"):
+            self.display_refused.labels(reason)
 
     def count_malformed(self, code: str) -> None:
         """One message filed in ``malformed`` for ``code`` (pit.messages MALFORMED_CODES)."""
         self.malformed.inc()
         self.malformed_by_reason.labels(code).inc()
+
+    def count_display_refused(self, reason: str) -> None:
+        """One display request refused: ``no_token`` or ``bad_token``."""
+        self.display_refused.labels(reason).inc()
 
     def observe_store(self, operation: str, seconds: float) -> None:
         self.store_seconds.labels(operation).observe(seconds)

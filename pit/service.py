@@ -159,7 +159,8 @@ class PitService:
             audit_days=self.config.retention.alert_days, floor=self.floor, desk=self.desk,
             record=self.store, changes=self.changes,
             broker_connected=self.ingest.connected.is_set,
-            store_failure=lambda: self.store_failure, metrics_app=self.metrics.asgi_app())
+            store_failure=lambda: self.store_failure, metrics_app=self.metrics.asgi_app(),
+            displays=self.config.displays, display_refused=self.metrics.count_display_refused)
 
     def request_stop(self) -> None:
         self._stop.set()

@@ -238,7 +238,8 @@ async def _floor(broker_url: str | None, pace: float, per_game: int, web_port: i
         port = web_port or (DEFAULT_WEB_PORT if _port_free(DEFAULT_WEB_PORT) else free_port())
         # the pit first: its subscriptions exist before any table says a word
         users = _users()
-        pit_config = _write_pit_config(work, broker_url, port, users, pace, access)
+        displays = _displays(work, tables)
+        pit_config = _write_pit_config(work, broker_url, port, users, pace, access, displays)
         pit = Part("pit", lambda: fleet.spawn(
             "pit", python("tabled.tools.cli", "pit", "--config", str(pit_config)),
             log=work / "pit.log"), work / "pit.log")
@@ -251,7 +252,7 @@ async def _floor(broker_url: str | None, pace: float, per_game: int, web_port: i
         for table in tables:
             parts.append(await _connect_daemon(fleet, table, broker_url, pace, access))
         _banner(say, work, fleet.keep, broker_url, own_broker, games, tables, pace, port,
-                users, pit_config, access)
+                users, pit_config, access, displays)
         async with asyncio.timeout(duration):
             try:
                 await _run(fleet, tables, parts, broker_url, pace, seed, port, pit, say,
@@ -388,9 +389,32 @@ def _fetch_key(work: Path) -> Path:
     return path if path.exists() else keygen(path)
 
 
+def _displays(work: Path, tables: list[Table]) -> dict[str, str]:
+    """A scoreboard display for each table whose game draws one (its pit part's
+    ``display_template``): table name -> the token made up for it, written to
+    ``work/displays/<table>.token`` (mode 0600) for the pit's ``[[displays]] token_file``."""
+    from tabled.pit.model import pit_part
+
+    out: dict[str, str] = {}
+    for table in tables:
+        part = pit_part(table.game.name)
+        if part is None or part.display_template is None:
+            continue
+        folder = work / "displays"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        token = secrets.token_urlsafe(32)
+        fd = os.open(folder / f"{table.name}.token", os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                     0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(token + "\n")
+        out[table.name] = token
+    return out
+
+
 def _write_pit_config(work: Path, broker_url: str, port: int,
                       users: dict[str, tuple[str, str]], pace: float,
-                      access: BrokerAccess | None) -> Path:
+                      access: BrokerAccess | None, displays: dict[str, str] | None = None
+                      ) -> Path:
     from tabled.pit.auth import hash_password
 
     secret = work / "pit-session.secret"
@@ -414,6 +438,11 @@ def _write_pit_config(work: Path, broker_url: str, port: int,
     for name, (role, password) in users.items():
         lines += ["", "[[users]]", f'name = "{name}"', f'role = "{role}"',
                   f'password_hash = "{hash_password(password)}"']
+    # the scoreboard beside each table that has one, in the floor's language
+    for table in displays or {}:
+        token_file = work / "displays" / f"{table}.token"
+        lines += ["", "[[displays]]", f'table = "{SITE}/{table}"',
+                  f"token_file = {json.dumps(str(token_file))}"]
     path = work / "pit.toml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -423,7 +452,7 @@ def _banner(say: Callable[[str], None], work: Path, keep: bool, broker_url: str,
             own_broker: bool, games: tuple[Game, ...], tables: list[Table], pace: float,
             port: int,
             users: dict[str, tuple[str, str]], pit_config: Path,
-            access: BrokerAccess | None) -> None:
+            access: BrokerAccess | None, displays: dict[str, str] | None = None) -> None:
     address = BrokerAddress.parse(broker_url)
     by_game: dict[str, list[str]] = {}
     for table in tables:
@@ -444,6 +473,9 @@ def _banner(say: Callable[[str], None], work: Path, keep: bool, broker_url: str,
     say("           sign in: " + " · ".join(f"{name} / {password} ({role})"
                                           for name, (role, password) in users.items()))
     say(f"           the record: tabled pit status --config {pit_config}")
+    for number, (shown, token) in enumerate((displays or {}).items()):
+        say(f"  {'display' if number == 0 else '':<8} {shown}'s scoreboard, no sign-in: "
+            f"http://127.0.0.1:{port}/display/{SITE}/{shown}?token={token}")
     if console is not None:
         say(f"  console  tabled console --config {console.config} (a dealer console on "
             f"{console.name})")

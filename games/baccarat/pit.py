@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from tabled.contract.outcome import OutcomeRecord
+from tabled.games.baccarat import display
 from tabled.games.baccarat.history import history
 from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.games.baccarat.roads import DERIVED_ROADS, RecordError, Roads, hand_of_record
@@ -134,4 +135,6 @@ WORDS = (N_("Baccarat"),  # its title
 PIT = PitPart(panel=BaccaratPanel, describe=describe, view=view, package="tabled.games.baccarat",
               events=("shoe_start",), stylesheet="pit.css", phrase=phrase,
               history=history,
-              history_segment="shoe_start", history_segment_title="Shoe")
+              history_segment="shoe_start", history_segment_title="Shoe",
+              display_template="display.html", display_view=display.view,
+              display_stylesheet="display.css")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tabled.contract.outcome import OutcomeRecord
+from tabled.games.craps import display
 from tabled.games.craps.history import history
 from tabled.games.craps.record import CrapsOutcome
 from tabled.games.parts.pit import N_, Phrase, PitPart, chi_square, given, histogram
@@ -128,5 +129,6 @@ WORDS = (N_("Craps"),  # its title
          N_("big %(n)s"), N_("hard %(n)s"))
 
 PIT = PitPart(panel=CrapsPanel, describe=describe, view=view, package="tabled.games.craps",
-              stylesheet="pit.css", phrase=phrase,
-              history=history)
+              stylesheet="pit.css", phrase=phrase, history=history,
+              display_template="display.html", display_view=display.view,
+              display_stylesheet="display.css")

@@ -81,6 +81,11 @@ class PitPart:
     ``events``: the card-less event types the panel reads (:meth:`Panel.event`).
     ``stylesheet``: a CSS file in the same ``templates/`` folder, served within the page's
     stylesheet after the pit's own (its classes are the game's: ``.craps``, ``.g-craps`` …).
+    ``display_template``, ``display_view``, ``display_stylesheet``: the table's scoreboard
+    display for the players (the screen beside the table, docs/pit.md "Displays"), or None
+    when the game has none: ``display_view(panel)`` makes its values from the panel's dict as
+    ``view`` does (it must hold only what players may see), the template (in ``templates/``)
+    draws them as ``view``, and the stylesheet is served in ``/static/display.css``.
     """
 
     panel: Callable[[], Panel]
@@ -89,6 +94,9 @@ class PitPart:
     package: str
     panel_template: str = "panel.html"
     recall_template: str | None = "recall.html"
+    display_template: str | None = None
+    display_view: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    display_stylesheet: str | None = None
     events: tuple[str, ...] = ()
     stylesheet: str | None = None
     #: The game's history view (the pit's history pages): recorded outcome records of a

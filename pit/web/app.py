@@ -11,6 +11,8 @@
 ``POST /alerts/{id}/acknowledge``, ``POST /alerts/{id}/close``  through the alert desk
 ``GET|POST /login``, ``POST /logout``  sign-in (argon2 via :mod:`tabled.pit.auth`)
 ``GET /events``               the page's server-sent events (:mod:`tabled.pit.web.live`)
+``GET /display/…``            a table's scoreboard display, by token, no sign-in
+                              (:mod:`tabled.pit.web.display`)
 ``GET /healthz``              the service's health (JSON; 503 while the store fails)
 ``/metrics``                  Prometheus (the port's ``metrics_app``)
 ``/static/…``                 the stylesheet, the page script, vendored htmx
@@ -59,6 +61,7 @@ from tabled.pit.i18n import N_
 from tabled.pit.model import Change, game_title, pit_part
 from tabled.pit.store import LIVE_STATES, AlertActionError, StoreError, WebSession
 from tabled.pit.web import history, present
+from tabled.pit.web.display import Displays
 from tabled.pit.web.live import View, stream
 from tabled.pit.web.port import PitPort
 from tabled.pit.web.security import SecurityHeaders, SignInThrottle, csrf_protect
@@ -350,6 +353,7 @@ class PitWeb:
             Route("/login", self.login_page, methods=["GET", "POST"]),
             Route("/logout", self.logout, methods=["POST"]),
             Route("/events", self.events),
+            *Displays(port, self.env, self.stopping).routes(),  # the tables' displays
             Route("/healthz", self.healthz),
             Route("/static/pit.css", self.stylesheet),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),

@@ -8,7 +8,8 @@ service (an import-linter contract checks it), so the pit has no import circle.
 A port holds the floor's read model, the alert desk (people's actions, role-checked and
 audited there), the record's queries the pages and sessions call (:class:`WebRecord`), the
 change feed the live streams follow, two readings of the service's health (the broker's
-connection, the store's failure) and the metrics' ASGI app.
+connection, the store's failure), the metrics' ASGI app, and the displays' settings with
+the counter of refused display requests.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tabled.pit.alerts import AlertDesk
-from tabled.pit.config import UserSettings
+from tabled.pit.config import DisplaySettings, UserSettings
 from tabled.pit.model import ChangeFeed, Floor
 from tabled.pit.store import (
     LIVE_STATES,
@@ -105,3 +106,7 @@ class PitPort:
     store_failure: Callable[[], str | None]
     #: ``/metrics`` (Prometheus' ASGI app)
     metrics_app: Any
+    #: the tables' scoreboard displays (``[[displays]]``)
+    displays: Sequence[DisplaySettings] = ()
+    #: counts one refused display request (a wrong or missing token), by reason
+    display_refused: Callable[[str], None] = lambda reason: None

@@ -30,7 +30,8 @@ def test_the_example_is_valid_and_documents_every_key() -> None:
                            ("alerts", config.alerts), ("web", config.web),
                            ("metrics", config.metrics), ("log", config.log),
                            ("integrity", config.integrity),
-                           ("integrity.craps", config.integrity.craps)):
+                           ("integrity.craps", config.integrity.craps),
+                           ("displays", config.displays[0])):
         for key in type(model).model_fields:
             assert f"{key} =" in text or f"[{section}.{key}]" in text, f"{section}.{key}"
 

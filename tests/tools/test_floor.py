@@ -51,6 +51,17 @@ def sign_in(page: str, name: str, password: str) -> str | None:
     return None
 
 
+def sign_in_with(opener: urllib.request.OpenerDirector, page: str, name: str,
+                 password: str) -> bool:
+    """Sign ``opener`` (with its cookie jar) in on the pit's page; whether it worked."""
+    form = opener.open(page + "login", timeout=10).read().decode()
+    token = re.search(r'name="csrftoken" value="([^"]+)"', form)
+    assert token, form
+    data = urllib.parse.urlencode({"csrftoken": token.group(1), "name": name,
+                                   "password": password, "next": "/"}).encode()
+    return "/login" not in opener.open(page + "login", data=data, timeout=10).geturl()
+
+
 def pit_status(config: Path) -> dict[str, Any] | None:
     proc = subprocess.run([sys.executable, "-m", "tabled.tools.cli", "pit", "status",
                            "--config", str(config)], capture_output=True, text=True,
@@ -88,6 +99,26 @@ def test_the_floor_runs_every_game_records_outcomes_and_alerts_then_leaves_nothi
         assert sign_in(page, "supervisor", users.group(1)) == page
         assert sign_in(page, "viewer", users.group(2)) == page
         assert sign_in(page, "supervisor", "not-the-password") is None
+        # a scoreboard display for each table whose game draws one, printed, linked, served
+        # without sign-in (issue 29)
+        displays = dict(re.findall(r"(\S+)'s scoreboard, no sign-in: (http://\S+)",
+                                   "\n".join(floor.lines)))
+        drawn = [name for name in games if getattr(registry.part(name, "pit"),
+                                                   "display_template", None)]
+        assert {"baccarat", "craps"} <= set(drawn)
+        assert sorted(displays) == sorted(f"{registry.part(name, 'demo').short}-{n}"
+                                          for name in drawn for n in (1, 2)), floor.lines[:20]
+        jar = http.cookiejar.CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        assert sign_in_with(opener, page, "viewer", users.group(2))
+        floor_html = opener.open(page, timeout=10).read().decode()
+        for table, address in displays.items():
+            with urllib.request.urlopen(address, timeout=10) as response:
+                board = response.read().decode()
+            assert response.status == 200 and "sse-connect=" in board, table
+            assert table.startswith("craps") or 'data-road-name="big_road"' in board, table
+            assert f'data-table="floor/{table}"' in board and "alerts-panel" not in board
+            assert 'href="' + address.removeprefix(page[:-1]) + '"' in floor_html, table
         children = children_of(floor.proc.pid)
         # mosquitto, two simulators and two daemons per game, the pit, the reaper
         assert len(children) == 3 + 4 * len(games), children
