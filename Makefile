@@ -24,7 +24,7 @@ APT_INSTALL = $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 
 .PHONY: demo test lint typecheck layers layout unit system-deps demo-deps venv bench campaigns \
-	fuzz clean integrity-calibration
+	fuzz clean integrity-calibration messages
 
 venv: $(VENV)/.installed
 
@@ -150,3 +150,16 @@ deb: system-deps
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(DEB_DIR) build/pip-cache
+
+# The pit's message catalogue (docs/pit.md "Languages"): extract every marked string of pit/ and
+# games/ (babel.cfg, its paths from here) into build/tabled.pot, then add the new msgids to each language's .po
+# (existing entries and their translations kept; a msgid gone from the sources is kept as
+# obsolete). Fill in the empty msgstrs; tests/pit/test_i18n.py fails until they are.
+messages: venv
+	@mkdir -p build
+	$(BIN)/pybabel -q extract -F babel.cfg -k N_ --no-location --sort-output \
+	  --project tabled -o build/tabled.pot .
+	for language in zh_Hant pt; do \
+	  $(BIN)/pybabel -q update -i build/tabled.pot -d pit/locale -D tabled -l $$language \
+	    --no-fuzzy-matching || exit 1; \
+	done

@@ -252,6 +252,10 @@ class WebSettings(_Strict):
     #: (against trying one password on many names); beyond them the address is refused.
     sign_in_address_failures: Annotated[int, Field(ge=1, le=100_000)] = 50
     sign_in_window: Annotated[int, Field(ge=1, le=86400)] = 300
+    #: The page's language for a browser that chose none (``?lang=``, remembered in a cookie)
+    #: and asks for none the pit speaks (``Accept-Language``): ``zh_Hant``, ``en`` or ``pt``
+    #: (:mod:`tabled.pit.i18n`).
+    language: Literal["zh_Hant", "en", "pt"] = "zh_Hant"
 
     @model_validator(mode="after")
     def _pair(self) -> WebSettings:

@@ -30,6 +30,7 @@ import structlog
 from tabled.contract.outcome import OutcomeRecord
 from tabled.games import registry
 from tabled.games.parts.pit import Panel, PitPart, given
+from tabled.pit.i18n import N_
 from tabled.pit.messages import Message, device_state
 from tabled.pit.store import SEVERITIES, Alert, StoredMessage
 
@@ -203,6 +204,20 @@ def describe(outcome: OutcomeRecord) -> str:
     if part is None:
         return f"#{outcome.round} {outcome.status}"
     return part.describe(outcome)
+
+
+def phrase(outcome: OutcomeRecord) -> list[Any] | None:
+    """:func:`describe`'s line as the catalogue has it, ``[msgid, values]`` (the page shows it
+    in its language: tabled.pit.i18n.phrase); None: the line as it is."""
+    if outcome.status == "void":
+        return [N_("#%(round)s void (%(article)s): %(reason)s"),
+                {"round": outcome.round, "article": given(outcome.article),
+                 "reason": given(outcome.void_reason)}]
+    part = pit_part(outcome.game)
+    if part is None or part.phrase is None:
+        return None
+    msgid, values = part.phrase(outcome)
+    return [msgid, dict(values)]
 
 
 # -- one table ----------------------------------------------------------------------------------
@@ -535,7 +550,8 @@ class Floor:
             return False
         model.count_outcome(received_at)
         model.last_outcome = {"round": outcome.round, "status": outcome.status,
-                              "line": describe(outcome), "at": received_at}
+                              "line": describe(outcome), "phrase": phrase(outcome),
+                              "at": received_at}
         if model.panel is not None:
             model.panel.add(outcome)
         return True

@@ -26,7 +26,7 @@ from tabled.games.baccarat.history import history
 from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.games.baccarat.roads import DERIVED_ROADS, RecordError, Roads, hand_of_record
 from tabled.games.baccarat.rules import _PLAYER, _Hand
-from tabled.games.parts.pit import PitPart, given, grid
+from tabled.games.parts.pit import N_, Phrase, PitPart, given, grid
 
 log = structlog.get_logger("tabled.games.baccarat.pit")
 
@@ -216,6 +216,24 @@ def describe(outcome: OutcomeRecord) -> str:
     return f"#{rnd} {head} {result.player_total}-{result.banker_total}{natural}"
 
 
+def phrase(outcome: OutcomeRecord) -> Phrase:
+    """:func:`describe`'s line as the catalogue has it (games/parts/pit.py)."""
+    if not isinstance(outcome, BaccaratOutcome):
+        return N_("#%(round)s %(status)s"), {"round": outcome.round, "status": outcome.status}
+    rnd, result = outcome.round, outcome.result
+    if outcome.demo is True:
+        return N_("#%(round)s demonstration hand"), {"round": rnd}
+    values = {"round": rnd, "player": result.player_total, "banker": result.banker_total}
+    if result.winner == "tie":
+        return ((N_("#%(round)s tie %(player)s-%(banker)s natural") if result.natural else
+                 N_("#%(round)s tie %(player)s-%(banker)s")), values)
+    if result.winner == "banker":
+        return ((N_("#%(round)s banker wins %(player)s-%(banker)s natural") if result.natural
+                 else N_("#%(round)s banker wins %(player)s-%(banker)s")), values)
+    return ((N_("#%(round)s player wins %(player)s-%(banker)s natural") if result.natural
+             else N_("#%(round)s player wins %(player)s-%(banker)s")), values)
+
+
 def view(panel: Mapping[str, Any]) -> dict[str, Any]:
     """The scoreboard of the current shoe: grids of the five roads, counts and the ask road."""
     roads = panel.get("roads") or {}
@@ -246,9 +264,13 @@ def shoe_count(count: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+#: The words of a hand the pit's pages show through ``|tr`` and ``|bet`` (its catalogue).
+WORDS = (N_("Baccarat"),  # its title
+         N_("banker"), N_("player"), N_("tie"), N_("banker pair"), N_("player pair"))
+
 PIT = PitPart(panel=BaccaratPanel, describe=describe, view=view, package="tabled.games.baccarat",
               events=("shoe_start", "card", "burn", "cut_card", "demo"), stylesheet="pit.css",
-              tile_template="tile.html", history=history,
+              phrase=phrase, tile_template="tile.html", history=history,
               history_segment="shoe_start", history_segment_title="Shoe",
               display_template="display.html", display_view=display.view,
               display_stylesheet="display.css")

@@ -16,7 +16,7 @@ from tabled.contract.outcome import OutcomeRecord
 from tabled.games.craps import display
 from tabled.games.craps.history import history
 from tabled.games.craps.record import CrapsOutcome
-from tabled.games.parts.pit import PitPart, chi_square, given, histogram
+from tabled.games.parts.pit import N_, Phrase, PitPart, chi_square, given, histogram
 
 #: Rolls kept for the panel.
 ROLLS = 50
@@ -87,6 +87,20 @@ def describe(outcome: OutcomeRecord) -> str:
             f"{'off' if point is None else point}")
 
 
+def phrase(outcome: OutcomeRecord) -> Phrase:
+    """:func:`describe`'s line as the catalogue has it (games/parts/pit.py)."""
+    if not isinstance(outcome, CrapsOutcome):
+        return N_("#%(round)s %(status)s"), {"round": outcome.round, "status": outcome.status}
+    rnd, result = outcome.round, outcome.result
+    if outcome.no_roll is True:
+        return N_("#%(round)s no roll"), {"round": rnd}
+    dice = result.dice or ("?", "?")
+    point = result.point_after
+    return (N_("#%(round)s %(a)s-%(b)s = %(total)s, point %(point)s"),
+            {"round": rnd, "a": dice[0], "b": dice[1], "total": result.total,
+             "point": N_("off") if point is None else point})
+
+
 def view(panel: Mapping[str, Any]) -> dict[str, Any]:
     """The panel as ``panel.html`` lays it out: rolls newest first, histograms, χ² per die."""
     session = panel.get("session") or {}
@@ -106,6 +120,15 @@ def view(panel: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+#: The bets' names the pit's recall shows through ``|bet`` (its catalogue); a numbered
+#: bet (``come_odds_4``) is its name and its number.
+WORDS = (N_("Craps"),  # its title
+         N_("pass"), N_("don't pass"), N_("pass odds"), N_("don't pass odds"), N_("come"),
+         N_("don't come"), N_("field"), N_("any craps"), N_("eleven"), N_("come %(n)s"),
+         N_("don't come %(n)s"), N_("come odds %(n)s"), N_("don't come odds %(n)s"),
+         N_("big %(n)s"), N_("hard %(n)s"))
+
 PIT = PitPart(panel=CrapsPanel, describe=describe, view=view, package="tabled.games.craps",
-              stylesheet="pit.css", history=history, display_template="display.html",
-              display_view=display.view, display_stylesheet="display.css")
+              stylesheet="pit.css", phrase=phrase, history=history,
+              display_template="display.html", display_view=display.view,
+              display_stylesheet="display.css")

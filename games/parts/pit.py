@@ -50,6 +50,8 @@ from tabled.contract.outcome import Bet, OutcomeRecord
 
 #: Rows of a scoreboard grid (a baccarat road), unless a game says otherwise.
 GRID_ROWS = 6
+#: A line for the page in the catalogue's terms (``PitPart.phrase``): msgid, values.
+Phrase = tuple[str, dict[str, Any]]
 
 
 class Panel(Protocol):
@@ -116,9 +118,25 @@ class PitPart:
     #: segment the game's history view is drawn per segment, else per page of rounds.
     history_segment: str | None = None
     history_segment_title: str = "Segment"
+    #: The articles whose parts the Chinese original numbers as items, ``（五）``, not as
+    #: paragraphs, ``五、``: the page names ``art11.5`` ``第十一條（五）項`` for them, else
+    #: ``第十一條第五款`` (tabled.pit.i18n.article).
+    article_items: frozenset[int] = frozenset()
+    #: ``describe``'s line as the catalogue has it, for the page to show in its language: a
+    #: msgid marked ``N_`` (``"#%(round)s banker wins %(player)s-%(banker)s"``) and its
+    #: values, numbers as they are and words as msgids marked ``N_`` too (``article``: a rule's
+    #: article code). None: the page shows ``describe``'s line as it is.
+    phrase: Callable[[OutcomeRecord], Phrase] | None = None
 
 
 # -- helpers a panel or a view may use -----------------------------------------------------------
+
+
+def N_(message: str) -> str:
+    """Mark ``message`` for the pit's catalogue (``make messages`` extracts it); the page
+    translates it where it shows it (``{{ _(value) }}``). The same as ``tabled.pit.i18n.N_``,
+    for a game, which never imports the pit."""
+    return message
 
 
 def given(value: Any) -> Any:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tabled.contract.outcome import OutcomeRecord
-from tabled.games.parts.pit import PitPart, given, pays
+from tabled.games.parts.pit import N_, Phrase, PitPart, given, pays
 from tabled.games.qpoker.history import history
 from tabled.games.qpoker.record import QPokerOutcome
 
@@ -72,12 +72,29 @@ def describe(outcome: OutcomeRecord) -> str:
             f"{seats} {'seat' if seats == 1 else 'seats'}")
 
 
+def phrase(outcome: OutcomeRecord) -> Phrase:
+    """:func:`describe`'s line as the catalogue has it (games/parts/pit.py)."""
+    if not isinstance(outcome, QPokerOutcome):
+        return N_("#%(round)s %(status)s"), {"round": outcome.round, "status": outcome.status}
+    dealer, seats = outcome.result.dealer, len(outcome.result.seats)
+    values = {"round": outcome.round, "hand": dealer.hand, "seats": seats,
+              "qualifies": N_("qualifies") if dealer.qualifies else N_("does not qualify")}
+    return ((N_("#%(round)s dealer %(hand)s (%(qualifies)s), %(seats)s seat") if seats == 1
+             else N_("#%(round)s dealer %(hand)s (%(qualifies)s), %(seats)s seats")), values)
+
+
 def view(panel: Mapping[str, Any]) -> dict[str, Any]:
     """The panel as ``panel.html`` lays it out: rounds and voids newest first."""
     return {"rounds": list(reversed(list(panel.get("rounds") or []))),
             "voids": list(reversed(list(panel.get("voids") or [])))}
 
 
+#: The words of a round the pit's pages show through ``|tr`` and ``|bet`` (its catalogue).
+WORDS = (N_("Q Poker"),  # its title
+         N_("dealer"), N_("dobo"), N_("play"), N_("straight flush"), N_("three of a kind"),
+         N_("straight"), N_("flush"), N_("pair"), N_("high card"))
+
 PIT = PitPart(panel=QPokerPanel, describe=describe, view=view, package="tabled.games.qpoker",
               stylesheet="pit.css",
+              phrase=phrase, article_items=frozenset({9, 11}),  # 第九條, 第十一條: （一）…
               history=history)

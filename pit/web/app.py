@@ -34,13 +34,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import hashlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote
 
 import jinja2
 import structlog
@@ -48,15 +49,17 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
-from starlette.requests import Request
+from starlette.requests import Request, cookie_parser
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tabled.games import registry
+from tabled.pit import i18n
 from tabled.pit.auth import Forbidden, User, Users
 from tabled.pit.config import WebSettings
+from tabled.pit.i18n import N_
 from tabled.pit.model import Change, game_title, pit_part
 from tabled.pit.store import LIVE_STATES, AlertActionError, StoreError, WebSession
 from tabled.pit.web import history, incidents, present, reports
@@ -158,12 +161,144 @@ def _environment() -> jinja2.Environment:
                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.StrictUndefined)
     env.install_null_translations(newstyle=True)  # type: ignore[attr-defined]
+    # what a template imported without the render's context (its macros) calls: the language
+    # of the render under way in this task (English outside any), never a request's global
+    env.install_gettext_callables(  # type: ignore[attr-defined]
+        gettext=lambda s: _rendering().gettext(s),
+        ngettext=lambda s, p, n: _rendering().ngettext(s, p, n),
+        pgettext=lambda c, s: _rendering().pgettext(c, s),
+        npgettext=lambda c, s, p, n: _rendering().npgettext(c, s, p, n), newstyle=True)
     env.filters.update(card=present.card, cards=present.cards, clock=present.clock,
                        stamp=present.stamp, iso=present.iso,
-                       quote=lambda s: quote(str(s), safe=""))
+                       quote=lambda s: quote(str(s), safe=""), article=_article,
+                       tr=_word, bet=_bet, outcome_line=_outcome_line)
     env.globals.update(PIPS=present.PIPS, ago=present.ago, game_title=game_title,
                        recall_template=recall_template)
     return env
+
+
+# -- languages (tabled.pit.i18n; docs/pit.md "Languages") ---------------------------------------
+#: The cookie that remembers a browser's ``?lang=`` choice.
+LANGUAGE_COOKIE = "pit_lang"
+LANGUAGE_COOKIE_AGE = 365 * 86400
+#: The language of the request being served (set by :class:`_Language` for its task, which the
+#: live stream's tasks inherit): :meth:`PitWeb.fragment`'s language when none is given.
+_request_language: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "pit_request_language", default=None)
+
+
+def _rendering() -> Any:
+    """The translations of the render under way in this task (English outside any)."""
+    return i18n.translations(_request_language.get() or "en")
+
+
+def _language_of(context: jinja2.runtime.Context) -> str:
+    """A filter's language: its render's, also in a template imported without context."""
+    return str(context.get("language") or _request_language.get() or i18n.DEFAULT)
+
+
+def _chosen_language(scope: Scope) -> str | None:
+    """The request's ``?lang=`` when it is one of the pit's languages."""
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("lang") or [None]
+    language = values[-1]
+    return language if language in i18n.LANGUAGES else None
+
+
+def request_language(scope: Scope, default: str) -> str:
+    """A request's language: ``?lang=``, else the cookie's remembered choice, else the
+    browser's ``Accept-Language``, else ``default`` (``[web] language``)."""
+    chosen = _chosen_language(scope)
+    if chosen is not None:
+        return chosen
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+               for k, v in scope.get("headers") or ()}
+    remembered = cookie_parser(headers.get("cookie", "")).get(LANGUAGE_COOKIE)
+    if remembered in i18n.LANGUAGES:
+        return str(remembered)
+    return i18n.negotiate(headers.get("accept-language")) or default
+
+
+class _Language:
+    """Resolves each request's language (:func:`request_language`) into
+    ``scope["pit_language"]`` and the request's context; a ``?lang=`` choice is remembered in
+    a cookie set on whatever the answer is (a page, a redirect to sign-in)."""
+
+    def __init__(self, app: ASGIApp, default: str, tls: bool) -> None:
+        self.app = app
+        self.default = default
+        self.tls = tls
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        language = request_language(scope, self.default)
+        scope["pit_language"] = language
+        chosen = _chosen_language(scope)
+        cookie = (f"{LANGUAGE_COOKIE}={chosen}; Path=/; Max-Age={LANGUAGE_COOKIE_AGE}; "
+                  f"HttpOnly; SameSite=Lax{'; Secure' if self.tls else ''}") if chosen else None
+
+        async def remembering(message: Any) -> None:
+            if cookie and message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"],
+                                      (b"set-cookie", cookie.encode("latin-1"))]
+            await send(message)
+
+        token = _request_language.set(language)
+        try:
+            await self.app(scope, receive, remembering)
+        finally:
+            _request_language.reset(token)
+
+
+def _language_context(request: Request | None, language: str) -> dict[str, Any]:
+    """What a render binds for ``language``: its gettext callables, its name, and (for a
+    page) the chooser's links to this page in each language."""
+    context: dict[str, Any] = {**i18n.jinja_gettext(language), "language": language,
+                               "html_lang": i18n.HTML_LANG[language]}
+    if request is not None:
+        context["language_links"] = [
+            (code, i18n.NAMES[code], i18n.HTML_LANG[code],
+             request.url.path + "?" + str(request.url.include_query_params(lang=code).query))
+            for code in i18n.LANGUAGES]
+    return context
+
+
+@jinja2.pass_context
+def _article(context: jinja2.runtime.Context, code: object) -> str:
+    """``{{ o.article|article }}``: a rule's article as the render's language names it."""
+    if code is None:
+        return ""
+    return i18n.article(code, _language_of(context))
+
+
+@jinja2.pass_context
+def _word(context: jinja2.runtime.Context, value: object) -> str:
+    """``{{ a.kind|tr }}``: a word of the record (``device_lost``) in the render's language
+    (its msgid ``device lost`` is marked in :data:`present.WORDS`); one not in the catalogue
+    shows as it is."""
+    if value is None:
+        return ""
+    return i18n.translations(_language_of(context)).gettext(present.word(value))
+
+
+@jinja2.pass_context
+def _bet(context: jinja2.runtime.Context, name: object) -> str:
+    """``{{ name|bet }}``: a bet's name in the render's language (:func:`present.bet`)."""
+    return present.bet(name, i18n.translations(_language_of(context)).gettext)
+
+
+@jinja2.pass_context
+def _outcome_line(context: jinja2.runtime.Context, outcome: Mapping[str, Any] | None) -> str:
+    """``{{ t.last_outcome|outcome_line }}``: a tile's last outcome in the render's language
+    (its ``phrase``, :func:`tabled.pit.i18n.phrase`), else its line as kept."""
+    if not outcome:
+        return "—"
+    language = _language_of(context)
+    if outcome.get("phrase"):
+        return i18n.phrase(outcome["phrase"], language)
+    return str(outcome.get("line") or "").replace("_", " ")
 
 
 _Endpoint = Callable[["PitWeb", Request], Awaitable[Response]]
@@ -187,7 +322,7 @@ def _page(*, acting: bool = False) -> Callable[[_Endpoint], _Endpoint]:
             try:
                 return await endpoint(self, request)
             except StoreError as exc:
-                return self.error(request, 503, "The record is not answering", str(exc))
+                return self.error(request, 503, N_("The record is not answering"), str(exc))
         return route
     return wrap
 
@@ -234,9 +369,10 @@ class PitWeb:
                        max_age=settings.session_max_age, same_site="strict",
                        https_only=settings.uses_tls),
             Middleware(_SessionLookup, sessions=self.sessions)])
-        self.app: ASGIApp = SecurityHeaders(
+        self.app: ASGIApp = SecurityHeaders(_Language(
             csrf_protect(inner, secret=secret, tls=settings.uses_tls,
-                         refused=self._csrf_refused), tls=settings.uses_tls)
+                         refused=self._csrf_refused), settings.language, settings.uses_tls),
+            tls=settings.uses_tls)
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -248,20 +384,40 @@ class PitWeb:
         return (user is not None and user.may("view")) or self.settings.anonymous_view
 
     def render(self, request: Request, name: str, status: int = 200,
-               **context: Any) -> HTMLResponse:
+               language: str | None = None, **context: Any) -> HTMLResponse:
+        """A page in ``language`` (a display's configured one), else the request's."""
         user = self.user(request)
         token = request.scope["csrftoken"]() if "csrftoken" in request.scope else ""
         visible = self.may_view(user)  # nothing of the floor before sign-in
         live_url = context.pop("live_url", None)
-        html = self.env.get_template(name).render(
-            request=request, user=user, csrf=token, now=time.time(),
-            summary=self.summary() if visible else None,
-            panel_alerts=self.panel_alerts() if visible else [],
-            live_url=live_url if visible else None, **context)
+        language = self.language(request, language)
+        rendering = _request_language.set(language)  # this task's, for the render's macros
+        try:
+            html = self.env.get_template(name).render(
+                request=request, user=user, csrf=token, now=time.time(),
+                summary=self.summary() if visible else None,
+                panel_alerts=self.panel_alerts() if visible else [],
+                live_url=live_url if visible else None,
+                **_language_context(request, language), **context)
+        finally:
+            _request_language.reset(rendering)
         return HTMLResponse(html, status_code=status)
 
-    def fragment(self, name: str, **context: Any) -> str:
-        return self.env.get_template(name).render(now=time.time(), **context)
+    def language(self, request: Request | None = None, language: str | None = None) -> str:
+        """``language`` if given, else the request's (:class:`_Language`), else the live
+        stream's, else ``[web] language``."""
+        scoped = request.scope.get("pit_language") if request is not None else None
+        return i18n.choose(language or scoped or _request_language.get(),
+                           self.settings.language)
+
+    def fragment(self, name: str, language: str | None = None, **context: Any) -> str:
+        language = self.language(None, language)
+        rendering = _request_language.set(language)  # this task's, for the render's macros
+        try:
+            return self.env.get_template(name).render(
+                now=time.time(), **_language_context(None, language), **context)
+        finally:
+            _request_language.reset(rendering)
 
     def summary(self) -> dict[str, Any]:
         floor = self.port.floor
@@ -292,8 +448,19 @@ class PitWeb:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
 
-    def error(self, request: Request, status: int, title: str, text: str) -> HTMLResponse:
-        return self.render(request, "error.html", status=status, title=title, text=text)
+    def gettext(self, request: Request, message: str, **values: Any) -> str:
+        """``message`` (marked ``N_``) in the request's language, ``%(name)s`` filled in."""
+        text = i18n.translations(self.language(request)).gettext(message)
+        return text % values if values else text
+
+    def error(self, request: Request, status: int, title: str, text: str,
+              **values: Any) -> HTMLResponse:
+        """The error page: ``title`` and ``text`` are msgids (``N_``) in the request's
+        language, ``text``'s ``%(name)s`` filled in from ``values`` (a text that is not in
+        the catalogue, a store's reason, shows as it is)."""
+        return self.render(request, "error.html", status=status,
+                           title=self.gettext(request, title),
+                           text=self.gettext(request, text, **values))
 
     # -- pages ------------------------------------------------------------------------------
 
@@ -319,8 +486,9 @@ class PitWeb:
         site, table = request.path_params["site"], request.path_params["table"]
         context = self.table_context(site, table)
         if context is None:
-            return self.error(request, 404, "No such table",
-                              f"The pit has heard nothing from {site}/{table}.")
+            return self.error(request, 404, N_("No such table"),
+                              N_("The pit has heard nothing from %(table)s."),
+                              table=f"{site}/{table}")
         return self.render(request, "table.html", site=site, table=table, **context,
                            live_url=f"/events?view=table&site={quote(site)}"
                                     f"&table={quote(table)}")
@@ -331,11 +499,15 @@ class PitWeb:
         tile = self.port.floor.tile(site, table)
         rounds = await self.port.record.recall(site, table, 10)
         if tile is None and not rounds:
-            return self.error(request, 404, "No such table",
-                              f"The record has nothing of {site}/{table}.")
+            return self.error(request, 404, N_("No such table"),
+                              N_("The record has nothing of %(table)s."),
+                              table=f"{site}/{table}")
         return self.render(request, "recall.html", site=site, table=table, tile=tile,
                            rounds=list(reversed(rounds)), settlement=present.settlement,
-                           event_line=present.event_line, event_cards=present.event_cards,
+                           event_line=functools.partial(
+                               present.event_line, gettext=i18n.translations(
+                                   self.language(request)).gettext),
+                           event_cards=present.event_cards,
                            live_url="/events?view=static")
 
     async def alerts_context(self, state: str) -> dict[str, Any]:
@@ -373,7 +545,8 @@ class PitWeb:
         alert_id = int(request.path_params["alert_id"])
         context = await self.alert_context(alert_id)
         if context is None:
-            return self.error(request, 404, "No such alert", f"There is no alert {alert_id}.")
+            return self.error(request, 404, N_("No such alert"),
+                              N_("There is no alert %(id)s."), id=alert_id)
         alert = context["alert"]
         return self.render(request, "alert.html", **context,
                            live_url=f"/events?view=alert&id={alert_id}"
@@ -388,7 +561,8 @@ class PitWeb:
         alert_id = int(request.path_params["alert_id"])
         action = request.path_params["action"]
         if action not in ("acknowledge", "close"):
-            return self.error(request, 404, "No such action", action)
+            return self.error(request, 404, N_("No such action"), "%(action)s",
+                              action=action)
         form = await request.form(max_fields=10, max_files=0)
         note = str(form.get("note") or "")[:MAX_FIELD] or None
         desk = self.port.desk
@@ -398,9 +572,10 @@ class PitWeb:
             else:
                 await desk.close(alert_id, user, note)
         except Forbidden as exc:  # audited by the desk
-            return self.error(request, 403, "Not allowed", str(exc))
+            return self.error(request, 403, N_("Not allowed"), "%(reason)s", reason=str(exc))
         except AlertActionError as exc:
-            return self.error(request, 409, "That cannot be done", str(exc))
+            return self.error(request, 409, N_("That cannot be done"), "%(reason)s",
+                              reason=str(exc))
         return RedirectResponse(f"/alerts/{alert_id}", status_code=303)
 
     async def login_page(self, request: Request) -> Response:
@@ -418,11 +593,14 @@ class PitWeb:
                         retry_after=refusal.retry_after)
             await self.sessions.audit_throttled(refusal.scope, name, client,
                                                 refusal.retry_after)
-            whose = "this name" if refusal.scope == "user" else "any name"
+            too_many = (N_("Too many failed sign-ins for this name from your address: try "
+                           "again in %(wait)s.") if refusal.scope == "user" else
+                        N_("Too many failed sign-ins for any name from your address: try "
+                           "again in %(wait)s."))
             response = self.render(
                 request, "login.html", status=429, next=target, retry_after=refusal.retry_after,
-                failed=f"Too many failed sign-ins for {whose} from your address: try again in "
-                       f"{present.duration(refusal.retry_after)}.")
+                failed=self.gettext(request, too_many,
+                                    wait=present.duration(refusal.retry_after)))
             response.headers["retry-after"] = str(refusal.retry_after)
             return response
         user = await asyncio.to_thread(self.users.authenticate, name, password)
@@ -432,7 +610,7 @@ class PitWeb:
             log.warning("sign_in_failed", user=name, client=client, reason=reason)
             await self.sessions.audit(name, client, "failed", reason)
             return self.render(request, "login.html", status=401, next=target,
-                               failed="Sign-in failed.")
+                               failed=self.gettext(request, N_("Sign-in failed.")))
         self.throttle.succeeded(client, name)
         old = request.session.get("sid")
         try:
@@ -440,9 +618,9 @@ class PitWeb:
                 user, client, replaces=old if isinstance(old, str) else None)
         except StoreError as exc:
             log.error("sign_in_unrecorded", user=user.name, client=client, error=str(exc))
-            return self.error(request, 503, "The record is not answering",
-                              "Sign-in needs the record, which is not answering: try again "
-                              "in a moment.")
+            return self.error(request, 503, N_("The record is not answering"),
+                              N_("Sign-in needs the record, which is not answering: try "
+                                 "again in a moment."))
         request.session.clear()
         request.session["sid"] = session_id
         return RedirectResponse(target or "/", status_code=303)

@@ -56,7 +56,7 @@ def config(tmp_path: Path, **web: Any) -> Any:
         "mqtt": {"url": f"mqtt://127.0.0.1:{free_port()}", "reconnect_min": 0.1,
                  "reconnect_max": 0.5},
         "store": {"sqlite": str(tmp_path / "pit.sqlite")},
-        "web": {"port": free_port(), **web},
+        "web": {"port": free_port(), "language": "en", **web},
         "users": [{"name": "sam", "role": "supervisor", "password_hash": HASHES["sam"]},
                   {"name": "vic", "role": "viewer", "password_hash": HASHES["vic"]}]})
 
@@ -544,13 +544,13 @@ async def test_a_game_without_a_pit_part_shows_on_the_floor_with_its_outcomes(
                                      "article": "craps.art5", "result": NOTHING_DEALT["craps"],
                                      "bets": all_bets("craps")})
         floor = (await client.get("/")).text
-        assert '<span class="line void">#3 void (craps.art5): dice not read</span>' in floor
+        assert '<span class="line void">#3 void (Art. 5): dice not read</span>' in floor
         page = await client.get("/table/lab/craps-1")
         assert page.status_code == 200
         assert '<section class="outcomes">' in page.text and "craps-head" not in page.text
         rows = re.findall(r'<tr class="(void)?" data-round="(\d+)"><td>#\d+</td><td>(\w+)</td>'
                           r'<td>([^<]*)', page.text)
-        assert rows == [("void", "3", "void", "craps.art5 "), ("", "2", "complete", ""),
+        assert rows == [("void", "3", "void", "Art. 5 "), ("", "2", "complete", ""),
                         ("", "1", "complete", "")]
         recall = await client.get("/table/lab/craps-1/recall")
         assert recall.status_code == 200 and 'class="die"' not in recall.text

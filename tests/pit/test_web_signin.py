@@ -46,7 +46,7 @@ def a_config(store: dict[str, Any], hashes: dict[str, str] | None = None, pit: s
         "pit": {"id": pit},
         "mqtt": {"url": f"mqtt://127.0.0.1:{free_port()}"},
         "store": store,
-        "web": {"port": free_port(), **web},
+        "web": {"port": free_port(), "language": "en", **web},
         "users": [{"name": "sam", "role": "supervisor", "password_hash": hashes["sam"]},
                   {"name": "vic", "role": "viewer", "password_hash": hashes["vic"]}]})
 

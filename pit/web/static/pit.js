@@ -29,7 +29,9 @@
     if (!el) return;
     el.classList.toggle("on", state === "on");
     el.classList.toggle("off", state === "off");
-    el.textContent = state === "on" ? "live" : "reconnecting";
+    // the words are the page's, in its language (data-on, data-off: base.html)
+    el.textContent = state === "on" ? el.getAttribute("data-on") || "live"
+      : el.getAttribute("data-off") || "reconnecting";
   }
 
   // A stream that fails may have ended with its session (signed out in another tab, a new
