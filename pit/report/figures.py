@@ -134,6 +134,9 @@ class Section:
     severities: Counter[str] = field(default_factory=Counter)
     ack_waits: list[float] = field(default_factory=list)
     unacknowledged: int = 0
+    #: the incidents the period's alerts belong to (an incident groups a void and its fault,
+    #: repeats of one fault, a device lost and found: pit/alerts.py)
+    incident_ids: set[int] = field(default_factory=set)
     frequencies: list[FrequencyTable] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
 
@@ -152,6 +155,10 @@ class Section:
     @property
     def alert_count(self) -> int:
         return sum(self.alerts.values())
+
+    @property
+    def incident_count(self) -> int:
+        return len(self.incident_ids)
 
     @property
     def ack_median(self) -> float | None:
@@ -327,6 +334,7 @@ def compute(messages: Iterable[StoredMessage], before: Iterable[StoredMessage],
         s = section(a.site, a.table)
         s.alerts[a.kind] += 1
         s.severities[a.severity] += 1
+        s.incident_ids.add(a.incident_id)
         if a.acked_at is not None:
             s.ack_waits.append(max(0.0, a.acked_at - a.opened_at))
         else:
@@ -353,12 +361,16 @@ def compute(messages: Iterable[StoredMessage], before: Iterable[StoredMessage],
         floor.severities.update(s.severities)
         floor.ack_waits.extend(s.ack_waits)
         floor.unacknowledged += s.unacknowledged
+        floor.incident_ids |= s.incident_ids
         floor.findings.extend(s.findings)
     for tally in floor_tallies.values():
         floor.frequencies.extend(tally.tables())
     floor.findings.sort(key=lambda f: f.opened_at)
     bucket = 3600 if until - since <= HOURLY_UP_TO else 86400
-    incidents = _per_bucket([a.opened_at for a in alerts], since, until, bucket, timezone)
+    first: dict[int, float] = {}  # each incident counts in the hour its first alert opened
+    for a in alerts:
+        first[a.incident_id] = min(first.get(a.incident_id, a.opened_at), a.opened_at)
+    incidents = _per_bucket(list(first.values()), since, until, bucket, timezone)
     return Report(since, until, made_at, timezone,
                   [sections[k] for k in sorted(sections)], floor, incidents, bucket)
 

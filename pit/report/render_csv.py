@@ -34,6 +34,7 @@ def _rows(report: Report, s: Section) -> list[list[Any]]:
              ["downtime", name, game, "degraded_minutes", "", round(s.degraded / 60, 2), "", "",
               ""]]
     rows += [["alert", name, game, kind, n, "", "", "", ""] for kind, n in by_count(s.alerts)]
+    rows += [["incident", name, game, "incidents", s.incident_count, "", "", "", ""]]
     median, longest = s.ack_median, s.ack_max
     rows += [["acknowledgement", name, game, "acknowledged", len(s.ack_waits), "", "", "", ""],
              ["acknowledgement", name, game, "unacknowledged", s.unacknowledged, "", "", "", ""],

@@ -1,5 +1,5 @@
 """A report as PDF: the charts a manager looks at (outcome frequencies against the exact odds
-with their intervals, downtime per table, alerts per hour) and the figures as tables, drawn
+with their intervals, downtime per table, incidents per hour) and the figures as tables, drawn
 with matplotlib (Agg, its own PDF backend ``PdfPages``).
 
 Owns the document's pages; never a figure (:mod:`.figures`). Printed in black and white it
@@ -41,8 +41,8 @@ TITLES = {
     "cover": N_("Shift report"),
     "frequencies": N_("Outcome frequencies against the exact odds"),
     "downtime": N_("Downtime per table"),
-    "hours": N_("Alerts per hour"),
-    "days": N_("Alerts per day"),
+    "hours": N_("Incidents per hour"),
+    "days": N_("Incidents per day"),
 }
 
 
@@ -201,6 +201,7 @@ def pdf_bytes(report: Report, language: str) -> bytes:
             f"{t(N_('Offline (min)'))}: {floor.offline / 60:.1f}",
             f"{t(N_('Degraded (min)'))}: {floor.degraded / 60:.1f}",
             f"{t(N_('Alerts'))}: {floor.alert_count}",
+            f"{t(N_('Incidents'))}: {floor.incident_count}",
             f"{t(N_('Not acknowledged'))}: {floor.unacknowledged}",
             f"{t(N_('Median time to acknowledge'))}: "
             + ("—" if median is None else f"{median:.0f} s"),
@@ -219,7 +220,8 @@ def pdf_bytes(report: Report, language: str) -> bytes:
         _table_pages(pdf, t(N_("Tables")), [
             t(N_("Table")), t(N_("Game")), t(N_("Rounds")), t(N_("Voids")),
             t(N_("Faults")), t(N_("Offline (min)")), t(N_("Degraded (min)")),
-            t(N_("Alerts"))], [_summary_row(s, t) for s in [*report.tables, floor]], "")
+            t(N_("Alerts")), t(N_("Incidents"))],
+                     [_summary_row(s, t) for s in [*report.tables, floor]], "")
         _table_pages(pdf, t(N_("Voids by article")),
                      [t(N_("Table")), t(N_("Article")), t(N_("Voids"))],
                      [[s.name, a, str(n)] for s in report.tables
@@ -239,4 +241,5 @@ def pdf_bytes(report: Report, language: str) -> bytes:
 def _summary_row(s: Section, t: Callable[[str], str]) -> list[str]:
     name: Any = s.name if s.table else t(N_("Floor"))
     return [str(name), s.game or "", str(s.rounds), str(s.void_count), str(s.fault_count),
-            f"{s.offline / 60:.1f}", f"{s.degraded / 60:.1f}", str(s.alert_count)]
+            f"{s.offline / 60:.1f}", f"{s.degraded / 60:.1f}", str(s.alert_count),
+            str(s.incident_count)]

@@ -113,6 +113,26 @@ def within_wilson(count: int, n: int, p: float) -> bool:
     return abs(count / n - p) <= Z * (p * (1 - p) / n) ** 0.5 + 1e-12
 
 
+async def test_an_incident_counts_once_however_many_alerts_it_holds(store: Store) -> None:
+    """A void and the fault that caused it are one incident (pit/alerts.py groups them): the
+    report counts two alerts and one incident, in the hour its first alert opened."""
+    void = await store.raise_alert(AlertSpec("lab", "t1", "void", "3", "major", "void round",
+                                             transient=True), PIT, T0 + 100)
+    assert void is not None
+    await store.raise_alert(AlertSpec("lab", "t1", "fault", "unreadable_card", "major",
+                                      "card unreadable", transient=True,
+                                      incident=void.alert.id), PIT, T0 + 101)
+    await store.raise_alert(AlertSpec("lab", "t2", "fault", "shuffler_jam", "major", "jam",
+                                      transient=True), PIT, T0 + 4000)
+    report = await gather(store, T0, T1, made_at=T1, timezone=ZONE)
+    by_table = {s.name: s for s in report.tables}
+    assert (by_table["lab/t1"].alert_count, by_table["lab/t1"].incident_count) == (2, 1)
+    assert (by_table["lab/t2"].alert_count, by_table["lab/t2"].incident_count) == (1, 1)
+    assert (report.floor.alert_count, report.floor.incident_count) == (3, 2)
+    assert sum(n for _, n in report.incidents) == 2
+    assert 'data-figure="incidents">1<' in render(report, "html", "en").decode()
+
+
 async def test_every_figure_comes_from_the_record_and_the_exact_odds(store: Store) -> None:
     await write_known(store)
     report = await gather(store, T0, T1, made_at=T1 + 600, timezone=ZONE)
