@@ -89,13 +89,14 @@ def test_the_floor_a_table_recall_and_the_alerts_in_chinese(browser: Any, floor:
     assert "樓面" in header and "警報" in header and "登出" in header and "主管" in header
     assert "張賭枱" in page.locator("#summary").text_content()
     tile = page.locator('article.tile[data-table="craps-1"]')
-    assert "在線" in tile.inner_text() and "每小時" in tile.inner_text()
+    # the rate of rounds: "n 局（m 分鐘內）" in a table's first hour, then per hour
+    assert "在線" in tile.inner_text() and "分鐘內" in tile.inner_text()
     # a live update arrives in the page's language (the stream's fragments are rendered in it)
     before = tile.get_attribute("data-last-round")
     _wait(lambda: page.locator('article.tile[data-table="craps-1"]')
           .get_attribute("data-last-round") != before, 20, "a new roll on the tile")
     swapped = page.locator('article.tile[data-table="craps-1"]').inner_text()
-    assert "在線" in swapped and "每小時" in swapped and "rounds / h" not in swapped
+    assert "在線" in swapped and "分鐘內" in swapped and "rounds in" not in swapped
     assert re.search(r"#\d+ (\d-\d = \d+，點數 (關|\d+)|無效擲骰)", swapped), swapped
     assert re.search(r"#\d+ (莊贏|閒贏|和) \d-\d|示範局|無效", page.locator(
         'article.tile[data-table="bac-1"] .line').inner_text())

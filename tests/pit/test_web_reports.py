@@ -47,9 +47,14 @@ def _recorded_rounds(store: Path, since: float, until: float) -> dict[str, int]:
 def test_the_form_makes_the_report_and_its_files(floor: Floor, supervisor: Any,
                                                  tmp_path: Path) -> None:
     page = supervisor
-    # a period already over, so that the record of it no longer changes
-    _wait(lambda: sum(_recorded_rounds(floor.store, 0, time.time()).values()) >= 6, 60,
-          "rounds on the floor")
+    # a period already over, so that the record of it no longer changes, in which a baccarat
+    # and a craps table have played (each game's frequencies, and the floor's)
+    def played() -> bool:  # before the period's end below (the second before now)
+        rounds = _recorded_rounds(floor.store, 0, time.time() - 2)
+        return sum(rounds.values()) >= 6 and all(
+            rounds.get(f"{SITE}/{table}", 0) >= 2 for table in ("bac-1", "craps-1"))
+
+    _wait(played, 60, "rounds at a baccarat and a craps table")
     until = float(int(time.time()) - 1)
     since = until - 3600
     time.sleep(1.5)
