@@ -760,26 +760,30 @@ PROFILES = [
     "cost 14.5-18.3 µs of CPU each, taken from the queue 1.1-2.0 µs (three runs); kept, "
     "through aiomqtt's public `queue_type` instead of its private `_queue`.",
     '- **Games as packages** (2026-12-04, issue 28): the rules core moved out of the table '
-    'service into one package per game, found through entry points. The same run, the code '
-    'before (46caf1e) and after, alternated, each from its own checkout and virtual '
-    "environment on this machine, otherwise idle. Latency (this benchmark's plan, 1,000 "
-    'events per pipeline, one cycle each), p50/p99 against (b), before → after: shoe '
-    '1.16/1.40 → 1.14/1.30, shuffler 1.16/1.28 → 1.27/1.36, dice 1.21/1.20 → 1.16/1.31: '
-    "within one run's spread, every goal met. Replay (the streams of the table above, 100,000"
-    ' baccarat and craps rounds, 20,000 Q Poker, best of three, whole process), rounds per '
-    'CPU-second, four alternated pairs after the last change, load average 1.0: baccarat '
-    '68,866 / 73,715 / 77,248 / 70,932 against 74,213 / 75,954 / 75,443 / 74,427; craps '
-    '128,322 / 125,273 / 127,343 / 127,785 against 129,699 / 135,936 / 130,928 / 131,368; Q '
-    'Poker 7,366 / 7,333 / 6,065 / 7,430 against 7,705 / 7,383 / 7,246 / 7,565. After is 2-4 '
-    '% slower in each game (craps 0.78-0.80 s against 0.74-0.77 s a run), a cost per process '
-    'more than per round: the stages measured alone in one process are the same (decoding '
-    '0.69 against 0.65 µs an event, the rules 0.76 against 0.75 µs a round, encoding 0.89 '
-    'against 0.87 µs), and a craps stream of rolls alone replays in the same time. Found and '
-    "fixed on the way: listing the games loaded every game's rules core and combinatorics (25"
-    " ms a start; now a game's rules load with its first table, its odds when asked), the "
-    "installed games' entry points were read once per question, and a game's event checks "
-    'cost a dict lookup on every event (now a set lookup of the class, 12 ns). Not yet found:'
-    ' the rest of the fixed cost.',
+    'service into one package per game, found through entry points. The code before (46caf1e) '
+    'and after, each from its own checkout and virtual environment on this machine, '
+    'alternated in the same run, otherwise idle (load average 0.5), both byte-compiled first. '
+    "Latency (this benchmark's plan, 1,000 events per pipeline, one cycle each, 2026-12-04 "
+    'morning), p50/p99 against (b), before → after: shoe 1.16/1.40 → 1.14/1.30, shuffler '
+    "1.16/1.28 → 1.27/1.36, dice 1.21/1.20 → 1.16/1.31: within one run's spread, every goal "
+    'met. Replay (the streams of the table above, 100,000 baccarat and craps rounds, 20,000 Q '
+    'Poker, whole process, best of ten alternated pairs, 2026-12-04 13:47 UTC), rounds per '
+    'CPU-second before → after: baccarat 74,177 → 73,829 (1.348 against 1.354 s), Q Poker '
+    '7,665 → 7,586 (2.609 against 2.637 s), craps 132,096 → 125,956 (0.757 against 0.794 s); '
+    "the outputs byte for byte the same. Craps' 4.6 % is its own check of a throw: the "
+    'contract now carries a roll of two or more dice (sic bo throws three) and craps refuses '
+    'any other than two (Art. 1) as it reads each line, 0.15-0.2 µs a throw; reading 100,000 '
+    'craps lines went from 65.9 to 85.8 ms, the rules from 38.1 to 38.0 ms (best of seven, in '
+    'process). Not yet removed: a check a game declares as data (a decoder of its own shape '
+    'of an event) would cost nothing per line. Found and fixed on the way: listing the games '
+    "loaded every game's rules core and combinatorics (25 ms a start; now a game's rules load "
+    "with its first table, its odds when asked); the installed distributions' entry points "
+    'were read four times a command (games, device families, simulators; a few ms each), now '
+    "once (`contract/plugins.py`); a game's event checks cost a dict lookup on every event "
+    '(now a set lookup of the class, 12 ns); and this machine sets `PYTHONDONTWRITEBYTECODE`, '
+    'so every `tabled replay` compiled each module it imports from source, a cost that grew '
+    'with the code moved into packages and that no installed table pays: the benchmark '
+    'byte-compiles tabled first (`bench/replay.py`).',
     "",
 ]
 
