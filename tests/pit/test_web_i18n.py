@@ -30,26 +30,33 @@ pytestmark = WEB_MARKS
 __all__ = ["browser", "floor"]  # fixtures this module uses
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Two displays, each in its own language (a display takes the config's, never the viewer's).
+DISPLAY_TOKENS = {"bac-1": "z" * 40, "bac-2": "p" * 40}
+PIT_CONFIG_EXTRA = ["[[displays]]", 'table = "lab/bac-1"', f'token = "{DISPLAY_TOKENS["bac-1"]}"',
+                    'language = "zh_Hant"', "", "[[displays]]", 'table = "lab/bac-2"',
+                    f'token = "{DISPLAY_TOKENS["bac-2"]}"', 'language = "pt"']
 #: What a page shows as the record has it (alert messages, notes, the tile's outcome line,
 #: the daemon's option names), left out of the "no English" check.
 RECORD = ".pa-msg, .msg, .note, pre, .line, .options dt, .languages, .brand, [data-device]"
 
 
-def english_left(page: Any) -> list[str]:
-    """The converted strings (the catalogue's msgids whose 繁體中文 differs: a phrase or a
+def english_left(page: Any, language: str = "zh_Hant") -> list[str]:
+    """The converted strings (the catalogue's msgids whose translation differs: a phrase or a
     capitalised word) still in the page's visible text, the record's own text left out."""
     text = page.evaluate("""sel => {
         const body = document.body.cloneNode(true);
         body.querySelectorAll(sel).forEach(e => e.remove());
         body.querySelectorAll('title, script, style').forEach(e => e.remove());
         return body.innerText; }""", RECORD)
-    zh = catalogue("zh_Hant")
+    translated = catalogue(language)
     left = []
     for msgid in ENGLISH:
-        if zh.get(msgid) == msgid:
+        if translated.get(msgid) in (msgid, None):
             continue
         literal = [p.strip() for p in re.split(r"%\(\w+\)s", msgid) if len(p.strip()) > 3]
         for part in literal or ([msgid] if "%" not in msgid else []):
+            if part in translated[msgid]:
+                continue  # the translation keeps the word (Portuguese "natural")
             if re.search(rf"(?<![A-Za-z]){re.escape(part)}(?![A-Za-z])", text):
                 left.append(part)
     return left
@@ -180,3 +187,32 @@ def test_without_a_choice_the_browsers_language_then_the_configs(browser: Any,
         assert not [c for c in context.cookies() if c["name"] == "pit_lang"]  # nothing chosen
         context.close()
     assert i18n.DEFAULT == "zh_Hant"  # [web] language's default, which de-DE got
+
+
+def test_every_view_the_shift_added_in_each_language(browser: Any, floor: Floor) -> None:
+    """History (a table's rounds, its shoes, one shoe's roads, craps by shooter), reports (the
+    form and a report), the incidents and the handover: each in 繁體中文, Português and
+    English, with no converted English string left in the two translations; and each display
+    in its configured language, whatever the viewer's browser says."""
+    page = signed_in(browser, floor, "en-US", "/login?lang=en")
+    _wait(lambda: page.request.get(floor.base_url + "/table/lab/bac-1/history/segments/1"
+                                   ).status == 200, 60, "bac-1's first shoe in the record")
+    views = ["/table/lab/bac-1/history", "/table/lab/bac-1/history/segments",
+             "/table/lab/bac-1/history/segments/1", "/table/lab/craps-1/history",
+             "/table/lab/qp-1/history", "/reports", "/reports/view?from=2026-01-01T00:00:00",
+             "/alerts?state=all", "/handover"]
+    for language, tag in (("zh_Hant", "zh-Hant"), ("pt", "pt"), ("en", "en")):
+        for view in views:
+            page.goto(floor.base_url + view + ("&" if "?" in view else "?") + f"lang={language}")
+            assert page.locator("main, body").first.inner_text().strip(), view
+            assert lang(page) == tag, (view, language, lang(page))
+            if language != "en":
+                assert english_left(page, language) == [], (view, language)
+    viewer = browser.new_context(viewport={"width": 1920, "height": 1080}, locale="en-US")
+    board = viewer.new_page()
+    for table, language, tag in (("bac-1", "zh_Hant", "zh-Hant"), ("bac-2", "pt", "pt")):
+        board.goto(f"{floor.base_url}/display/lab/{table}?token={DISPLAY_TOKENS[table]}")
+        assert lang(board) == tag, (table, lang(board))
+        assert english_left(board, language) == [], (table, language)
+    viewer.close()
+    page.context.close()
