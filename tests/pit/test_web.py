@@ -35,6 +35,7 @@ from typing import Any
 from tests.pit.webfloor import (
     CHROMIUM,
     ENVELOPE,
+    READ_BOARD,
     SHOE_HANDS,
     SITE,
     WEB_MARKS,
@@ -100,33 +101,7 @@ def test_a_known_shoe_draws_exactly_the_expected_cells(floor: Floor, supervisor:
     page.goto(f"{floor.base_url}/table/{SITE}/bac-1")
     live(page)
     page.wait_for_selector(f'[data-count="hands"] b:text-is("{hands}")', timeout=10_000)
-    drawn = page.evaluate("""() => {
-        const out = {};
-        for (const fig of document.querySelectorAll('figure.road')) {
-            out[fig.dataset.roadName] = {first: +fig.dataset.firstCol, cells: []};
-        }
-        for (const td of document.querySelectorAll('td[data-road]')) {
-            const d = td.dataset;
-            const cell = {col: +d.col, row: +d.row};
-            if (d.winner !== undefined) { cell.winner = d.winner; cell.banker_pair = d.bp === '1';
-                                          cell.player_pair = d.pp === '1'; }
-            if (d.ties !== undefined) cell.ties = +d.ties;
-            if (d.color !== undefined) cell.color = d.color;
-            out[d.road].cells.push(cell);
-        }
-        const counts = {};
-        for (const li of document.querySelectorAll('[data-count]')) {
-            counts[li.dataset.count] = +li.querySelector('b').textContent;
-        }
-        const ask = {};
-        for (const side of document.querySelectorAll('[data-ask]')) {
-            ask[side.dataset.ask] = {};
-            for (const c of side.querySelectorAll('.ask-cell')) {
-                ask[side.dataset.ask][c.dataset.road] = c.dataset.color || null;
-            }
-        }
-        return {roads: out, counts, ask};
-    }""")
+    drawn = page.evaluate(READ_BOARD)
     def key(cell: dict[str, Any]) -> tuple[int, int]:
         return cell["col"], cell["row"]
 

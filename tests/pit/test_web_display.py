@@ -19,6 +19,7 @@ from typing import Any
 from tests.pit.webfloor import (
     ENVELOPE,
     IMAGES,
+    READ_BOARD,
     SHOE_HANDS,
     SITE,
     WEB_MARKS,
@@ -42,35 +43,6 @@ PIT_CONFIG_EXTRA = [
     'language = "en"',
 ]
 SCREEN = {"width": 1920, "height": 1080}
-
-#: every cell, count and ask of the board, as the supervisor's page test reads them
-READ_BOARD = """() => {
-    const out = {};
-    for (const fig of document.querySelectorAll('figure.road')) {
-        out[fig.dataset.roadName] = {first: +fig.dataset.firstCol, cells: []};
-    }
-    for (const td of document.querySelectorAll('td[data-road]')) {
-        const d = td.dataset;
-        const cell = {col: +d.col, row: +d.row};
-        if (d.winner !== undefined) { cell.winner = d.winner; cell.banker_pair = d.bp === '1';
-                                      cell.player_pair = d.pp === '1'; }
-        if (d.ties !== undefined) cell.ties = +d.ties;
-        if (d.color !== undefined) cell.color = d.color;
-        out[d.road].cells.push(cell);
-    }
-    const counts = {};
-    for (const li of document.querySelectorAll('[data-count]')) {
-        counts[li.dataset.count] = +li.querySelector('b').textContent;
-    }
-    const ask = {};
-    for (const side of document.querySelectorAll('[data-ask]')) {
-        ask[side.dataset.ask] = {};
-        for (const c of side.querySelectorAll('.ask-cell')) {
-            ask[side.dataset.ask][c.dataset.road] = c.dataset.color || null;
-        }
-    }
-    return {roads: out, counts, ask};
-}"""
 
 
 def url(floor: Floor, table: str, token: str | None = None) -> str:

@@ -383,3 +383,32 @@ def screenshot(page: Any, name: str, height: int = 1000) -> None:
     page.set_viewport_size({"width": 1600, "height": 1000})
 
 
+#: Every cell, count and ask of a baccarat board on a page (the table page's, a display's),
+#: for ``page.evaluate``: ``{roads: {name: {first, cells}}, counts, ask}``.
+READ_BOARD = """() => {
+    const out = {};
+    for (const fig of document.querySelectorAll('figure.road')) {
+        out[fig.dataset.roadName] = {first: +fig.dataset.firstCol, cells: []};
+    }
+    for (const td of document.querySelectorAll('td[data-road]')) {
+        const d = td.dataset;
+        const cell = {col: +d.col, row: +d.row};
+        if (d.winner !== undefined) { cell.winner = d.winner; cell.banker_pair = d.bp === '1';
+                                      cell.player_pair = d.pp === '1'; }
+        if (d.ties !== undefined) cell.ties = +d.ties;
+        if (d.color !== undefined) cell.color = d.color;
+        out[d.road].cells.push(cell);
+    }
+    const counts = {};
+    for (const li of document.querySelectorAll('[data-count]')) {
+        counts[li.dataset.count] = +li.querySelector('b').textContent;
+    }
+    const ask = {};
+    for (const side of document.querySelectorAll('[data-ask]')) {
+        ask[side.dataset.ask] = {};
+        for (const c of side.querySelectorAll('.ask-cell')) {
+            ask[side.dataset.ask][c.dataset.road] = c.dataset.color || null;
+        }
+    }
+    return {roads: out, counts, ask};
+}"""
