@@ -37,6 +37,7 @@ import contextlib
 import contextvars
 import functools
 import hashlib
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
@@ -172,8 +173,8 @@ def _environment() -> jinja2.Environment:
                        stamp=present.stamp, iso=present.iso,
                        quote=lambda s: quote(str(s), safe=""), article=_article,
                        tr=_word, bet=_bet, outcome_line=_outcome_line)
-    env.globals.update(PIPS=present.PIPS, ago=present.ago, game_title=game_title,
-                       recall_template=recall_template)
+    env.globals.update(PIPS=present.PIPS, ago=_ago, ago_formats=_ago_formats,
+                       game_title=game_title, recall_template=recall_template)
     return env
 
 
@@ -271,6 +272,20 @@ def _article(context: jinja2.runtime.Context, code: object) -> str:
     if code is None:
         return ""
     return i18n.article(code, _language_of(context))
+
+
+@jinja2.pass_context
+def _ago(context: jinja2.runtime.Context, ts: float | None, now: float) -> str:
+    """``{{ ago(t.since, now) }}``: how long ago, in the render's language."""
+    return present.ago(ts, now, i18n.translations(_language_of(context)).gettext)
+
+
+@jinja2.pass_context
+def _ago_formats(context: jinja2.runtime.Context) -> str:
+    """The four forms of "how long ago" in the render's language, for the page's script
+    (base.html's ``data-ago-formats``), which keeps the labels current."""
+    gettext = i18n.translations(_language_of(context)).gettext
+    return json.dumps([gettext(form) for form in present.AGO], ensure_ascii=False)
 
 
 @jinja2.pass_context
@@ -600,7 +615,9 @@ class PitWeb:
             response = self.render(
                 request, "login.html", status=429, next=target, retry_after=refusal.retry_after,
                 failed=self.gettext(request, too_many,
-                                    wait=present.duration(refusal.retry_after)))
+                                    wait=present.duration(
+                                        refusal.retry_after,
+                                        i18n.translations(self.language(request)).gettext)))
             response.headers["retry-after"] = str(refusal.retry_after)
             return response
         user = await asyncio.to_thread(self.users.authenticate, name, password)

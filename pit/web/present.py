@@ -76,35 +76,43 @@ def iso(ts: float | None) -> str:
     return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
 
 
-def ago(ts: float | None, now: float) -> str:
-    """``42s``, ``7m``, ``3h 05m``, ``2d 4h`` (the page's script keeps it current)."""
-    if ts is None:
-        return ""
-    s = max(0, int(now - ts))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m {s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h {s % 3600 // 60:02d}m"
-    return f"{s // 86400}d {s % 86400 // 3600}h"
-
-
-def duration(seconds: int) -> str:
-    """``45 s``, ``4 min 10 s``, ``1 h 05 min``: how long to wait."""
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60:02d} s"
-    return f"{s // 3600} h {s % 3600 // 60:02d} min"
-
-
-# -- recall -------------------------------------------------------------------------------------
+#: How long ago, as the page writes it and its script keeps it current (base.html hands the
+#: script these four, translated): under a minute, an hour, a day, and beyond.
+AGO = (N_("%(s)ss"), N_("%(m)sm %(s)ss"), N_("%(h)sh %(m)sm"), N_("%(d)sd %(h)sh"))
+#: How long to wait (the sign-in throttle): under a minute, an hour, and beyond.
+WAIT = (N_("%(s)s s"), N_("%(m)s min %(s)s s"), N_("%(h)s h %(m)s min"))
 
 
 def _same(message: str) -> str:
     return message
+
+
+def ago(ts: float | None, now: float, gettext: Callable[[str], str] = _same) -> str:
+    """``42s``, ``7m 05s``, ``3h 05m``, ``2d 4h``, in ``gettext``'s language."""
+    if ts is None:
+        return ""
+    s = max(0, int(now - ts))
+    if s < 60:
+        return gettext(AGO[0]) % {"s": s}
+    if s < 3600:
+        return gettext(AGO[1]) % {"m": s // 60, "s": f"{s % 60:02d}"}
+    if s < 86400:
+        return gettext(AGO[2]) % {"h": s // 3600, "m": f"{s % 3600 // 60:02d}"}
+    return gettext(AGO[3]) % {"d": s // 86400, "h": s % 86400 // 3600}
+
+
+def duration(seconds: int, gettext: Callable[[str], str] = _same) -> str:
+    """``45 s``, ``4 min 10 s``, ``1 h 05 min``: how long to wait, in ``gettext``'s
+    language."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return gettext(WAIT[0]) % {"s": s}
+    if s < 3600:
+        return gettext(WAIT[1]) % {"m": s // 60, "s": f"{s % 60:02d}"}
+    return gettext(WAIT[2]) % {"h": s // 3600, "m": f"{s % 3600 // 60:02d}"}
+
+
+# -- recall -------------------------------------------------------------------------------------
 
 
 def event_line(event: Mapping[str, Any], gettext: Callable[[str], str] = _same) -> str:

@@ -266,3 +266,16 @@ def test_a_language_the_pit_does_not_speak_is_a_config_error_named_by_its_key() 
         parse_config({**base, "web": {"language": "fr"}})
     keys = dict(caught.value.errors)
     assert "web.language" in keys and "zh_Hant" in keys["web.language"], keys
+
+
+def test_how_long_ago_and_how_long_to_wait_are_in_the_language() -> None:
+    from tabled.pit.web import present
+
+    zh = i18n.translations("zh_Hant").gettext
+    assert present.ago(100.0, 142.0, zh) == "42秒"
+    assert present.ago(0.0, 425.0, zh) == "7分05秒"
+    assert present.ago(0.0, 3 * 3600 + 300, zh) == "3小時05分"
+    assert present.ago(0.0, 2 * 86400 + 4 * 3600, zh) == "2日4小時"
+    assert present.ago(0.0, 425.0) == "7m 05s"  # English: the msgid itself
+    assert present.duration(250, zh) == "4 分 10 秒"
+    assert present.duration(250) == "4 min 10 s"

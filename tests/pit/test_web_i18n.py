@@ -98,6 +98,11 @@ def test_the_floor_a_table_recall_and_the_alerts_in_chinese(browser: Any, floor:
     tile = page.locator('article.tile[data-table="craps-1"]')
     # the rate of rounds: "n 局（m 分鐘內）" in a table's first hour, then per hour
     assert "在線" in tile.inner_text() and "分鐘內" in tile.inner_text()
+    # how long ago, written by the server and kept current by the page's script, in Chinese
+    since = page.locator('article.tile[data-table="craps-1"] [data-ago]').first
+    assert re.fullmatch(r"\d+秒|\d+分\d\d秒", since.inner_text()), since.inner_text()
+    page.wait_for_timeout(1_100)  # a tick of the script
+    assert re.fullmatch(r"\d+秒|\d+分\d\d秒", since.inner_text()), since.inner_text()
     # a live update arrives in the page's language (the stream's fragments are rendered in it)
     before = tile.get_attribute("data-last-round")
     _wait(lambda: page.locator('article.tile[data-table="craps-1"]')

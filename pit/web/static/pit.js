@@ -6,12 +6,27 @@
 (function () {
   "use strict";
 
+  // "how long ago" in the page's language: its four forms come translated from the page
+  // (base.html's data-ago-formats: under a minute, an hour, a day, beyond), as the server wrote
+  // the first label; English when a page has none
+  var FORMS = ["%(s)ss", "%(m)sm %(s)ss", "%(h)sh %(m)sm", "%(d)sd %(h)sh"];
+  try {
+    var given = JSON.parse(document.querySelector("[data-ago-formats]").getAttribute("data-ago-formats"));
+    if (Array.isArray(given) && given.length === 4) FORMS = given;
+  } catch (e) { /* no forms on this page: English */ }
+
+  function form(i, values) {
+    return FORMS[i].replace(/%\((\w+)\)s/g, function (_, name) { return String(values[name]); });
+  }
+
+  function two(n) { return String(n).padStart(2, "0"); }
+
   function ago(seconds) {
     var s = Math.max(0, Math.floor(seconds));
-    if (s < 60) return s + "s";
-    if (s < 3600) return Math.floor(s / 60) + "m " + String(s % 60).padStart(2, "0") + "s";
-    if (s < 86400) return Math.floor(s / 3600) + "h " + String(Math.floor(s % 3600 / 60)).padStart(2, "0") + "m";
-    return Math.floor(s / 86400) + "d " + Math.floor(s % 86400 / 3600) + "h";
+    if (s < 60) return form(0, {s: s});
+    if (s < 3600) return form(1, {m: Math.floor(s / 60), s: two(s % 60)});
+    if (s < 86400) return form(2, {h: Math.floor(s / 3600), m: two(Math.floor(s % 3600 / 60))});
+    return form(3, {d: Math.floor(s / 86400), h: Math.floor(s % 86400 / 3600)});
   }
 
   function tick() {
