@@ -13,12 +13,13 @@ from typing import Any
 from tabled.contract.outcome import OutcomeRecord
 from tabled.games.baccarat.record import BaccaratOutcome
 from tabled.games.parts.integrity import IntegrityPart, Observation, Pace, Rate, RateGroup
+from tabled.games.parts.pit import N_
 
 _WINNERS = ("banker", "player", "tie")
 _GROUPS = (RateGroup("hand", (
-    Rate("banker", "Banker wins"), Rate("player", "Player wins"), Rate("tie", "ties"),
-    Rate("natural", "naturals"), Rate("player_pair", "Player pairs"),
-    Rate("banker_pair", "Banker pairs"))),)
+    Rate("banker", N_("Banker wins")), Rate("player", N_("Player wins")), Rate("tie", N_("ties")),
+    Rate("natural", N_("naturals")), Rate("player_pair", N_("Player pairs")),
+    Rate("banker_pair", N_("Banker pairs")))),)
 
 
 def rates(options: Any) -> tuple[RateGroup, ...]:

@@ -13,11 +13,16 @@ from typing import Any
 from tabled.contract.outcome import OutcomeRecord
 from tabled.games.craps.record import CrapsOutcome
 from tabled.games.parts.integrity import IntegrityPart, Observation, Pace, Rate, RateGroup
+from tabled.games.parts.pit import N_
 
 #: The totals of a throw, each a rate of ``tabled odds`` (its key is the total).
 TOTALS = tuple(str(total) for total in range(2, 13))
-_GROUPS = (RateGroup("roll", tuple(Rate(total, f"totals of {total}", f"total {total}")
-                                   for total in TOTALS)),)
+#: Each total as a report names it (a literal each, for the pages' catalogue).
+_SPOKEN = (N_("totals of 2"), N_("totals of 3"), N_("totals of 4"), N_("totals of 5"),
+           N_("totals of 6"), N_("totals of 7"), N_("totals of 8"), N_("totals of 9"),
+           N_("totals of 10"), N_("totals of 11"), N_("totals of 12"))
+_GROUPS = (RateGroup("roll", tuple(Rate(total, spoken, f"total {total}")
+                                   for total, spoken in zip(TOTALS, _SPOKEN, strict=True))),)
 
 
 def rates(options: Any) -> tuple[RateGroup, ...]:

@@ -12,14 +12,17 @@ from typing import Any
 
 from tabled.contract.outcome import OutcomeRecord
 from tabled.games.parts.integrity import IntegrityPart, Observation, Pace, Rate, RateGroup
+from tabled.games.parts.pit import N_
 from tabled.games.qpoker.options import QPokerOptions
 from tabled.games.qpoker.record import QPokerOutcome
 
-_CLASSES = (Rate("straight_flush", "straight flushes"),
-            Rate("three_of_a_kind", "three of a kinds"), Rate("straight", "straights"),
-            Rate("flush", "flushes"), Rate("pair", "pairs"), Rate("high_card", "high cards"))
+_CLASSES = (Rate("straight_flush", N_("straight flushes")),
+            Rate("three_of_a_kind", N_("three of a kinds")), Rate("straight", N_("straights")),
+            Rate("flush", N_("flushes")), Rate("pair", N_("pairs")),
+            Rate("high_card", N_("high cards")))
 _CLASS_INDEX = {rate.name: i for i, rate in enumerate(_CLASSES)}
-_QUALIFIES = RateGroup("round", (Rate("dealer_qualifies", "rounds where the dealer qualifies"),))
+_QUALIFIES = RateGroup("round", (Rate("dealer_qualifies",
+                                      N_("rounds where the dealer qualifies")),))
 
 
 def rates(options: Any) -> tuple[RateGroup, ...]:

@@ -213,7 +213,7 @@ def pdf_bytes(report: Report, language: str) -> bytes:
         for s in sections:
             for table in s.frequencies:
                 where = s.name if s.table else t(N_("Floor"))
-                _frequency_page(pdf, t, f"{where} · {table.title} · " + t(
+                _frequency_page(pdf, t, f"{where} · {t(table.title)} · " + t(
                     N_("%(n)s observations")) % {"n": table.n}, table)
         _downtime_page(pdf, t, report.tables)
         _hours_page(pdf, t, report)

@@ -412,3 +412,16 @@ async def test_the_pit_service_writes_the_shift_that_just_ended(broker: Any,
     rows = _parsed(written[-1].read_text())
     assert [r["item"] for r in rows[:3]] == ["from", "to", "timezone"]
     assert PitService(parse_config({"mqtt": {"url": broker.url}})).reports is None
+
+
+async def test_the_outcomes_and_the_game_are_named_in_the_reports_language(store: Store) -> None:
+    """The frequency tables' outcome names and game titles come from the games (their
+    integrity parts' rates, their declarations) and are translated like the rest."""
+    await write_known(store)
+    report = await gather(store, T0, T1, made_at=T1 + 600, timezone=ZONE)
+    zh = render(report, "html", "zh_Hant").decode()
+    assert "莊贏" in zh and "閒對" in zh and "百家樂" in zh
+    # (an integrity finding's message is the record's text, in English)
+    assert "<td>Banker wins</td>" not in zh and "<td>Player pairs</td>" not in zh
+    pt = render(report, "html", "pt").decode()
+    assert "<td>vitórias da Banca</td>" in pt and "<td>Banker wins</td>" not in pt
