@@ -33,7 +33,6 @@ a stream of that game is then read by a decoder of its own, with no check left p
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import types
@@ -579,21 +578,23 @@ def read_events(lines: Iterable[str], checks: EventChecks | None = None
     that game refuses (a Q Poker card without its seat). The first malformed line raises
     :class:`LineError`: what the stream gave before it has been yielded, nothing after it is
     read. ``tabled replay`` and ``tabled roads`` read through here, so both number and refuse
-    lines alike. Given a :class:`GameChecks` with a shape (craps: two dice), the common path
-    decodes with that game's own decoder, which checks the shape as it decodes; a line it
-    refuses goes the general way, where every check runs and explains.
+    lines alike.
+
+    Given checks, the common path decodes with the game's own decoder (:class:`GameChecks`):
+    its shape (craps: two dice) is checked as a line is decoded, and each checked type's wire
+    runs its checks as it makes its event, so an event of a type the game does not check costs
+    nothing more than without a game. A line the game's decoder refuses goes the general way,
+    where every check runs and explains.
     """
     # parse_line, inlined: this loop is ``tabled replay``'s (a call per line is a tenth of it).
-    # The classes of the checked types, so that an event of another type (nearly all of them)
-    # costs one set lookup of its class (12 ns), not its TYPE and a dict lookup (35 ns; an
-    # isinstance against a msgspec class is slower still, 80 ns).
-    general: EventChecks = checks or {}
-    fast: EventChecks = general
-    decode: Callable[[str | bytes], _Wire] = _decode_common
-    if isinstance(checks, GameChecks) and checks.dice is not None:
-        decode, fast = _shaped_decoder(checks.dice), checks.beyond_shape
-    general_classes = _classes(general)
-    fast_classes = _classes(fast)
+    game = None
+    if checks:
+        game = checks if isinstance(checks, GameChecks) else GameChecks(checks)
+    decode = _decode_common if game is None else game.decoder()
+    every: EventChecks = game or {}
+    # the general way's checks, by the event's class: a set lookup (12 ns), not its TYPE and a
+    # dict lookup (35 ns)
+    checked = frozenset(EVENT_TYPES[etype] for etype in every if etype in EVENT_TYPES)
     parse_text, no_extra = _parse_text, _NO_EXTRA
     for lineno, line in enumerate(lines, 1):
         try:
@@ -601,24 +602,16 @@ def read_events(lines: Iterable[str], checks: EventChecks | None = None
                 wire = decode(line)
             except _DECODE_ERRORS:
                 event = parse_text(line)
-                if type(event) in general_classes:
-                    general[event.TYPE](event)
             else:
-                if ("null" in line) if isinstance(line, str) else (b"null" in line):
-                    event = parse_text(line)
-                    if type(event) in general_classes:
-                        general[event.TYPE](event)
-                else:
-                    event = wire.event(no_extra)
-                    if fast_classes and type(event) in fast_classes:
-                        fast[event.TYPE](event)
+                if not (("null" in line) if isinstance(line, str) else (b"null" in line)):
+                    yield lineno, wire.event(no_extra)  # checked by the game's wire, if at all
+                    continue
+                event = parse_text(line)
+            if type(event) in checked:
+                every[event.TYPE](event)
         except EventError as exc:
             raise LineError(lineno, exc) from None
         yield lineno, event
-
-
-def _classes(checks: EventChecks) -> frozenset[type[Event]]:
-    return frozenset(EVENT_TYPES[etype] for etype in checks if etype in EVENT_TYPES)
 
 
 #: A number of dice as a refusal says it.
@@ -641,8 +634,10 @@ class GameChecks(Mapping[str, EventCheck]):
     its ``roll`` has (None: the contract's two or more).
 
     As a mapping it is every check, the shape's included (what ``parse_line``, ``parse_event``
-    and the daemon's runtime run); :func:`read_events` decodes the game's stream with a decoder
-    that checks the shape as it decodes, and runs only :attr:`beyond_shape` on what it took."""
+    and the daemon's runtime run). :meth:`decoder` is the game's own decoder for the common
+    path of :func:`read_events`: the shape is a type there (a roll of two dice is a pair), and
+    the wire of each checked type runs its checks (:attr:`beyond_shape`) as it makes its
+    event."""
 
     def __init__(self, checks: Mapping[str, EventCheck], *, dice: int | None = None) -> None:
         if dice is not None and dice < MIN_DICE:
@@ -654,6 +649,7 @@ class GameChecks(Mapping[str, EventCheck]):
             shape, other = check_dice(dice), every.get(Roll.TYPE)
             every[Roll.TYPE] = shape if other is None else _both(shape, other)
         self._every = every
+        self._decoder: Callable[[str | bytes], _Wire] | None = None
 
     def __getitem__(self, etype: str) -> EventCheck:
         return self._every[etype]
@@ -664,6 +660,21 @@ class GameChecks(Mapping[str, EventCheck]):
     def __len__(self) -> int:
         return len(self._every)
 
+    def decoder(self) -> Callable[[str | bytes], _Wire]:
+        """The common path's decoder for this game (made at first use, then kept)."""
+        if self._decoder is None:
+            wires = []
+            for wire in _WIRES:
+                if wire is _FaultWire:
+                    continue  # its checked extras go the general way, as without a game
+                if wire is _RollWire and self.dice is not None:
+                    wire = _shaped_roll(self.dice)
+                wire = _common(wire)
+                check = self.beyond_shape.get(_tag(wire))
+                wires.append(wire if check is None else _checking(wire, check))
+            self._decoder = msgspec.json.Decoder(_union(wires)).decode
+        return self._decoder
+
 
 def _both(first: EventCheck, then: EventCheck) -> EventCheck:
     def check(event: Event) -> None:
@@ -672,17 +683,25 @@ def _both(first: EventCheck, then: EventCheck) -> EventCheck:
     return check
 
 
-@functools.cache
-def _shaped_decoder(dice: int) -> Callable[[str | bytes], _Wire]:
-    """The common path's decoder for a game whose ``roll`` is exactly ``dice`` dice."""
-    exact = Annotated[tuple[_Die, ...], msgspec.Meta(min_length=dice, max_length=dice)]
-    roll = cast(type[_Wire], types.new_class(
-        f"_Roll{dice}Wire", (_RollWire,), {"tag": _tag(_RollWire), "frozen": True},
+def _shaped_roll(dice: int) -> type[_Wire]:
+    """The ``roll`` wire of a game of exactly ``dice`` dice: a tuple of that many faces."""
+    exact = tuple.__class_getitem__((_Die,) * dice)
+    return cast(type[_Wire], types.new_class(
+        f"_Roll{dice}Wire", (_RollWire,), {"tag": _tag(_RollWire)},
         lambda ns: ns.update({"__annotations__": {"dice": exact}})))
-    wires = [roll if w is _RollWire else w for w in _WIRES if w is not _FaultWire]
-    decode: Callable[[str | bytes], _Wire] = msgspec.json.Decoder(
-        _union(_common(w) for w in wires)).decode
-    return decode
+
+
+def _checking(wire: type[_Wire], check: EventCheck) -> type[_Wire]:
+    """The same wire, running a game's ``check`` on each event it makes."""
+    make = wire.event
+
+    def event(self: _Wire, extra: Mapping[str, Any]) -> Event:
+        made = make(self, extra)
+        check(made)
+        return made
+    return cast(type[_Wire], types.new_class(
+        f"{wire.__name__}Checked", (wire,), {"tag": _tag(wire)},
+        lambda ns: ns.update({"event": event})))
 
 
 class LineError(EventError):
