@@ -184,12 +184,12 @@ class Watcher:
 
 
 @contextlib.asynccontextmanager
-async def watching(port: int, password: str) -> AsyncIterator[Watcher]:
+async def watching(port: int, password: str, *topics: str) -> AsyncIterator[Watcher]:
     watcher = Watcher()
     async with aiomqtt.Client("127.0.0.1", port, username="watcher", password=password,
                               identifier=f"watcher-{secrets.token_hex(3)}") as client:
-        await client.subscribe("tabled/#", qos=1)
-        await client.subscribe("$SYS/broker/connection/#", qos=1)
+        for topic in topics or ("tabled/#", "$SYS/broker/connection/#"):
+            await client.subscribe(topic, qos=1)
 
         async def read() -> None:
             async for message in client.messages:
@@ -215,20 +215,27 @@ async def wait_for(condition: object, timeout: float, what: str) -> None:
 
 
 async def probe_acls(out: Path, ports: dict[str, int], watcher: Watcher) -> None:
-    """What a site-a identity may not do, refused where it connects; a sentinel it may publish,
-    sent after the refused ones on the same connection, shows they would have arrived by now."""
+    """What site a's identities may not do, refused where they connect. A sentinel each may
+    publish, sent after the refused ones on the same connection, shows they would have arrived
+    by then."""
     sentinel_topic = "tabled/site-a/t000/cmd/probe/reply"
     forged = b'{"forged": true}'
-    async with aiomqtt.Client("127.0.0.1", ports["site-a"], username="tabled-t000",
-                              password=secret(out, "site-a", "tabled-t000"),
-                              identifier="probe-t000") as table:
-        for topic in ("tabled/site-b/t002/outcome", "tabled/site-a/t001/outcome",
-                      "tabled/site-a/t001/status", "tabled/site-a/t000/cmd/void",
-                      "tabled/site-a/pit/alert"):
-            await table.publish(topic, forged, qos=1)
-        await table.publish(sentinel_topic, b"sentinel-table", qos=1)
-    await wait_for(lambda: watcher.has(sentinel_topic, b"sentinel-table"), 20,
-                   "a table's own reply topic crosses the bridge")
+    # a table's identity, at its site's broker, watched there and at the centre
+    async with watching(ports["site-a"], secret(out, "site-a", "watcher"),
+                        "tabled/site-a/#") as at_site:
+        async with aiomqtt.Client("127.0.0.1", ports["site-a"], username="tabled-t000",
+                                  password=secret(out, "site-a", "tabled-t000"),
+                                  identifier="probe-t000") as table:
+            for topic in ("tabled/site-b/t002/outcome", "tabled/site-a/t001/outcome",
+                          "tabled/site-a/t001/status", "tabled/site-a/t000/cmd/void",
+                          "tabled/site-a/pit/alert"):
+                await table.publish(topic, forged, qos=1)
+            await table.publish(sentinel_topic, b"sentinel-table", qos=1)
+        await wait_for(lambda: watcher.has(sentinel_topic, b"sentinel-table"), 20,
+                       "a table's own reply topic crosses the bridge")
+        # refused where the table connects: its own site's broker did not pass them on
+        assert at_site.has(sentinel_topic, b"sentinel-table")
+        assert [t for t, p in at_site.seen if p == forged] == []
     # the site-a bridge's identity, at the centre (another client id: the bridge stays up)
     async with aiomqtt.Client("127.0.0.1", ports["central"], username="bridge-site-a",
                               password=bridge_password(out, "site-a"),
