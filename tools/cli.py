@@ -294,8 +294,8 @@ def _cmd_floor_config(args: argparse.Namespace) -> int:
         floor = build(sites=args.site or [], central=args.central or [],
                       listen=args.listen or [], central_listen=args.central_listen,
                       prefix=args.prefix,
-                      cafile=Path(args.bridge_cafile) if args.bridge_cafile else None,
-                      cert_dir=Path(args.bridge_certs) if args.bridge_certs else None,
+                      cafile=Path(args.tls_ca) if args.tls_ca else None,
+                      cert_dir=Path(args.tls_certs) if args.tls_certs else None,
                       etc=Path(args.etc) if args.etc else None,
                       data=Path(args.data) if args.data else None, run_as=args.run_as,
                       consoles=not args.no_consoles, keepalive=args.keepalive,
@@ -349,11 +349,12 @@ def _add_floor_config(sub: Any) -> None:
                     "host, e.g. /var/lib/mosquitto (default: OUT/<site>/data)")
     bp.add_argument("--run-as", metavar="USER", help="the user each broker runs as when "
                     "started as root (default: Mosquitto's, mosquitto)")
-    bp.add_argument("--bridge-cafile", metavar="FILE",
-                    help="TLS to the central broker: its CA certificate")
-    bp.add_argument("--bridge-certs", metavar="DIR",
-                    help="TLS client certificates of the bridges: DIR/<site>.crt and "
-                    "DIR/<site>.key")
+    bp.add_argument("--tls-ca", metavar="FILE",
+                    help="TLS on every listener and bridge: the floor's CA certificate")
+    bp.add_argument("--tls-certs", metavar="DIR",
+                    help="with --tls-ca: each broker's certificate and key (DIR/<site>.crt, "
+                    ".key; DIR/central.crt, .key) and each bridge's client certificate "
+                    "(DIR/bridge-<site>.crt, .key)")
     bp.add_argument("--no-consoles", action="store_true",
                     help="no dealer-console identities at the sites")
     bp.add_argument("--keepalive", type=_positive_int, default=30, metavar="SECONDS",

@@ -62,12 +62,17 @@ class Site:
 
 
 @dataclass(frozen=True)
-class BridgeTLS:
-    """TLS of the bridges: the central broker's CA, and each site's client certificate and key
-    (``<site>.crt``, ``<site>.key`` in ``cert_dir``) when given."""
+class FloorTLS:
+    """TLS everywhere: the floor's CA (it signs every broker's and client's certificate), and in
+    ``cert_dir`` each broker's certificate and key (``<site>.crt``/``.key``,
+    ``central.crt``/``.key``) and each bridge's client certificate (``bridge-<site>.crt``/``.key``).
+    """
 
     cafile: Path
-    cert_dir: Path | None = None
+    cert_dir: Path
+
+    def pair(self, name: str) -> tuple[Path, Path]:
+        return self.cert_dir / f"{name}.crt", self.cert_dir / f"{name}.key"
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,7 @@ class BridgeFloor:
     central_listen: Address
     prefix: str = "tabled"
     consoles: bool = True
-    tls: BridgeTLS | None = None
+    tls: FloorTLS | None = None
     #: where each broker's files are installed on its host; None: where they are written
     etc: Path | None = None
     #: where each broker keeps its persistence database; None: ``data/`` beside its files
@@ -173,25 +178,34 @@ def parse_sites(specs: Sequence[str], central: Sequence[str], listen: Sequence[s
 
 
 def check_tls(cafile: Path | None, cert_dir: Path | None, sites: Iterable[Site]
-              ) -> BridgeTLS | None:
+              ) -> FloorTLS | None:
     """The TLS files, each checked to exist: a missing one is named."""
-    if cafile is None:
-        if cert_dir is not None:
-            raise FloorConfigError("--bridge-certs needs --bridge-cafile (the central broker's "
-                                   "CA)")
+    if (cafile is None) != (cert_dir is None):
+        raise FloorConfigError("--tls-ca FILE and --tls-certs DIR go together")
+    if cafile is None or cert_dir is None:
         return None
-    wanted = [cafile]
-    if cert_dir is not None:
-        wanted += [cert_dir / f"{s.name}.{ext}" for s in sites for ext in ("crt", "key")]
+    tls = FloorTLS(cafile.resolve(), cert_dir.resolve())
+    wanted = [tls.cafile]
+    for name in [CENTRAL, *(n for s in sites for n in (s.name, bridge_user(s.name)))]:
+        wanted += tls.pair(name)
     for path in wanted:
         if not path.is_file():
             raise FloorConfigError(f"{path}: no such file")
-    return BridgeTLS(cafile.resolve(), cert_dir.resolve() if cert_dir else None)
+    return tls
 
 
 # -- the configs -------------------------------------------------------------------------------
 
-def _common(floor: BridgeFloor, etc: Path, data: Path, listen: Address) -> list[str]:
+def _common(floor: BridgeFloor, etc: Path, data: Path, listen: Address, name: str
+            ) -> list[str]:
+    tls: list[str] = []
+    if floor.tls is not None:
+        cert, key = floor.tls.pair(name)
+        tls = ["# TLS only: a client without a certificate from the floor's CA is refused "
+               "before it",
+               "# can try a password; the identity the ACL sees is the username",
+               f"cafile {floor.tls.cafile}", f"certfile {cert}", f"keyfile {key}",
+               "require_certificate true", "use_identity_as_username false"]
     return [
         *([f"user {floor.run_as}"] if floor.run_as else []),
         "per_listener_settings false",
@@ -208,6 +222,7 @@ def _common(floor: BridgeFloor, etc: Path, data: Path, listen: Address) -> list[
         "autosave_interval 30",
         "log_dest stderr",
         f"listener {listen.port} {listen.host}",
+        *tls,
     ]
 
 
@@ -215,16 +230,15 @@ def site_conf(floor: BridgeFloor, site: Site, etc: Path, data: Path, password: s
     base = f"{floor.prefix}/{site.name}/+"
     tls: list[str] = []
     if floor.tls is not None:
-        tls = [f"bridge_cafile {floor.tls.cafile}"]
-        if floor.tls.cert_dir is not None:
-            tls += [f"bridge_certfile {floor.tls.cert_dir / (site.name + '.crt')}",
-                    f"bridge_keyfile {floor.tls.cert_dir / (site.name + '.key')}"]
+        cert, key = floor.tls.pair(bridge_user(site.name))
+        tls = [f"bridge_cafile {floor.tls.cafile}", f"bridge_certfile {cert}",
+               f"bridge_keyfile {key}"]
     lines = [
         f"# Site {site.name}'s broker: its tables connect here; its bridge carries their",
         "# topics to the central broker and brings the pit's fetch requests back.",
         "# Made by `tabled floor-config bridge` (docs/deployment.md). Mode 0600: it holds",
         "# the bridge's password.",
-        *_common(floor, etc, data, site.listen),
+        *_common(floor, etc, data, site.listen, site.name),
         "",
         f"connection tabled-{site.name}",
         f"address {site.central}",
@@ -255,7 +269,7 @@ def central_conf(floor: BridgeFloor, etc: Path, data: Path) -> str:
     return "\n".join([
         "# The central broker: each site's bridge connects here, and the pit and the floor's",
         "# systems subscribe here. Made by `tabled floor-config bridge` (docs/deployment.md).",
-        *_common(floor, etc, data, floor.central_listen)]) + "\n"
+        *_common(floor, etc, data, floor.central_listen, CENTRAL)]) + "\n"
 
 
 def site_access(floor: BridgeFloor, site: Site) -> _Broker:

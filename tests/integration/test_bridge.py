@@ -21,6 +21,7 @@ import os
 import pwd
 import re
 import secrets
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -440,8 +441,10 @@ def _fails(tmp_path: Path, args: list[str]) -> str:
     (["--site", "a=t1,pit", "--central", "c:1883"], "'pit' is reserved"),
     (["--site", "a=t1"], "--central HOST:PORT"),
     (["--site", "a=t1", "--central", "c:99999"], "--central (a) 'c:99999'"),
-    (["--site", "a=t1", "--central", "c:1883", "--bridge-cafile", "/nonexistent/ca.crt"],
-     "/nonexistent/ca.crt: no such file"),
+    (["--site", "a=t1", "--central", "c:1883", "--tls-ca", "/nonexistent/ca.crt",
+      "--tls-certs", "/nonexistent"], "/nonexistent/ca.crt: no such file"),
+    (["--site", "a=t1", "--central", "c:1883", "--tls-ca", "/etc/hostname"],
+     "--tls-ca FILE and --tls-certs DIR go together"),
     (["--site", "a=t1", "--central", "c:1883", "--colour"], "unrecognized arguments: --colour"),
 ])
 def test_bad_input_is_named_and_writes_nothing(tmp_path: Path, args: list[str],
@@ -455,30 +458,80 @@ def test_a_missing_certificate_is_named(tmp_path: Path) -> None:
     ca.write_text("x")
     certs = tmp_path / "certs"
     certs.mkdir()
-    (certs / "a.crt").write_text("x")
-    stderr = _fails(tmp_path, ["--site", "a=t1", "--central", "c:8883", "--bridge-cafile",
-                               str(ca), "--bridge-certs", str(certs)])
-    assert f"{certs / 'a.key'}: no such file" in stderr
+    for name in ("a.crt", "a.key", "central.crt", "central.key", "bridge-a.crt"):
+        (certs / name).write_text("x")
+    stderr = _fails(tmp_path, ["--site", "a=t1", "--central", "c:8883", "--tls-ca", str(ca),
+                               "--tls-certs", str(certs)])
+    assert f"{certs / 'bridge-a.key'}: no such file" in stderr
 
 
-def test_tls_and_a_second_run(tmp_path: Path) -> None:
-    """TLS lines name the files given; a second run does not replace passwords in use."""
-    ca = tmp_path / "ca.crt"
-    ca.write_text("x")
-    certs = tmp_path / "certs"
-    certs.mkdir()
-    for ext in ("crt", "key"):
-        (certs / f"a.{ext}").write_text("x")
-    args = ["--site", "a=t1", "--central", "floor.example:8883", "--bridge-cafile", str(ca),
-            "--bridge-certs", str(certs), "--etc", "/etc/mosquitto", "--data",
-            "/var/lib/mosquitto"]
+def test_a_second_run_keeps_the_passwords_in_use(tmp_path: Path) -> None:
+    args = ["--site", "a=t1", "--central", "floor.example:8883", "--etc", "/etc/mosquitto",
+            "--data", "/var/lib/mosquitto"]
     done = generate(tmp_path / "out", args)
     assert done.returncode == 0, done.stderr
-    conf = (tmp_path / "out" / "a" / "mosquitto.conf").read_text()
-    assert f"bridge_cafile {ca}\nbridge_certfile {certs / 'a.crt'}\n" \
-           f"bridge_keyfile {certs / 'a.key'}\n" in conf
-    assert "address floor.example:8883\n" in conf
-    assert "password_file /etc/mosquitto/passwd\n" in conf
-    assert "persistence_location /var/lib/mosquitto/\n" in conf
-    assert oct((tmp_path / "out" / "a" / "mosquitto.conf").stat().st_mode & 0o777) == "0o600"
+    conf = tmp_path / "out" / "a" / "mosquitto.conf"
+    text = conf.read_text()
+    assert "address floor.example:8883\n" in text
+    assert "password_file /etc/mosquitto/passwd\n" in text
+    assert "persistence_location /var/lib/mosquitto/\n" in text
+    assert conf.stat().st_mode & 0o777 == 0o600
     assert "is not empty" in _fails(tmp_path, args)
+    assert conf.read_text() == text
+
+
+async def test_tls_listeners_and_bridge(tmp_path: Path) -> None:
+    """With --tls-ca and --tls-certs every listener is TLS with client certificates and the
+    bridge proves itself with its own: it comes up, and a table's outcome reaches the centre."""
+    from tests.integration.tls import Pki
+
+    pki = Pki(tmp_path / "pki")
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    for name in ("a", "central"):  # the brokers: 127.0.0.1's certificate
+        shutil.copy(pki.broker.cert, certs / f"{name}.crt")
+        shutil.copy(pki.broker.key, certs / f"{name}.key")
+    for name in ("bridge-a", "watcher", "tabled-t1"):
+        ident = pki.identity(name)
+        shutil.copy(ident.cert, certs / f"{name}.crt")
+        shutil.copy(ident.key, certs / f"{name}.key")
+    out = tmp_path / "floor"
+    central, site = free_port(), free_port()
+    done = generate(out, ["--site", "a=t1", f"--central=127.0.0.1:{central}",
+                          f"--listen=127.0.0.1:{site}",
+                          f"--run-as={pwd.getpwuid(os.getuid()).pw_name}",
+                          "--tls-ca", str(pki.ca_file), "--tls-certs", str(certs)])
+    assert done.returncode == 0, done.stderr
+    brokers = [Broker(out / "central" / "mosquitto.conf", central),
+               Broker(out / "a" / "mosquitto.conf", site)]
+    try:
+        for broker in brokers:
+            broker.start()
+        seen: list[tuple[str, bytes]] = []
+        async with aiomqtt.Client("127.0.0.1", central, username="watcher",
+                                  password=secret(out, "central", "watcher"),
+                                  tls_context=pki.context(pki.identity("watcher"))) as watcher:
+            await watcher.subscribe("tabled/#", qos=1)
+            await watcher.subscribe("$SYS/broker/connection/#", qos=1)
+
+            async def read() -> None:
+                async for message in watcher.messages:
+                    assert isinstance(message.payload, bytes)
+                    seen.append((str(message.topic), message.payload))
+
+            reader = asyncio.create_task(read())
+            await wait_for(lambda: ("$SYS/broker/connection/bridge-a/state", b"1") in seen, 20,
+                           "the bridge up over TLS")
+            async with aiomqtt.Client("127.0.0.1", site, username="tabled-t1",
+                                      password=secret(out, "a", "tabled-t1"),
+                                      tls_context=pki.context(pki.identity("tabled-t1"))
+                                      ) as table:
+                await table.publish("tabled/a/t1/outcome", b'{"round": 1}', qos=1)
+            await wait_for(lambda: ("tabled/a/t1/outcome", b'{"round": 1}') in seen, 20,
+                           "a table's outcome at the centre")
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+    finally:
+        for broker in brokers:
+            broker.stop()
