@@ -335,7 +335,8 @@ def _add_floor_config(sub: Any) -> None:
                     "site only (repeatable)")
     bp.add_argument("--listen", action="append", metavar="[SITE=][HOST:]PORT",
                     help="where each site's broker listens for its tables (default "
-                    "0.0.0.0:1883); SITE= for one site only (repeatable)")
+                    "0.0.0.0:1883, 0.0.0.0:8883 with --tls-ca); SITE= for one site only "
+                    "(repeatable)")
     bp.add_argument("--central-listen", metavar="[HOST:]PORT",
                     help="where the central broker listens (default: all interfaces, the "
                     "--central port)")

@@ -117,7 +117,19 @@ def parse_address(text: str, what: str, default_host: str = "0.0.0.0") -> Addres
         host = default_host
     if not host or not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
         raise FloorConfigError(f"{what} {text!r}: not HOST:PORT with a port from 1 to 65535")
-    return Address(host.strip("[]"), int(port_text))
+    host = host.strip("[]")
+    # a host name, an IPv4 or an IPv6 address: nothing that could end the config's line
+    if not re.fullmatch(r"[A-Za-z0-9._:-]+", host):
+        raise FloorConfigError(f"{what} {text!r}: {host!r} is not a host name or address")
+    return Address(host, int(port_text))
+
+
+def _plain_path(path: Path, what: str) -> Path:
+    """A path a config line can hold: no spaces or control characters."""
+    if re.search(r"[\s\x00-\x1f\x7f]", str(path)):
+        raise FloorConfigError(f"{what} {str(path)!r}: a path without spaces or control "
+                               "characters")
+    return path
 
 
 def _id(value: str, what: str) -> str:
@@ -126,8 +138,8 @@ def _id(value: str, what: str) -> str:
     return value
 
 
-def parse_sites(specs: Sequence[str], central: Sequence[str], listen: Sequence[str]
-                ) -> tuple[Site, ...]:
+def parse_sites(specs: Sequence[str], central: Sequence[str], listen: Sequence[str],
+                default_listen: str = "1883") -> tuple[Site, ...]:
     """``SITE=TABLE,TABLE`` each; ``central`` and ``listen`` are addresses, for every site or
     (``SITE=ADDRESS``) for one."""
 
@@ -142,7 +154,7 @@ def parse_sites(specs: Sequence[str], central: Sequence[str], listen: Sequence[s
     if not specs:
         raise FloorConfigError("--site SITE=TABLE[,TABLE…]: at least one site")
     centrals = per_site(central, "--central", None)
-    listens = per_site(listen, "--listen", "1883")
+    listens = per_site(listen, "--listen", default_listen)
     sites: dict[str, Site] = {}
     for spec in specs:
         name, sep, tables_text = spec.partition("=")
@@ -309,7 +321,9 @@ def build(*, sites: Sequence[str], central: Sequence[str], listen: Sequence[str]
     if not re.fullmatch(r"[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*", prefix):
         raise FloorConfigError(f"--prefix {prefix!r}: topic levels of letters, digits, '_' "
                                "or '-', separated by '/'")
-    parsed = parse_sites(sites, central, listen)
+    # a floor's brokers listen on MQTT's port: 8883 with TLS, 1883 without
+    parsed = parse_sites(sites, central, listen,
+                         "8883" if cafile is not None else "1883")
     if central_listen is None:
         ports = {s.central.port for s in parsed}
         if len(ports) != 1:
@@ -323,9 +337,16 @@ def build(*, sites: Sequence[str], central: Sequence[str], listen: Sequence[str]
                                "BASE and CAP in seconds, 1 <= BASE <= CAP")
     if run_as is not None and not re.fullmatch(r"[a-z_][a-z0-9_-]*\$?", run_as):
         raise FloorConfigError(f"--run-as {run_as!r}: not a user name")
+    for path, what in ((etc, "--etc"), (data, "--data"), (cafile, "--tls-ca"),
+                       (cert_dir, "--tls-certs")):
+        if path is not None:
+            _plain_path(path.absolute(), what)
     for path, what in ((etc, "--etc"), (data, "--data")):
         if path is not None and not path.is_absolute():
             raise FloorConfigError(f"{what} {path}: an absolute path on the broker's host")
+    if CENTRAL in (s.name for s in parsed):
+        raise FloorConfigError(f"--site {CENTRAL!r}: the name of the central broker's "
+                               "directory; call the site something else")
     return BridgeFloor(parsed, parse_address(central_listen, "--central-listen"), prefix,
                        consoles, check_tls(cafile, cert_dir, parsed), etc, data, run_as,
                        keepalive, restart_timeout)
