@@ -454,9 +454,10 @@ def _record(journal_path: Path, run: TableRun) -> dict[str, Any]:
 
 
 async def run_table(table: str, pace: Pace, limit: Limit, broker: Mosquitto, workdir: Path,
-                    *, seed: int = 30) -> dict[str, Any]:
+                    *, seed: int = 30, check_config: bool = True) -> dict[str, Any]:
     """One fresh daemon in a fresh cage with ``limit``, its devices outside, ``pace.count``
-    messages of the dealing family's script at ``pace.every``."""
+    messages of the dealing family's script at ``pace.every``; first, with ``check_config``,
+    ``tabled check-config`` in the same cage (the unit's ExecStartPre)."""
     game, dealer, attached = TABLES[table]
     name = f"small-{table}-{pace.name}-{limit.name.rstrip('%')}"
     here = workdir / name
@@ -477,7 +478,9 @@ async def run_table(table: str, pace: Pace, limit: Limit, broker: Mosquitto, wor
                      for f, d in devices.items()])
         topics = [f"{base}/event", f"{base}/outcome", f"{base}/device/+/status"]
         # the unit's ExecStartPre, in the cage as systemd runs it
-        checked = await asyncio.to_thread(_check_config, cage, config, here / "check.log")
+        checked: dict[str, float | None] = {"s": None, "cpu_s": None}
+        if check_config:
+            checked = await asyncio.to_thread(_check_config, cage, config, here / "check.log")
         with Collector(broker.port, topics) as collector:
             daemon = CagedDaemon(config, here / "daemon.log", cage=cage)
             daemon.start()
@@ -627,6 +630,144 @@ async def run(workdir: Path, plan: Plan, say: Any = print) -> dict[str, Any]:
                                         default=None),
             "smallest_quota_met": min((s["cpu_percent"] for s in limited if s["met"]),
                                       default=None)}
+
+
+# -- the report's section (bench/report.py calls these) ----------------------------------------
+
+
+def _worst(runs: Sequence[dict[str, Any]], key: str) -> float:
+    return max(float(r[key]) for r in runs)
+
+
+def _limit_name(step: dict[str, Any]) -> str:
+    if step["cpu_percent"] is None:
+        return "none (baseline)"
+    return f"{step['cpu_percent']:g} % / {step['memory_bytes'] / 2**20:.0f} MB"
+
+
+def _at(s: dict[str, Any], quota: float) -> dict[str, Any] | None:
+    return next((step for step in s["steps"] if step["cpu_percent"] == quota), None)
+
+
+def goals(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
+    """The Goals table's rows: at the goal's limit, the pace goals and READY."""
+    s = r.get("smallpc")
+    if not s or "steps" not in s:
+        return []
+    step = _at(s, LIMIT_CPU)
+    if step is None:
+        return []
+    runs = step["runs"]
+    lost = sum(x["lost"] + x["duplicates"] + sum(v["lost"] + v["duplicated"] + v["wrong"]
+                                                 for v in x["record"].values()) for x in runs)
+    p99 = max(x["latency"]["p99"] for x in runs)
+    ready = _worst(runs, "ready_s")
+    name = f"table PC, {LIMIT_CPU:g} % of a core / {LIMIT_MEMORY // 2**20} MB"
+    return [(f"{name}: lost, device byte → broker p99 (worst table and pace)",
+             f"0, ≤ {GOAL_P99_MS:g} ms", f"{lost}, {p99:.1f} ms", step["holds"]),
+            (f"{name}: READY after spawn (worst)", f"≤ {GOAL_READY_S:g} s", f"{ready:.1f} s",
+             ready <= GOAL_READY_S)]
+
+
+def section(r: dict[str, Any]) -> list[str]:
+    """docs/performance.md's section of this benchmark."""
+    s = r["smallpc"]
+    title = "## The table PC is small: the daemon in 10 % of a core and 256 MB"
+    if "steps" not in s:
+        return [title, "", f"Not measured: {s.get('skipped', '?')}.", ""]
+    plan, m = s["plan"], s["machine"]
+    loads = [x for step in s["steps"] for x in step["load"]]
+    out = [title, "",
+           f"Measured {s['date']} on {m['cpu']}, {m['cores']} cores, kernel {m['kernel']}, "
+           f"load average {min(loads):.1f} to {max(loads):.1f} during the run (the machine "
+           "was shared with other work: every figure, the baseline's too, carries it). Cage: "
+           f"{s['cage']}, one per daemon and pace; the daemon is spawned inside (its start-up "
+           "counts against the quota), the broker, the subscriber and the device simulators "
+           "run outside: the table PC runs the daemon, the devices are hardware of their own. "
+           "Three tables at once, each its own daemon and cage: baccarat dealt by the reading "
+           "shoe with the shuffler-dealer attached, baccarat dealt by the shuffler-dealer, "
+           "craps with the dice sensor. Paces: the table's, "
+           f"{plan['table']['count']} messages one every {plan['table']['every_s']:g} s (a "
+           "card, or a roll: faster than a craps table rolls), and the demo's (`tabled demo`'s "
+           f"default), {plan['demo']['count']:,} one every {plan['demo']['every_s']:g} s. "
+           "Every message counts, the first after the start too. The baseline is the same "
+           "run in a cage without limits, measured just before.", "",
+           "Lost counts both ways: a script message that did not arrive as the event of its "
+           "`seq`, or arrived twice; a `table_seq` of the journal's event and outcome streams "
+           "that did not arrive, arrived twice with different bytes, or differs from the "
+           "journal's text. CPU is the cage's (cpuacct / cpu.stat) over the pace's window, "
+           "100 % = one core; throttled is the CFS periods (100 ms) the quota ran out in, of "
+           "the periods the daemon was runnable. READY is spawn to `READY=1` on the notify "
+           "socket; check-config is the unit's `ExecStartPre` run in the same cage before it "
+           "(systemd's start = both). Memory is the cage's peak (memory.max_usage_in_bytes / "
+           "memory.peak, page cache of the journal included).", ""]
+    rows = []
+    for step in s["steps"]:
+        for pace in ("table", "demo"):
+            runs = [x for x in step["runs"] if x["pace"] == pace]
+            if not runs:
+                continue
+            lost = sum(x["lost"] + x["duplicates"] + sum(
+                v["lost"] + v["duplicated"] + v["wrong"] + v["unexpected"]
+                for v in x["record"].values()) for x in runs)
+            outcomes = sum(x["record"]["outcome"]["journaled"] for x in runs)
+            events = sum(x["sent"] for x in runs)
+            p50 = max(x["latency"]["p50"] for x in runs)
+            p99 = max(x["latency"]["p99"] for x in runs)
+            peaks = [x["memory_peak_mb"] for x in runs if x["memory_peak_mb"] is not None]
+            rows.append((
+                _limit_name(step), pace, f"{events:,} / {outcomes:,}", str(lost),
+                f"{p50:.1f} / {p99:.1f}", f"{_worst(runs, 'ready_s'):.1f}",
+                f"{_worst(runs, 'cpu_s_to_ready'):.2f}", f"{_worst(runs, 'check_config_s'):.1f}",
+                f"{_worst(runs, 'cpu_percent'):.1f}",
+                f"{sum(x['throttled'] for x in runs)} / {sum(x['periods'] for x in runs)}",
+                f"{max(peaks):.0f}" if peaks else "?",
+                "met" if all(meets(x) for x in runs) else
+                ("pace met, READY **not**" if all(holds(x) for x in runs) else "**not met**")))
+    out += _table(("limit (CPU / memory)", "pace", "events / outcomes", "lost",
+                   "p50 / p99 ms (worst table)", "READY s", "CPU s to READY",
+                   "check-config s", "CPU % (worst)", "throttled periods", "peak MB",
+                   "goals"), rows)
+    holds_at, met_at = s["smallest_quota_holds"], s["smallest_quota_met"]
+    out += [f"Smallest quota tried that holds both paces (0 lost, p99 ≤ {GOAL_P99_MS:g} ms): "
+            + (f"{holds_at:g} %" if holds_at is not None else "none")
+            + f"; with READY ≤ {GOAL_READY_S:g} s as well: "
+            + (f"{met_at:g} %" if met_at is not None else "none") + ". Quotas tried: "
+            + ", ".join(f"{q:g} %" for q in plan["quotas"]) + ".", ""]
+    out += recommendation(s)
+    out += ["Re-measure: `make bench BENCH_ARGS='--only smallpc --merge'` (as root: it makes "
+            "cgroups; about 20 minutes), or `.venv/bin/python -m bench.smallpc` for the "
+            "figures alone (`--quotas 10 5`, `--quick`).", ""]
+    return out
+
+
+def recommendation(s: dict[str, Any]) -> list[str]:
+    """What the unit file should say, from the figures: the quota, the memory, the margins."""
+    step = _at(s, LIMIT_CPU)
+    if step is None:
+        return []
+    runs = step["runs"]
+    peak = max((x["memory_peak_mb"] or 0.0) for x in runs)
+    busiest = _worst(runs, "cpu_percent")
+    holds_at = s["smallest_quota_holds"]
+    margin = (f"{LIMIT_CPU / holds_at:.1f}× the smallest quota that held them ({holds_at:g} %)"
+              if holds_at else "no smaller quota held them")
+    start_cpu = _worst(runs, "cpu_s_to_ready")
+    return [f"Recommendation (systemd/tabled.service, docs/install.md): `CPUQuota="
+            f"{LIMIT_CPU:g}%` and `MemoryMax={LIMIT_MEMORY // 2**20}M`. At {LIMIT_CPU:g} % the "
+            f"paces hold with {margin}; the busiest pace used {busiest:.1f} % of a core on "
+            f"average ({LIMIT_CPU / busiest:.1f}× under the quota). Memory peaked at "
+            f"{peak:.0f} MB, {LIMIT_MEMORY / 2**20 / peak:.1f}× under the limit. Start-up is "
+            f"what the quota slows: the daemon needs about {start_cpu:.2f} s of CPU to READY "
+            f"(imports, config, journal, the 1 s it may wait for its devices and broker aside), "
+            f"so at {LIMIT_CPU:g} % READY comes {start_cpu * 100 / LIMIT_CPU:.1f} s of quota "
+            "after spawn at best, and the unit's check-config before it adds its own; the "
+            "unit's `TimeoutStartSec=60` covers both with room.", ""]
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return [*lines, *("| " + " | ".join(row) + " |" for row in rows), ""]
 
 
 def main(argv: list[str] | None = None) -> int:
