@@ -73,7 +73,6 @@ QUICK = Sizes(
     replay_rounds={"baccarat": 300, "craps": 300, "qpoker": 100}, replay_repeats=1,
     floor_tables=[4], floor_seconds=2.0,
     pit=pit.QUICK,
-    # the harness only (no limit): tests/bench/test_smallpc.py checks the limit itself
     smallpc=smallpc.QUICK,
 )
 

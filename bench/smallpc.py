@@ -454,12 +454,13 @@ def _record(journal_path: Path, run: TableRun) -> dict[str, Any]:
 
 
 async def run_table(table: str, pace: Pace, limit: Limit, broker: Mosquitto, workdir: Path,
-                    *, seed: int = 30, check_config: bool = True) -> dict[str, Any]:
+                    *, seed: int = 30, check_config: bool = True,
+                    tag: str = "") -> dict[str, Any]:
     """One fresh daemon in a fresh cage with ``limit``, its devices outside, ``pace.count``
     messages of the dealing family's script at ``pace.every``; first, with ``check_config``,
     ``tabled check-config`` in the same cage (the unit's ExecStartPre)."""
     game, dealer, attached = TABLES[table]
-    name = f"small-{table}-{pace.name}-{limit.name.rstrip('%')}"
+    name = f"small-{table}-{pace.name}-{limit.name.rstrip('%')}{tag.rstrip('%')}"
     here = workdir / name
     here.mkdir(parents=True)
     devices = {family: _device(family) for family in attached}
@@ -568,7 +569,7 @@ def meets(result: dict[str, Any]) -> bool:
 class Plan:
     """The quotas tried (percent of one core; the first is the goal's) and the paces' sizes."""
 
-    quotas: tuple[float, ...] = (20.0, 10.0, 5.0, 3.0)
+    quotas: tuple[float, ...] = (10.0, 5.0, 3.0, 20.0)
     memory_bytes: int = LIMIT_MEMORY
     table_count: int = 20
     table_every: float = TABLE_EVERY
@@ -577,27 +578,35 @@ class Plan:
 
 
 FULL: Final = Plan()
-#: The harness's smoke form (``python -m bench --quick``): the cage without a limit only.
-QUICK: Final = Plan(quotas=(), table_count=2, table_every=0.5, demo_count=20)
+#: The harness's smoke form (``python -m bench --quick``): a whole core, the start-up quick;
+#: tests/bench/test_smallpc.py runs the daemon under the 10 % itself.
+QUICK: Final = Plan(quotas=(100.0,), table_count=2, table_every=0.5, demo_count=20)
 
 
 async def _step(limit: Limit, plan: Plan, broker: Mosquitto, workdir: Path,
-                say: Any) -> list[dict[str, Any]]:
-    """Every table at both paces under ``limit``: the three tables at once, one pace after the
-    other."""
-    out: list[dict[str, Any]] = []
+                say: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every table at both paces under ``limit``, and beside each the same table in a cage
+    without a limit (its baseline, under the same load at the same moment): six daemons at
+    once, one pace after the other. Returns the limited runs and their baselines."""
+    limited: list[dict[str, Any]] = []
+    baseline: list[dict[str, Any]] = []
+    free = Limit(None, None)
     for pace in (Pace("table", plan.table_every, plan.table_count),
                  Pace("demo", plan.demo_every, plan.demo_count)):
         say(f"[smallpc] limit {limit.name}: {pace.count} messages, one every {pace.every:g} s, "
-            f"at {len(TABLES)} tables")
-        out += await asyncio.gather(*(run_table(t, pace, limit, broker, workdir)
-                                      for t in TABLES))
-    return out
+            f"at {len(TABLES)} tables, each beside its baseline")
+        runs = await asyncio.gather(
+            *(run_table(t, pace, limit, broker, workdir) for t in TABLES),
+            *(run_table(t, pace, free, broker, workdir, tag=f"beside-{limit.name}")
+              for t in TABLES))
+        limited += runs[:len(TABLES)]
+        baseline += runs[len(TABLES):]
+    return limited, baseline
 
 
 async def run(workdir: Path, plan: Plan, say: Any = print) -> dict[str, Any]:
-    """The baseline (a cage without limits), then each quota of the plan with the memory
-    limit."""
+    """Each quota of the plan with the memory limit, each beside its baseline (a cage without
+    limits)."""
     reason = why_not()
     if reason is not None:
         say(f"[smallpc] skipped: no cgroup can be made here ({reason})")
@@ -606,18 +615,19 @@ async def run(workdir: Path, plan: Plan, say: Any = print) -> dict[str, Any]:
     probe.close()
     steps: list[dict[str, Any]] = []
     with Mosquitto(workdir=workdir / "broker") as broker:
-        for limit in [Limit(None, None),
-                      *(Limit(q, plan.memory_bytes) for q in plan.quotas)]:
+        for limit in (Limit(q, plan.memory_bytes) for q in plan.quotas):
             load = load_average()
-            results = await _step(limit, plan, broker, workdir, say)
+            results, baseline = await _step(limit, plan, broker, workdir, say)
             step = {"cpu_percent": limit.cpu_percent, "memory_bytes": limit.memory_bytes,
                     "holds": all(holds(r) for r in results),
                     "met": all(meets(r) for r in results),
-                    "load": [load, load_average()], "runs": results}
+                    "baseline_holds": all(holds(r) for r in baseline),
+                    "load": [load, load_average()], "runs": results, "baseline": baseline}
             steps.append(step)
             say(f"[smallpc] limit {limit.name}: pace goals "
-                f"{'met' if step['holds'] else 'NOT met'}, with READY ≤ {GOAL_READY_S:g} s "
-                f"{'met' if step['met'] else 'NOT met'}")
+                f"{'met' if step['holds'] else 'NOT met'} (beside it, without the limit: "
+                f"{'met' if step['baseline_holds'] else 'NOT met'}), with READY ≤ "
+                f"{GOAL_READY_S:g} s {'met' if step['met'] else 'NOT met'}")
     limited = [s for s in steps if s["cpu_percent"] is not None]
     return {"cage": type(probe).kind, "simulators": "outside the cage",
             "machine": machine(workdir),
@@ -640,9 +650,25 @@ def _worst(runs: Sequence[dict[str, Any]], key: str) -> float:
 
 
 def _limit_name(step: dict[str, Any]) -> str:
-    if step["cpu_percent"] is None:
-        return "none (baseline)"
-    return f"{step['cpu_percent']:g} % / {step['memory_bytes'] / 2**20:.0f} MB"
+    return f"**{step['cpu_percent']:g} % / {step['memory_bytes'] / 2**20:.0f} MB**"
+
+
+def _row(limit: str, pace: str, runs: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    lost = sum(x["lost"] + x["duplicates"] + sum(
+        v["lost"] + v["duplicated"] + v["wrong"] + v["unexpected"]
+        for v in x["record"].values()) for x in runs)
+    outcomes = sum(x["record"]["outcome"]["journaled"] for x in runs)
+    events = sum(x["sent"] for x in runs)
+    p50 = max(x["latency"]["p50"] for x in runs)
+    p99 = max(x["latency"]["p99"] for x in runs)
+    peaks = [x["memory_peak_mb"] for x in runs if x["memory_peak_mb"] is not None]
+    return (limit, pace, f"{events:,} / {outcomes:,}", str(lost), f"{p50:.1f} / {p99:.1f}",
+            f"{_worst(runs, 'ready_s'):.1f}", f"{_worst(runs, 'cpu_s_to_ready'):.2f}",
+            f"{_worst(runs, 'check_config_s'):.1f}", f"{_worst(runs, 'cpu_percent'):.1f}",
+            f"{sum(x['throttled'] for x in runs)} / {sum(x['periods'] for x in runs)}",
+            f"{max(peaks):.0f}" if peaks else "?",
+            "met" if all(meets(x) for x in runs) else
+            ("pace met, READY **not**" if all(holds(x) for x in runs) else "**not met**"))
 
 
 def _at(s: dict[str, Any], quota: float) -> dict[str, Any] | None:
@@ -684,14 +710,15 @@ def section(r: dict[str, Any]) -> list[str]:
            f"{s['cage']}, one per daemon and pace; the daemon is spawned inside (its start-up "
            "counts against the quota), the broker, the subscriber and the device simulators "
            "run outside: the table PC runs the daemon, the devices are hardware of their own. "
-           "Three tables at once, each its own daemon and cage: baccarat dealt by the reading "
+           "Three tables, each its own daemon and cage: baccarat dealt by the reading "
            "shoe with the shuffler-dealer attached, baccarat dealt by the shuffler-dealer, "
            "craps with the dice sensor. Paces: the table's, "
            f"{plan['table']['count']} messages one every {plan['table']['every_s']:g} s (a "
            "card, or a roll: faster than a craps table rolls), and the demo's (`tabled demo`'s "
            f"default), {plan['demo']['count']:,} one every {plan['demo']['every_s']:g} s. "
-           "Every message counts, the first after the start too. The baseline is the same "
-           "run in a cage without limits, measured just before.", "",
+           "Every message counts, the first after the start too. The baseline is measured "
+           "beside each limited table at the same moment: the same table in a cage without "
+           "limits (six daemons at once), so both see the machine's load alike.", "",
            "Lost counts both ways: a script message that did not arrive as the event of its "
            "`seq`, or arrived twice; a `table_seq` of the journal's event and outcome streams "
            "that did not arrive, arrived twice with different bytes, or differs from the "
@@ -704,26 +731,11 @@ def section(r: dict[str, Any]) -> list[str]:
     rows = []
     for step in s["steps"]:
         for pace in ("table", "demo"):
-            runs = [x for x in step["runs"] if x["pace"] == pace]
-            if not runs:
-                continue
-            lost = sum(x["lost"] + x["duplicates"] + sum(
-                v["lost"] + v["duplicated"] + v["wrong"] + v["unexpected"]
-                for v in x["record"].values()) for x in runs)
-            outcomes = sum(x["record"]["outcome"]["journaled"] for x in runs)
-            events = sum(x["sent"] for x in runs)
-            p50 = max(x["latency"]["p50"] for x in runs)
-            p99 = max(x["latency"]["p99"] for x in runs)
-            peaks = [x["memory_peak_mb"] for x in runs if x["memory_peak_mb"] is not None]
-            rows.append((
-                _limit_name(step), pace, f"{events:,} / {outcomes:,}", str(lost),
-                f"{p50:.1f} / {p99:.1f}", f"{_worst(runs, 'ready_s'):.1f}",
-                f"{_worst(runs, 'cpu_s_to_ready'):.2f}", f"{_worst(runs, 'check_config_s'):.1f}",
-                f"{_worst(runs, 'cpu_percent'):.1f}",
-                f"{sum(x['throttled'] for x in runs)} / {sum(x['periods'] for x in runs)}",
-                f"{max(peaks):.0f}" if peaks else "?",
-                "met" if all(meets(x) for x in runs) else
-                ("pace met, READY **not**" if all(holds(x) for x in runs) else "**not met**")))
+            for limited in (True, False):
+                runs = [x for x in step["runs" if limited else "baseline"] if x["pace"] == pace]
+                if runs:
+                    rows.append(_row(_limit_name(step) if limited else "none, beside it", pace,
+                                     runs))
     out += _table(("limit (CPU / memory)", "pace", "events / outcomes", "lost",
                    "p50 / p99 ms (worst table)", "READY s", "CPU s to READY",
                    "check-config s", "CPU % (worst)", "throttled periods", "peak MB",
@@ -795,9 +807,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(text + "\n")
     for step in result.get("steps", []):
-        for r in step["runs"]:
+        for r in [*step["runs"], *step["baseline"]]:
             lat = r["latency"]
-            print(f"limit {step['cpu_percent'] or 'none'}% {r['table']:8} {r['pace']:5} "
+            limit = f"{step['cpu_percent']:g}%" if r in step["runs"] else "beside it, none"
+            print(f"limit {limit} {r['table']:8} {r['pace']:5} "
                   f"p50 {lat['p50']:.1f} p99 {lat['p99']:.1f} ms, lost {r['lost']}, "
                   f"READY {r['ready_s']:.2f} s (CPU {r['cpu_s_to_ready']:.2f} s, check-config "
                   f"{r['check_config_s']:.2f} s), CPU {r['cpu_percent']:.1f} %, throttled "

@@ -72,3 +72,20 @@ def test_the_unit_is_a_hardened_notify_service(name: str, lines: tuple[str, ...]
         assert line in text, line
     for word in absent:
         assert word not in text, word
+
+
+def test_the_daemons_resource_limits_are_the_measured_ones_and_install_md_says_them() -> None:
+    """The table unit's CPUQuota= and MemoryMax= are the limit bench/smallpc.py measured the
+    daemon under (bench/results.json has that step) and the ones docs/install.md recommends."""
+    import json
+
+    cpu_percent, memory_mb = 10, 256  # issue 30: a tenth of one core, 256 MB
+    quota, memory = f"CPUQuota={cpu_percent}%", f"MemoryMax={memory_mb}M"
+    unit = (ROOT / "systemd" / "tabled.service").read_text().splitlines()
+    assert [line for line in unit if line.startswith(("CPUQuota=", "MemoryMax="))] == [
+        quota, memory]
+    install = (ROOT / "docs" / "install.md").read_text()
+    assert quota in install and memory in install
+    figures = json.loads((ROOT / "bench" / "results.json").read_text())["smallpc"]
+    assert any(step["cpu_percent"] == cpu_percent and step["memory_bytes"] == memory_mb * 2**20
+               for step in figures["steps"])
