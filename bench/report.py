@@ -842,6 +842,8 @@ def _not_met(r: dict[str, Any], goals: list[tuple[str, str, str, bool]]) -> list
 
 
 def _reason(r: dict[str, Any], name: str) -> str:
+    if name.startswith("table PC"):
+        return smallpc.reason(r, name)
     commit = r["machine"]["durable_commit"]
     if name.startswith("latency"):
         family = name.split(",")[1].split(":")[0].strip()
