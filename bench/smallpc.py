@@ -1,6 +1,6 @@
 """The table PC is small (issue 30, item 4): ``tabled run`` in a cgroup limited as a low-end
-table controller would give it (10 % of one core, 256 MB), at a real table's pace and at the
-demo's pace, against the same run without the limit.
+table controller would give it (10 % of one core, 256 MB; then 5, 3 and 20 % to find the
+margin), at a real table's pace and at the demo's pace, against the same run without the limit.
 
 Owns the cgroup harness (:func:`open_cage`: a child cgroup of its own per daemon, by cgroup v2
 ``cpu.max``/``memory.max``, cgroup v1 ``cpu.cfs_quota_us``/``memory.limit_in_bytes``, or a
@@ -10,7 +10,9 @@ under it. Never the daemon's code, never its config beyond bench/rig.py's produc
 What is inside the limit: the daemon process only (spawned inside: its imports, its start-up and
 its READY count against the quota). The broker, the collector and the device simulators run
 outside: the table PC runs the daemon; the devices are hardware of their own and the broker is the
-floor's. Each family plays on a table of its own, one daemon per cage, the three at once:
+floor's. Each family plays on a table of its own, one daemon per cage, the three at once, and
+beside each the same table in a cage without limits (its baseline, under the machine's load of
+the same moment):
 
 - a baccarat table dealt by the reading shoe, its shuffler-dealer attached (two links, as
   bench/footprint.py's table);
