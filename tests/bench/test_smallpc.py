@@ -41,10 +41,12 @@ def test_a_busy_loop_in_a_cage_of_10_percent_gets_10_percent_of_a_core() -> None
         time.sleep(2.0)
         after, took = cage.stats(proc.pid), time.monotonic() - started
         share = 100 * (after["cpu_s"] - before["cpu_s"]) / took
-        # the quota is a ceiling: a loaded machine may give less, never more than a period's
-        # slack above it
-        assert 5.0 <= share <= LIMIT_CPU * 1.2, share
-        assert after["throttled"] - before["throttled"] >= 15  # 20 periods, nearly all
+        # the quota is a ceiling (unlimited, the loop would take a whole core): a loaded
+        # machine may give less, never more than a period's slack above it
+        assert 2.0 <= share <= LIMIT_CPU * 1.2, share
+        # in 20 periods the loop ran out of its quota again and again (fewer on a loaded
+        # machine, where it may not get its 10 ms in a period at all)
+        assert after["throttled"] - before["throttled"] >= 5
         assert after["throttled_s"] > before["throttled_s"]
     finally:
         proc.kill()
