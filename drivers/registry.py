@@ -107,33 +107,33 @@ def family_names() -> list[str]:
     return sorted({entry.name for entry in plugins(ENTRY_POINTS)})
 
 
-@functools.cache
 def families() -> Mapping[str, DeviceFamily]:
-    """Every installed family by name, loaded once from the ``tabled.drivers`` entry points."""
-    found: dict[str, DeviceFamily] = {}
-    for entry in plugins(ENTRY_POINTS):
-        try:
-            declared = entry.load()
-        except Exception as exc:  # a broken plugin names itself, and stops nothing else
-            raise BadFamily(f"device family {entry.name!r} ({entry.value}) does not load: "
-                            f"{type(exc).__name__}: {exc}") from exc
-        if not isinstance(declared, DeviceFamily):
-            raise BadFamily(f"device family {entry.name!r} ({entry.value}) is a "
-                            f"{type(declared).__name__}, not a DeviceFamily")
-        if declared.name != entry.name or declared.kind not in DEVICE_KINDS:
-            raise BadFamily(f"device family {entry.name!r} ({entry.value}) declares name "
-                            f"{declared.name!r} and kind {declared.kind!r}")
-        found[entry.name] = declared
-    return MappingProxyType(dict(sorted(found.items())))
+    """Every installed family by name, each loaded once from its ``tabled.drivers`` entry
+    point."""
+    return MappingProxyType({name: family(name) for name in family_names()})
 
 
+@functools.cache
 def family(name: str) -> DeviceFamily:
-    """The family called ``name``; :class:`UnknownFamily` names the installed ones."""
+    """The family called ``name``, loaded alone (a table's daemon loads the drivers of its own
+    devices' families, not every installed one); :class:`UnknownFamily` names the installed
+    ones, :class:`BadFamily` a plugin that does not load or declares something else."""
+    entry = next((e for e in plugins(ENTRY_POINTS) if e.name == name), None)
+    if entry is None:
+        known = ", ".join(family_names()) or "none"
+        raise UnknownFamily(f"unknown device family {name!r} (installed: {known})")
     try:
-        return families()[name]
-    except KeyError:
-        known = ", ".join(families()) or "none"
-        raise UnknownFamily(f"unknown device family {name!r} (installed: {known})") from None
+        declared = entry.load()
+    except Exception as exc:  # a broken plugin names itself, and stops nothing else
+        raise BadFamily(f"device family {entry.name!r} ({entry.value}) does not load: "
+                        f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(declared, DeviceFamily):
+        raise BadFamily(f"device family {entry.name!r} ({entry.value}) is a "
+                        f"{type(declared).__name__}, not a DeviceFamily")
+    if declared.name != entry.name or declared.kind not in DEVICE_KINDS:
+        raise BadFamily(f"device family {entry.name!r} ({entry.value}) declares name "
+                        f"{declared.name!r} and kind {declared.kind!r}")
+    return declared
 
 
 async def open_device(family_name: str, url: str, *, device_id: str,
