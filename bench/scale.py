@@ -1,0 +1,437 @@
+"""A floor of up to 1,000 tables at a real table's pace into one pit pair (issue 30, item 3):
+``python -m bench.scale --tables 200,500,1000 --minutes 2``.
+
+Owns the pair's benchmark: for each size a fresh Mosquitto (the floor broker's settings), a
+fresh database in one private PostgreSQL (bench/pg.py, the server's durable defaults), two
+``tabled pit`` processes with one ``mqtt.share_group`` and one record (docs/pit.md "Several
+pit servers on one floor"), the tables, and Debian's Chromium signed in on pit A's floor
+page. Never decides what a figure means (bench/report.py words it).
+
+What is simulated: each table is bench/pitload.py's :class:`~tests.pit.tablefeed.TableFeed`,
+a daemon's own rules runtime and message numbering over an in-memory journal, fed by the
+simulators' generation code, every message byte for byte what a daemon publishes; all the
+tables run in one load process (``python -m bench.scale load``) over a few shared MQTT
+connections (each table's messages in order on one of them, QoS 1) instead of a daemon and a
+connection per table. The pace is a real table's (tests/pit/tablefeed.py ``SECONDS_PER_EVENT``:
+a baccarat card every 6 s, so a hand every ~30 s; a craps roll every 30 s; a Q Poker event
+every 5.5 s, a round a minute; each gap drawn from 0.5-1.5 times that) and metrics every 5 s
+per table, as the daemon sends them. Not simulated: the broker, both pits, PostgreSQL, the
+browser.
+
+Measured per size: the durable messages published against the record, number by number per
+(site, table, stream, ``table_seq``) (lost, duplicated, unexpected; bench/pit.py
+``check_record``); publish → DOM for every outcome on pit A's floor page (the load stamps
+``time.monotonic()`` just before handing the outcome to paho; a MutationObserver in the page
+stamps the tile's new ``data-last-round`` with ``performance.timeOrigin + performance.now()``;
+the page clock's offset from CLOCK_MONOTONIC is measured by round trips before and after, as
+bench/pit.py does: one machine, one monotonic clock), split by which pit recorded the outcome
+(A's own share reaches its page directly; B's share through the record); each pit's CPU (% of
+a core) and RSS (VmHWM, the peak, and VmRSS at the end); PostgreSQL's, Mosquitto's and the
+load's CPU; how late the load ran behind its schedule; the machine's load average.
+
+``--withhold K`` keeps the K-th outcome from the broker (still counted as published) and
+``--repeat K`` publishes the K-th outcome twice (a redelivery): the accounting must then show
+exactly one lost and no duplicate (tests/bench/test_scale.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import heapq
+import io
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Final
+
+from bench import pg as pgserver
+from bench.measure import CpuMeter, Latency, load_average
+from bench.pit import (
+    BROKER_CONFIG,
+    Load,
+    PitProcess,
+    _browser,
+    _sign_in,
+    _watch,
+    browser_available,
+    check_record,
+    clock_offset,
+    dom_latency,
+    wait_until,
+)
+from tabled.daemon.broker import Mosquitto
+from tests.pit.tablefeed import SITE
+
+#: The goals of issue 30, item 3.
+GOALS: Final = {"dom_p99_ms": 250.0, "rss_mb": 300.0}
+SHARE_GROUP: Final = "scale"
+PITS: Final = ("scale-a", "scale-b")
+#: Outcomes published in the first seconds are not counted (the page's stream settles).
+WARM_SECONDS: Final = 5.0
+#: The daemon's default metrics interval, seconds.
+METRICS_EVERY: Final = 5.0
+
+
+# -- the load (``python -m bench.scale load``) --------------------------------------------------
+
+
+def deal(tables: list[Any], pub: Any, seconds: float, speedup: float, withhold: int,
+         repeat: int) -> dict[str, Any]:
+    """Every table at ``speedup`` times a real pace for ``seconds``; each outcome's publish
+    time (table, round, CLOCK_MONOTONIC just before the publish call)."""
+    from tests.pit.tablefeed import SECONDS_PER_EVENT
+
+    rng = random.Random(7)
+    start = time.monotonic()
+    end = start + seconds
+    heap: list[tuple[float, int, str]] = []
+    for i, t in enumerate(tables):
+        heap.append((start + rng.uniform(0, SECONDS_PER_EVENT[t.game] / speedup), i, "event"))
+        heap.append((start + rng.uniform(0, METRICS_EVERY), i, "metrics"))
+    heapq.heapify(heap)
+    times: list[tuple[str, int, float]] = []
+    late: list[float] = []
+    withheld: list[tuple[str, int]] = []
+    outcomes = 0
+    while heap:
+        due, i, kind = heapq.heappop(heap)
+        if due >= end:
+            continue
+        wait = due - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        else:
+            late.append(-wait)
+        t = tables[i]
+        if kind == "metrics":
+            out = t.metrics()
+            heapq.heappush(heap, (due + METRICS_EVERY, i, kind))
+        else:
+            out = t.step()
+            every = SECONDS_PER_EVENT[t.game] / speedup
+            heapq.heappush(heap, (due + every * rng.uniform(0.5, 1.5), i, kind))
+        for o in out:
+            copies = 1
+            if o.round is not None:
+                outcomes += 1
+                if outcomes == withhold:
+                    withheld.append((t.name, o.round))
+                    continue
+                copies = 2 if outcomes == repeat else 1
+                times.append((t.name, o.round, time.monotonic()))
+            for _ in range(copies):
+                pub.publish(t.connection, o)
+    late.sort()
+    return {"outcome_times": times, "withheld": withheld, "late_events": len(late),
+            "late_max_s": late[-1] if late else 0.0,
+            "late_p99_s": late[int(0.99 * (len(late) - 1))] if late else 0.0}
+
+
+def serve_load(args: argparse.Namespace) -> int:
+    """The load generator's process, on bench/pitload.py's protocol (``ready``; ``born`` →
+    births → ``born``; ``go`` → deals → ``done``; ``stop`` → summary to ``--out``)."""
+    from bench.pitload import Publisher
+    from tabled.contract.logs import configure
+    from tests.pit.tablefeed import TableFeed
+
+    configure("warning", "json", stream=io.StringIO())  # the runtime logs every outcome
+    args.journals.mkdir(parents=True, exist_ok=True)
+    tables = [TableFeed(i, args.journals, connection=i) for i in range(args.tables)]
+    pub = Publisher(args.port)
+    print("ready", flush=True)
+    summary: dict[str, Any] = {"tables": len(tables)}
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "born":
+            for t in tables:
+                for o in t.birth():
+                    pub.publish(t.connection, o)
+            pub.settled()
+            print("born", flush=True)
+        elif command == "go":
+            started = time.monotonic()
+            summary.update(deal(tables, pub, args.seconds, args.speedup, args.withhold,
+                                args.repeat))
+            summary["settled"] = pub.settled()
+            summary["deal_seconds"] = time.monotonic() - started
+            print("done", flush=True)
+        elif command == "stop":
+            break
+    summary["sent"] = pub.sent
+    summary["published"] = {t.name: t.published for t in tables}
+    pub.close()
+    tmp = args.out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(summary))
+    os.replace(tmp, args.out)
+    return 0
+
+
+class ScaleLoad(Load):
+    """``python -m bench.scale load`` driven over its standard input."""
+
+    def __init__(self, workdir: Path, broker: Mosquitto, tables: int, seconds: float,
+                 speedup: float, withhold: int, repeat: int) -> None:
+        self.out = workdir / "load.json"
+        args = [sys.executable, "-m", "bench.scale", "load", "--port", str(broker.port),
+                "--tables", str(tables), "--journals", str(workdir / "journals"),
+                "--out", str(self.out), "--seconds", str(seconds), "--speedup", str(speedup),
+                "--withhold", str(withhold), "--repeat", str(repeat)]
+        with open(workdir / "load.log", "ab") as err:
+            self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=err, text=True, start_new_session=True)
+        self.expect("ready")
+
+
+# -- the pit pair -------------------------------------------------------------------------------
+
+
+class PairedPit(PitProcess):
+    """A :class:`~bench.pit.PitProcess` of the pair: its own id, the pair's share group and
+    session secret, the pair's PostgreSQL record."""
+
+    def __init__(self, workdir: Path, broker: Mosquitto, target: str, pit_id: str,
+                 secret: Path) -> None:
+        super().__init__(workdir, broker, "postgres", target)
+        shutil.copyfile(secret, workdir / "session.secret")
+        text = self.config.read_text()
+        text = text.replace('id = "bench-pit"', f'id = "{pit_id}"', 1)
+        text = text.replace("[mqtt]\n", f'[mqtt]\nshare_group = "{SHARE_GROUP}"\n', 1)
+        self.config.write_text(text)
+        self.pit_id = pit_id
+
+
+def _durable_rows(target: str) -> int:
+    import psycopg
+
+    with psycopg.connect(target) as conn:
+        row = conn.execute("SELECT COUNT(*) FROM messages WHERE site = %s AND table_seq IS "
+                           "NOT NULL", (SITE,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _settle(target: str, expected: int, timeout: float) -> int:
+    """Wait until the record holds ``expected`` numbered messages or stops growing for 5 s."""
+    deadline = time.monotonic() + timeout
+    last, still = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        rows = _durable_rows(target)
+        if rows >= expected:
+            return rows
+        if rows != last:
+            last, still = rows, time.monotonic()
+        elif time.monotonic() - still > 5.0:
+            return rows
+        time.sleep(0.25)
+    return _durable_rows(target)
+
+
+def _recorded_by(target: str) -> dict[str, str]:
+    """``"<table>#<round>"`` → the pit server that recorded that outcome."""
+    import psycopg
+
+    with psycopg.connect(target) as conn:
+        rows = conn.execute("SELECT table_id, round, recorded_by FROM messages WHERE site = %s "
+                            "AND topic = 'outcome'", (SITE,)).fetchall()
+    return {f"{t}#{r}": str(by) for t, r, by in rows}
+
+
+def _metric_lines(pit: PitProcess, prefix: str) -> dict[str, float]:
+    """The pit's own figures whose name starts with ``prefix`` (from its /metrics)."""
+    import urllib.request
+
+    out: dict[str, float] = {}
+    with urllib.request.urlopen(pit.metrics_url, timeout=5) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith(prefix) and "_bucket{" not in line and "_created" not in line:
+                name, _, value = line.rpartition(" ")
+                out[name] = float(value)
+    return out
+
+
+def _sampler(samples: list[float], stop: threading.Event) -> None:
+    while not stop.wait(2.0):
+        samples.append(load_average())
+
+
+async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Postgres,
+                   say: Any, *, speedup: float = 1.0, withhold: int = 0, repeat: int = 0
+                   ) -> dict[str, Any]:
+    """One size: the pair, the tables for ``seconds`` of dealing, the browser on pit A."""
+    result: dict[str, Any] = {"tables": tables, "seconds": seconds, "speedup": speedup}
+    target = pgs.conninfo(await asyncio.to_thread(pgs.new_database, f"scale{tables}"))
+    with Mosquitto(workdir=workdir / "broker", extra_config=BROKER_CONFIG) as broker:
+        assert broker.process is not None
+        secret = workdir / "session.secret"
+        secret.write_text(os.urandom(32).hex())
+        os.chmod(secret, 0o600)
+        pits = [PairedPit(workdir / name, broker, target, name, secret) for name in PITS]
+        load: ScaleLoad | None = None
+        sent: dict[str, Any] = {}
+        try:
+            for pit in pits:
+                await asyncio.to_thread(pit.start)
+            result["idle_memory_mb"] = [pit.memory() for pit in pits]
+            load = await asyncio.to_thread(ScaleLoad, workdir, broker, tables, seconds,
+                                           speedup, withhold, repeat)
+            load.tell("born")
+            await asyncio.to_thread(load.expect, "born")
+            for pit in pits:
+                await asyncio.to_thread(
+                    wait_until, lambda p=pit: (p.health() or {}).get("tables", {}).get(
+                        "online") == tables, 120, f"every table online in {pit.pit_id}")
+            result["born_memory_mb"] = [pit.memory() for pit in pits]
+            async with contextlib.AsyncExitStack() as stack:
+                browser = await stack.enter_async_context(_browser())
+                state = await _sign_in(browser, pits[0].url)
+                page = await _watch(browser, state, pits[0].url + "/")
+                result["page_memory_mb"] = [pit.memory() for pit in pits]
+                clocks = [await clock_offset(page)]
+                say(f"[scale] {tables} tables online in both pits; dealing for {seconds:g} s "
+                    f"at {speedup:g}x a real pace")
+                loads: list[float] = []
+                stop = threading.Event()
+                sampler = threading.Thread(target=_sampler, args=(loads, stop), daemon=True)
+                sampler.start()
+                meters = {"pit_a": CpuMeter([pits[0].pid]), "pit_b": CpuMeter([pits[1].pid]),
+                          "postgres": CpuMeter(pgs.server_pids()),
+                          "mosquitto": CpuMeter([broker.process.pid]),
+                          "load": CpuMeter([load.proc.pid])}
+                load.tell("go")
+                await asyncio.sleep(min(WARM_SECONDS, seconds / 4))
+                since = time.monotonic()
+                for meter in meters.values():
+                    meter.start()
+                done = asyncio.ensure_future(asyncio.to_thread(load.expect, "done"))
+                await done
+                until = time.monotonic()
+                result["cpu_percent"] = {name: m.percent() for name, m in meters.items()}
+                stop.set()
+                sampler.join()
+                result["load_average"] = {"mean": sum(loads) / max(1, len(loads)),
+                                          "max": max(loads, default=load_average())}
+                sent = await asyncio.to_thread(load.summary)
+                expected = sum(len(seqs) for streams in sent["published"].values()
+                               for seqs in streams.values()) - len(sent["withheld"])
+                result["recorded_rows"] = await asyncio.to_thread(_settle, target, expected,
+                                                                  60.0)
+                await asyncio.sleep(1.5)  # the last outcomes followed into A's page
+                clocks.append(await clock_offset(page))
+                offset = sum(c["offset_ms"] for c in clocks) / len(clocks)
+                result["page_clock_ms"] = clocks
+                seen = await page.evaluate("() => window.__seen")
+                arrived = await page.evaluate("() => window.__arrived")
+            outcomes = [tuple(x) for x in sent["outcome_times"]]
+            by = await asyncio.to_thread(_recorded_by, target)
+
+            def key(t: str, r: int) -> str:
+                return f"{t}#{r}"
+
+            result["dom"] = dom_latency(seen, outcomes, key, since, until, offset)  # type: ignore[arg-type]
+            result["sse_arrival"] = dom_latency(arrived, outcomes, key, since, until,  # type: ignore[arg-type]
+                                                offset)
+            for name in PITS:
+                mine = [o for o in outcomes
+                        if by.get(key(str(o[0]), int(o[1]))) == f"pit:{name}"]
+                result["dom_" + name.rsplit("-", 1)[1]] = dom_latency(
+                    seen, mine, key, since, until, offset)  # type: ignore[arg-type]
+            result["messages"] = sent["sent"]
+            result["deal_seconds"] = sent["deal_seconds"]
+            result["messages_per_s"] = sent["sent"] / sent["deal_seconds"]
+            result["outcomes_per_s"] = len(outcomes) / sent["deal_seconds"]
+            result["load_late"] = {k: sent[k] for k in ("late_events", "late_max_s",
+                                                         "late_p99_s")}
+            result["withheld"] = sent["withheld"]
+            result["memory_mb"] = [pit.memory() for pit in pits]
+            result["pit_metrics"] = [await asyncio.to_thread(_metric_lines, pit, "pit_")
+                                     for pit in pits]
+        finally:
+            if load is not None:
+                load.kill()
+            codes = [await asyncio.to_thread(pit.stop) for pit in pits]
+        result["pit_exit"] = codes
+        result["handler_errors"] = sum(pit.log().count('"message_failed"') for pit in pits)
+        result["record"] = await asyncio.to_thread(check_record, "postgres", target,
+                                                   sent["published"])
+    return result
+
+
+async def run(workdir: Path, sizes: list[int], seconds: float, say: Any = print,
+              **options: Any) -> dict[str, Any]:
+    """Every size in turn, one PostgreSQL server for all (a database each)."""
+    if not pgserver.available():
+        raise RuntimeError("PostgreSQL is not installed (make system-deps installs it)")
+    if not browser_available():
+        raise RuntimeError("Chromium or Playwright is missing (make system-deps)")
+    out: dict[str, Any] = {"goals": GOALS, "seconds": seconds, "runs": [],
+                           "load_before": load_average()}
+    with pgserver.Postgres() as pgs:
+        out["postgres"] = pgs.version
+        for tables in sizes:
+            step = workdir / f"scale-{tables}"
+            step.mkdir(parents=True, exist_ok=True)
+            started = time.monotonic()
+            result = await run_step(tables, seconds, step, pgs, say, **options)
+            result["wall_s"] = time.monotonic() - started
+            out["runs"].append(result)
+            rec = result["record"]
+            say(f"[scale] {tables} tables: lost {rec['lost']}, duplicated "
+                f"{rec['duplicated']}, DOM p99 {result['dom'].get('p99', float('nan')):.0f} ms,"
+                f" RSS {max(m['VmHWM'] for m in result['memory_mb']):.0f} MB")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    roles = parser.add_subparsers(dest="role")
+    load = roles.add_parser("load", help="the load generator's process (run by the benchmark)")
+    load.add_argument("--port", type=int, required=True)
+    load.add_argument("--tables", type=int, required=True)
+    load.add_argument("--journals", type=Path, required=True)
+    load.add_argument("--out", type=Path, required=True)
+    load.add_argument("--seconds", type=float, required=True)
+    load.add_argument("--speedup", type=float, default=1.0)
+    load.add_argument("--withhold", type=int, default=0)
+    load.add_argument("--repeat", type=int, default=0)
+    parser.add_argument("--tables", default="200",
+                        help="sizes, comma-separated (default 200; the full form: "
+                             "200,500,1000)")
+    parser.add_argument("--minutes", type=float, default=1.0,
+                        help="minutes of dealing per size (default 1)")
+    parser.add_argument("--speedup", type=float, default=1.0,
+                        help="times a real table's pace (default 1)")
+    parser.add_argument("--withhold", type=int, default=0,
+                        help="keep the K-th outcome from the broker (checks the accounting)")
+    parser.add_argument("--repeat", type=int, default=0,
+                        help="publish the K-th outcome twice (a redelivery)")
+    parser.add_argument("--out", type=Path, help="write the figures here (default: stdout)")
+    parser.add_argument("--workdir", type=Path, help="keep the run's files here")
+    args = parser.parse_args(argv)
+    if args.role == "load":
+        return serve_load(args)
+    sizes = [int(s) for s in args.tables.split(",")]
+    with tempfile.TemporaryDirectory(prefix="tabled-bench-scale-") as tmp:
+        workdir = args.workdir or Path(tmp)
+        results = asyncio.run(run(workdir, sizes, args.minutes * 60,
+                                  lambda s: print(s, file=sys.stderr, flush=True),
+                                  speedup=args.speedup, withhold=args.withhold,
+                                  repeat=args.repeat))
+    text = json.dumps(results, indent=1)
+    if args.out:
+        args.out.write_text(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
