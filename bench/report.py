@@ -67,6 +67,7 @@ def _goals(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
         sizes = "/".join(str(run["tables"]) for run in fl["runs"])
         goals.append((f"floor, {sizes} tables: loss", "0", str(lost), lost == 0))
     goals += _pit_goals(r)
+    goals += _scale_goals(r)
     return goals
 
 
@@ -117,6 +118,30 @@ def _pit_goals(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
         goals.append(("pit: integrity monitors, one core (slowest game)", "≥ 50,000 events/s",
                       f"{slowest[1]['events_per_s']:,.0f} events/s ({slowest[0]})",
                       slowest[1]["events_per_s"] >= 50_000))
+    return goals
+
+
+def _scale_goals(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
+    """Issue 30, item 3: the largest floor into the pit pair."""
+    return scale_goals(r.get("scale", {}))
+
+
+def scale_goals(sc: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
+    runs = sc.get("runs") or []
+    if not runs:
+        return []
+    x = runs[-1]
+    n, rec, dom = x["tables"], x["record"], x["dom"]
+    rss = max(m["VmHWM"] for m in x["memory_mb"])
+    goals = [(f"scale, {n} tables into a pit pair: record", "0 lost, 0 dup.",
+              f"{rec['lost']} lost, {rec['duplicated']} dup. of {rec['published']:,}",
+              rec["lost"] == 0 and rec["duplicated"] == 0 and rec["unexpected"] == 0)]
+    if dom.get("count"):
+        goals.append((f"scale, {n} tables: publish → floor page DOM, p99", "≤ 250 ms",
+                      f"{dom['p99']:.0f} ms ({dom['count']:,} of {dom['published']:,} seen)",
+                      dom["p99"] <= 250 and dom["count"] == dom["published"]))
+    goals.append((f"scale, {n} tables: RSS per pit (peak)", "≤ 300 MB", f"{rss:.0f} MB",
+                  rss <= 300))
     return goals
 
 
@@ -303,6 +328,85 @@ def _floor(r: dict[str, Any]) -> list[str]:
                 "table adds its own events, commits and one connection). See docs/deployment.md "
                 "for the scale-out path beyond one broker.", ""]
     return out
+
+
+def _scale(r: dict[str, Any]) -> list[str]:
+    return scale_section(r["scale"])
+
+
+def scale_section(sc: dict[str, Any]) -> list[str]:
+    """The pit pair's section (bench/scale.py), between markers: ``python -m bench.scale
+    --write-docs`` replaces it alone."""
+    runs = sc["runs"]
+    m = sc.get("machine", {})
+    out = ["<!-- scale:figures -->", "## 200 to 1,000 tables into a pit pair", "",
+           "Two `tabled pit` processes with one `mqtt.share_group` and one PostgreSQL "
+           f"{sc.get('postgres', '')} record (a private server, durable defaults; docs/pit.md "
+           "\"Several pit servers on one floor\"), one Mosquitto with the floor broker's "
+           "settings, and Debian's Chromium signed in on pit A's floor page (every tile), "
+           f"each size for {sc['seconds'] / 60:g} min of dealing at a real table's pace (bench/"
+           "scale.py). **Simulated:** the tables. Each is a daemon's own rules runtime and "
+           "message numbering over an in-memory journal, fed by the simulators' generation "
+           "code (tests/pit/tablefeed.py), every message byte for byte what a daemon "
+           "publishes: a baccarat card every 6 s (a hand about every 30 s), a craps roll every "
+           "30 s, a Q Poker event every 5.5 s (a round a minute), each gap 0.5-1.5 times that, "
+           "metrics every 5 s; three tables in five baccarat, one craps, one Q Poker. All of "
+           "them run in one load process over four MQTT connections (each table's messages in "
+           "order on one, QoS 1) instead of a daemon and a connection each. **Real:** the "
+           "broker, both pits, PostgreSQL, the browser.", "",
+           "The record is checked number by number per (site, table, stream, `table_seq`) "
+           "against what was published (lost, duplicated, unexpected). Publish → DOM: the "
+           "load stamps each outcome with `time.monotonic()` just before handing it to paho; "
+           "a MutationObserver in the page stamps the tile's new `data-last-round` with "
+           "`performance.timeOrigin + performance.now()`; both are CLOCK_MONOTONIC on this "
+           "one machine, the page's offset measured by the tightest of 20 round trips before "
+           "and after the dealing (uncertainty under 1 ms). The first seconds' outcomes are "
+           "not counted. \"A's share\" are the outcomes pit A recorded itself (they reach "
+           "its page straight from its subscription); \"B's share\" reached pit A's page "
+           "through the shared record (`_follow_records`). CPU is % of one core over the "
+           "dealing; RSS is each pit's VmHWM (the peak of the whole run).", "",
+           f"Measured {sc.get('date', '?')} on {m.get('cpu', '?')}, {m.get('cores', '?')} cores, "
+           f"{m.get('memory_gb', '?')} GB, shared with other work: the machine's load average "
+           "during each size is in the table (this benchmark alone keeps about one core "
+           "busy). Reproduce: `.venv/bin/python -m bench.scale --tables 200,500,1000 "
+           "--minutes 2 --write-docs` (this section and bench/scale.json), or `make bench` "
+           "(`python -m bench --only scale`).", ""]
+    out += _table(("figure", "goal", "measured", "verdict"),
+                  [(n, g, v, _verdict(ok)) for n, g, v, ok in scale_goals(sc)])
+    out += _table(("tables", "msg/s", "outcomes/s", "lost / dup.", "DOM p50 / p99 ms",
+                   "p99, A's share", "p99, B's share", "pit A / B CPU", "pit A / B RSS peak",
+                   "PostgreSQL CPU", "Mosquitto CPU", "load CPU", "load average"), [
+        (x["tables"], f"{x['messages_per_s']:.0f}", f"{x['outcomes_per_s']:.1f}",
+         f"{x['record']['lost']} / {x['record']['duplicated']} of {x['record']['published']:,}",
+         f"{_lat(x['dom'])[0]} / {_lat(x['dom'])[1]} ({_lat(x['dom'])[2]})",
+         _lat(x.get("dom_a"))[1], _lat(x.get("dom_b"))[1],
+         f"{x['cpu_percent']['pit_a']:.0f} / {x['cpu_percent']['pit_b']:.0f} %",
+         " / ".join(f"{m['VmHWM']:.0f}" for m in x["memory_mb"]) + " MB",
+         f"{x['cpu_percent']['postgres']:.0f} %", f"{x['cpu_percent']['mosquitto']:.1f} %",
+         f"{x['cpu_percent']['load']:.0f} %",
+         f"{x['load_average']['mean']:.1f} (max {x['load_average']['max']:.1f})")
+        for x in runs])
+    if len(runs) >= 2:
+        a, b = runs[0], runs[-1]
+        per = (b["tables"] - a["tables"]) / 100 or 1
+
+        def cpu(x: dict[str, Any]) -> float:
+            return float(x["cpu_percent"]["pit_a"] + x["cpu_percent"]["pit_b"]) / 2
+
+        def rss(x: dict[str, Any]) -> float:
+            return sum(m["VmRSS"] for m in x["memory_mb"]) / len(x["memory_mb"])
+
+        out += [f"From {a['tables']} to {b['tables']} tables each pit's CPU grows by "
+                f"{(cpu(b) - cpu(a)) / per:.1f} % of a core per 100 tables (mean of the two "
+                f"pits: {cpu(a):.0f} % → {cpu(b):.0f} %) and its resident memory at the end of "
+                f"the dealing by {(rss(b) - rss(a)) / per:.1f} MB per 100 tables "
+                f"({rss(a):.0f} → {rss(b):.0f} MB); PostgreSQL's CPU "
+                f"{a['cpu_percent']['postgres']:.0f} % → {b['cpu_percent']['postgres']:.0f} %. "
+                "The load generator ran behind its schedule by at most "
+                f"{max(x['load_late']['late_max_s'] for x in runs) * 1000:.0f} ms (every "
+                "publish time is taken when the message is really handed to paho, so a late "
+                "load makes the pace lower, never the latency smaller).", ""]
+    return [*out, "<!-- /scale:figures -->", ""]
 
 
 def _lat(x: dict[str, Any] | None) -> tuple[str, str, str]:
@@ -891,6 +995,8 @@ def _reason(r: dict[str, Any], name: str) -> str:
                 "sensor's STATUS report every second through a worker thread, and metrics "
                 "(with their sequence number written to the journal) go out every 5 s: a few "
                 "milliseconds of CPU each second in CPython.")
+    if name.startswith("scale"):
+        return _scale_reason(r, name)
     if name.startswith("pit") and "RSS after" in name:
         store = next(k for k, v in STORE_NAMES.items() if f"({v})" in name)
         day = r["pit_day"]["stores"][store]["day"]
@@ -903,6 +1009,24 @@ def _reason(r: dict[str, Any], name: str) -> str:
                 "relay's figures on the same machine at the same time; what was changed is "
                 "under 'The pit: what was measured'.")
     return "see the figures above."
+
+
+def _scale_reason(r: dict[str, Any], name: str) -> str:
+    x = r["scale"]["runs"][-1]
+    if "DOM" in name:
+        own, other = _lat(x.get("dom_a"))[1], _lat(x.get("dom_b"))[1]
+        arrival = _lat(x.get("sse_arrival"))[1]
+        return (f"the outcomes pit A recorded itself reach its page with p99 {own} ms; those "
+                f"its partner recorded reach it with p99 {other} ms (the page's stream had "
+                f"them with p99 {arrival} ms): a pit of a pair learns its partner's share by "
+                "reading the shared record every half second (`T_FOLLOW` in pit/service.py, "
+                "`_follow_records`), so up to 500 ms plus the query is spent waiting before "
+                "that outcome is even in its model. See \"What the pit pair's latency is "
+                "made of\" below.")
+    if "RSS" in name:
+        return "each pit's peak is in the table above, with its CPU and the machine's load."
+    return (f"the record's check: {x['record']}; the pits' handler errors: "
+            f"{x['handler_errors']}.")
 
 
 def render(r: dict[str, Any]) -> str:
@@ -933,7 +1057,8 @@ def render(r: dict[str, Any]) -> str:
                   [(n, g, m, _verdict(ok)) for n, g, m, ok in goals])
     for key, part in (("latency", _latency), ("throughput", _throughput),
                       ("footprint", _footprint), ("replay", _replay), ("floor", _floor),
-                      ("pit", _pit), ("pit_day", _pit_day), ("pit_monitors", _pit_monitors)):
+                      ("pit", _pit), ("pit_day", _pit_day), ("pit_monitors", _pit_monitors),
+                      ("scale", _scale)):
         if key in r:
             out += part(r)
     out += _not_met(r, goals)

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench import pg as pgserver
-from bench.measure import CpuMeter, Latency, load_average
+from bench.measure import CpuMeter, load_average, machine
 from bench.pit import (
     BROKER_CONFIG,
     Load,
@@ -327,9 +327,13 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
                 clocks.append(await clock_offset(page))
                 offset = sum(c["offset_ms"] for c in clocks) / len(clocks)
                 result["page_clock_ms"] = clocks
+                live = await page.evaluate(
+                    "() => document.querySelector('#live.on') !== null")
                 seen = await page.evaluate("() => window.__seen")
                 arrived = await page.evaluate("() => window.__arrived")
             outcomes = [tuple(x) for x in sent["outcome_times"]]
+            result["page_saw"] = {"tile_changes": len(seen), "stream_fragments": len(arrived),
+                                  "live_at_end": live}
             by = await asyncio.to_thread(_recorded_by, target)
 
             def key(t: str, r: int) -> str:
@@ -372,7 +376,8 @@ async def run(workdir: Path, sizes: list[int], seconds: float, say: Any = print,
     if not browser_available():
         raise RuntimeError("Chromium or Playwright is missing (make system-deps)")
     out: dict[str, Any] = {"goals": GOALS, "seconds": seconds, "runs": [],
-                           "load_before": load_average()}
+                           "load_before": load_average(), "machine": machine(workdir),
+                           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     with pgserver.Postgres() as pgs:
         out["postgres"] = pgs.version
         for tables in sizes:
@@ -387,6 +392,33 @@ async def run(workdir: Path, sizes: list[int], seconds: float, say: Any = print,
                 f"{rec['duplicated']}, DOM p99 {result['dom'].get('p99', float('nan')):.0f} ms,"
                 f" RSS {max(m['VmHWM'] for m in result['memory_mb']):.0f} MB")
     return out
+
+
+ROOT: Final = Path(__file__).resolve().parent.parent
+DOC: Final = ROOT / "docs" / "performance.md"
+RESULTS: Final = ROOT / "bench" / "scale.json"
+#: The section's place in docs/performance.md (bench/report.py writes the markers with it).
+BEGIN, END = "<!-- scale:figures -->", "<!-- /scale:figures -->"
+BEFORE: Final = "## Profiles, and what they changed"
+
+
+def write_docs(results: dict[str, Any], doc: Path = DOC) -> None:
+    """Put the section into docs/performance.md between its markers (before the profiles the
+    first time), leaving the rest of the document as it is."""
+    from bench.report import scale_section
+
+    text = doc.read_text()
+    section = "\n".join(scale_section(results)).rstrip("\n") + "\n"
+    if BEGIN in text and END in text:
+        head, _, rest = text.partition(BEGIN)
+        _, _, tail = rest.partition(END)
+        text = head + section.rstrip("\n") + tail
+    elif BEFORE in text:
+        head, _, tail = text.partition(BEFORE)
+        text = head + section + "\n" + BEFORE + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    doc.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -415,9 +447,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="publish the K-th outcome twice (a redelivery)")
     parser.add_argument("--out", type=Path, help="write the figures here (default: stdout)")
     parser.add_argument("--workdir", type=Path, help="keep the run's files here")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="write the section of docs/performance.md and bench/scale.json")
+    parser.add_argument("--render", type=Path, metavar="JSON",
+                        help="measure nothing: write the section from saved figures")
     args = parser.parse_args(argv)
     if args.role == "load":
         return serve_load(args)
+    if args.render is not None:
+        write_docs(json.loads(args.render.read_text()))
+        return 0
     sizes = [int(s) for s in args.tables.split(",")]
     with tempfile.TemporaryDirectory(prefix="tabled-bench-scale-") as tmp:
         workdir = args.workdir or Path(tmp)
@@ -426,6 +465,9 @@ def main(argv: list[str] | None = None) -> int:
                                   speedup=args.speedup, withhold=args.withhold,
                                   repeat=args.repeat))
     text = json.dumps(results, indent=1)
+    if args.write_docs:
+        RESULTS.write_text(text + "\n")
+        write_docs(results)
     if args.out:
         args.out.write_text(text + "\n")
     else:
