@@ -406,7 +406,39 @@ def scale_section(sc: dict[str, Any]) -> list[str]:
                 f"{max(x['load_late']['late_max_s'] for x in runs) * 1000:.0f} ms (every "
                 "publish time is taken when the message is really handed to paho, so a late "
                 "load makes the pace lower, never the latency smaller).", ""]
+    out += _scale_parts(sc)
     return [*out, "<!-- /scale:figures -->", ""]
+
+
+def _scale_parts(sc: dict[str, Any]) -> list[str]:
+    """Where publish → DOM goes at the largest size, and what the follow interval costs."""
+    x = sc["runs"][-1]
+    own, other, dom, sse = (x.get("dom_a") or {}, x.get("dom_b") or {}, x["dom"],
+                            x.get("sse_arrival") or {})
+    if not (own.get("count") and other.get("count") and sse.get("count")):
+        return []
+    out = ["**What the pit pair's latency is made of** "
+           f"({x['tables']} tables): the outcomes pit A recorded itself reached its page with "
+           f"p50 {own['p50']:.0f} ms, p99 {own['p99']:.0f} ms; those pit B recorded, which "
+           "pit A learns by reading the shared record every `T_FOLLOW` = 0.5 s "
+           f"(pit/service.py `_follow_records`), with p50 {other['p50']:.0f} ms, p99 "
+           f"{other['p99']:.0f} ms. The page's stream delivered them with p50 "
+           f"{sse['p50']:.0f} ms, p99 {sse['p99']:.0f} ms, so the browser's own part (SSE "
+           f"message → DOM) is about {dom['p50'] - sse['p50']:.0f} ms at p50. Half the floor "
+           "waits for the poll: up to 0.5 s plus the query, before it is even in pit A's "
+           "model."]
+    exp = sc.get("follow_experiment")
+    if exp and exp.get("dom", {}).get("count"):
+        e_other = exp.get("dom_b") or {}
+        out.append(f"The same {exp['tables']} tables with the pits' `T_FOLLOW` set to "
+                   f"{exp['follow_every']:g} s (an experiment, `--experiment-follow`; not the "
+                   f"pit as shipped): publish → DOM p50 {exp['dom']['p50']:.0f} ms, p99 "
+                   f"{exp['dom']['p99']:.0f} ms (B's share p99 "
+                   f"{_lat(e_other)[1]} ms), each pit's CPU "
+                   f"{exp['cpu_percent']['pit_a']:.0f} / {exp['cpu_percent']['pit_b']:.0f} %, "
+                   f"PostgreSQL {exp['cpu_percent']['postgres']:.0f} %, load average "
+                   f"{exp['load_average']['mean']:.1f}.")
+    return [" ".join(out), ""]
 
 
 def _lat(x: dict[str, Any] | None) -> tuple[str, str, str]:
@@ -1022,7 +1054,7 @@ def _scale_reason(r: dict[str, Any], name: str) -> str:
                 "reading the shared record every half second (`T_FOLLOW` in pit/service.py, "
                 "`_follow_records`), so up to 500 ms plus the query is spent waiting before "
                 "that outcome is even in its model. See \"What the pit pair's latency is "
-                "made of\" below.")
+                "made of\" above (in the section of 200 to 1,000 tables).")
     if "RSS" in name:
         return "each pit's peak is in the table above, with its CPU and the machine's load."
     return (f"the record's check: {x['record']}; the pits' handler errors: "

@@ -194,19 +194,48 @@ class ScaleLoad(Load):
 # -- the pit pair -------------------------------------------------------------------------------
 
 
+def _password_line(config: str) -> str:
+    return next(line for line in config.splitlines() if line.startswith("password_hash"))
+
+
 class PairedPit(PitProcess):
     """A :class:`~bench.pit.PitProcess` of the pair: its own id, the pair's share group and
     session secret, the pair's PostgreSQL record."""
 
     def __init__(self, workdir: Path, broker: Mosquitto, target: str, pit_id: str,
-                 secret: Path) -> None:
+                 secret: Path, follow_every: float | None = None,
+                 partner: PairedPit | None = None) -> None:
         super().__init__(workdir, broker, "postgres", target)
+        self.follow_every = follow_every
         shutil.copyfile(secret, workdir / "session.secret")
         text = self.config.read_text()
+        if partner is not None:
+            # the same [[users]], hash and salt included: a password hash of its own would
+            # read as the password changed, and the partner would end every session
+            text = text.replace(_password_line(text), _password_line(partner.config.read_text()))
         text = text.replace('id = "bench-pit"', f'id = "{pit_id}"', 1)
         text = text.replace("[mqtt]\n", f'[mqtt]\nshare_group = "{SHARE_GROUP}"\n', 1)
         self.config.write_text(text)
         self.pit_id = pit_id
+
+    def start(self, timeout: float = 60.0) -> float:
+        """As :meth:`PitProcess.start`; with ``follow_every`` the pit's ``T_FOLLOW`` (how often
+        it reads its partner's share from the record) is set to it first: an experiment on
+        what that interval costs, not the pit as shipped."""
+        if self.follow_every is None:
+            return super().start(timeout)
+        started = time.monotonic()
+        launch = ("import sys; import tabled.pit.service as s; s.T_FOLLOW = float(sys.argv[1]); "
+                  "from tabled.tools.cli import main; sys.exit(main(sys.argv[2:]))")
+        with open(self.workdir / "pit.log", "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", launch, str(self.follow_every), "pit", "--config",
+                 str(self.config)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_until(lambda: self.health() is not None or self.proc is None
+                   or self.proc.poll() is not None, timeout, "the pit's page")
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"the pit exited: {self.log()[-3000:]}")
+        return time.monotonic() - started
 
 
 def _durable_rows(target: str) -> int:
@@ -263,17 +292,21 @@ def _sampler(samples: list[float], stop: threading.Event) -> None:
 
 
 async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Postgres,
-                   say: Any, *, speedup: float = 1.0, withhold: int = 0, repeat: int = 0
-                   ) -> dict[str, Any]:
+                   say: Any, *, speedup: float = 1.0, withhold: int = 0, repeat: int = 0,
+                   follow_every: float | None = None) -> dict[str, Any]:
     """One size: the pair, the tables for ``seconds`` of dealing, the browser on pit A."""
-    result: dict[str, Any] = {"tables": tables, "seconds": seconds, "speedup": speedup}
-    target = pgs.conninfo(await asyncio.to_thread(pgs.new_database, f"scale{tables}"))
+    result: dict[str, Any] = {"tables": tables, "seconds": seconds, "speedup": speedup,
+                              "follow_every": follow_every}
+    name = f"scale{tables}" + ("" if follow_every is None else "_follow")
+    target = pgs.conninfo(await asyncio.to_thread(pgs.new_database, name))
     with Mosquitto(workdir=workdir / "broker", extra_config=BROKER_CONFIG) as broker:
         assert broker.process is not None
         secret = workdir / "session.secret"
         secret.write_text(os.urandom(32).hex())
         os.chmod(secret, 0o600)
-        pits = [PairedPit(workdir / name, broker, target, name, secret) for name in PITS]
+        first = PairedPit(workdir / PITS[0], broker, target, PITS[0], secret, follow_every)
+        pits = [first, *(PairedPit(workdir / name, broker, target, name, secret, follow_every,
+                                   partner=first) for name in PITS[1:])]
         load: ScaleLoad | None = None
         sent: dict[str, Any] = {}
         try:
@@ -293,6 +326,9 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
                 browser = await stack.enter_async_context(_browser())
                 state = await _sign_in(browser, pits[0].url)
                 page = await _watch(browser, state, pits[0].url + "/")
+                navigations: list[str] = []
+                page.on("framenavigated", lambda frame: navigations.append(frame.url)
+                        if frame.parent_frame is None else None)
                 result["page_memory_mb"] = [pit.memory() for pit in pits]
                 clocks = [await clock_offset(page)]
                 say(f"[scale] {tables} tables online in both pits; dealing for {seconds:g} s "
@@ -333,7 +369,8 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
                 arrived = await page.evaluate("() => window.__arrived")
             outcomes = [tuple(x) for x in sent["outcome_times"]]
             result["page_saw"] = {"tile_changes": len(seen), "stream_fragments": len(arrived),
-                                  "live_at_end": live}
+                                  "live_at_end": live, "url_at_end": page.url,
+                                  "navigations": navigations}
             by = await asyncio.to_thread(_recorded_by, target)
 
             def key(t: str, r: int) -> str:
@@ -369,24 +406,34 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
 
 
 async def run(workdir: Path, sizes: list[int], seconds: float, say: Any = print,
-              **options: Any) -> dict[str, Any]:
-    """Every size in turn, one PostgreSQL server for all (a database each)."""
+              experiment_follow: float | None = None, **options: Any) -> dict[str, Any]:
+    """Every size in turn, one PostgreSQL server for all (a database each); with
+    ``experiment_follow`` the largest size once more with the pits' ``T_FOLLOW`` at that."""
     if not pgserver.available():
         raise RuntimeError("PostgreSQL is not installed (make system-deps installs it)")
     if not browser_available():
         raise RuntimeError("Chromium or Playwright is missing (make system-deps)")
+    await asyncio.to_thread(workdir.mkdir, parents=True, exist_ok=True)
     out: dict[str, Any] = {"goals": GOALS, "seconds": seconds, "runs": [],
-                           "load_before": load_average(), "machine": machine(workdir),
+                           "load_before": load_average(),
+                           "machine": await asyncio.to_thread(machine, workdir),
                            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     with pgserver.Postgres() as pgs:
         out["postgres"] = pgs.version
-        for tables in sizes:
-            step = workdir / f"scale-{tables}"
+        steps: list[tuple[int, dict[str, Any]]] = [(tables, options) for tables in sizes]
+        if experiment_follow is not None:
+            steps.append((max(sizes), {**options, "follow_every": experiment_follow}))
+        for tables, step_options in steps:
+            follow = step_options.get("follow_every")
+            step = workdir / (f"scale-{tables}" + ("" if follow is None else "-follow"))
             step.mkdir(parents=True, exist_ok=True)
             started = time.monotonic()
-            result = await run_step(tables, seconds, step, pgs, say, **options)
+            result = await run_step(tables, seconds, step, pgs, say, **step_options)
             result["wall_s"] = time.monotonic() - started
-            out["runs"].append(result)
+            if follow is not None and experiment_follow is not None:
+                out["follow_experiment"] = result
+            else:
+                out["runs"].append(result)
             rec = result["record"]
             say(f"[scale] {tables} tables: lost {rec['lost']}, duplicated "
                 f"{rec['duplicated']}, DOM p99 {result['dom'].get('p99', float('nan')):.0f} ms,"
@@ -445,6 +492,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the K-th outcome from the broker (checks the accounting)")
     parser.add_argument("--repeat", type=int, default=0,
                         help="publish the K-th outcome twice (a redelivery)")
+    parser.add_argument("--follow-every", type=float, metavar="S",
+                        help="an experiment: run the pits with T_FOLLOW (pit/service.py, how "
+                             "often a pit reads its partner's share from the record) set to S "
+                             "seconds instead of the shipped 0.5")
+    parser.add_argument("--experiment-follow", type=float, metavar="S",
+                        help="after the sizes, the largest once more with --follow-every S")
     parser.add_argument("--out", type=Path, help="write the figures here (default: stdout)")
     parser.add_argument("--workdir", type=Path, help="keep the run's files here")
     parser.add_argument("--write-docs", action="store_true",
@@ -463,7 +516,8 @@ def main(argv: list[str] | None = None) -> int:
         results = asyncio.run(run(workdir, sizes, args.minutes * 60,
                                   lambda s: print(s, file=sys.stderr, flush=True),
                                   speedup=args.speedup, withhold=args.withhold,
-                                  repeat=args.repeat))
+                                  repeat=args.repeat, follow_every=args.follow_every,
+                                  experiment_follow=args.experiment_follow))
     text = json.dumps(results, indent=1)
     if args.write_docs:
         RESULTS.write_text(text + "\n")
