@@ -50,6 +50,7 @@ import sys
 import tempfile
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -194,6 +195,10 @@ class ScaleLoad(Load):
 # -- the pit pair -------------------------------------------------------------------------------
 
 
+def _online(pit: PitProcess, tables: int) -> bool:
+    return bool((pit.health() or {}).get("tables", {}).get("online") == tables)
+
+
 def _password_line(config: str) -> str:
     return next(line for line in config.splitlines() if line.startswith("password_hash"))
 
@@ -318,9 +323,8 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
             load.tell("born")
             await asyncio.to_thread(load.expect, "born")
             for pit in pits:
-                await asyncio.to_thread(
-                    wait_until, lambda p=pit: (p.health() or {}).get("tables", {}).get(
-                        "online") == tables, 120, f"every table online in {pit.pit_id}")
+                await asyncio.to_thread(wait_until, partial(_online, pit, tables), 120,
+                                        f"every table online in {pit.pit_id}")
             result["born_memory_mb"] = [pit.memory() for pit in pits]
             async with contextlib.AsyncExitStack() as stack:
                 browser = await stack.enter_async_context(_browser())
@@ -367,7 +371,7 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
                     "() => document.querySelector('#live.on') !== null")
                 seen = await page.evaluate("() => window.__seen")
                 arrived = await page.evaluate("() => window.__arrived")
-            outcomes = [tuple(x) for x in sent["outcome_times"]]
+            outcomes = [(str(t), int(r), float(at)) for t, r, at in sent["outcome_times"]]
             result["page_saw"] = {"tile_changes": len(seen), "stream_fragments": len(arrived),
                                   "live_at_end": live, "url_at_end": page.url,
                                   "navigations": navigations}
@@ -376,14 +380,13 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
             def key(t: str, r: int) -> str:
                 return f"{t}#{r}"
 
-            result["dom"] = dom_latency(seen, outcomes, key, since, until, offset)  # type: ignore[arg-type]
-            result["sse_arrival"] = dom_latency(arrived, outcomes, key, since, until,  # type: ignore[arg-type]
+            result["dom"] = dom_latency(seen, outcomes, key, since, until, offset)
+            result["sse_arrival"] = dom_latency(arrived, outcomes, key, since, until,
                                                 offset)
             for name in PITS:
-                mine = [o for o in outcomes
-                        if by.get(key(str(o[0]), int(o[1]))) == f"pit:{name}"]
+                mine = [o for o in outcomes if by.get(key(o[0], o[1])) == f"pit:{name}"]
                 result["dom_" + name.rsplit("-", 1)[1]] = dom_latency(
-                    seen, mine, key, since, until, offset)  # type: ignore[arg-type]
+                    seen, mine, key, since, until, offset)
             result["messages"] = sent["sent"]
             result["deal_seconds"] = sent["deal_seconds"]
             result["messages_per_s"] = sent["sent"] / sent["deal_seconds"]
