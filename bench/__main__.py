@@ -6,6 +6,8 @@ pit days, one per store, about 25 minutes each); ``--quick`` runs every benchmar
 form in a few minutes (what CI's smoke test runs: it checks that the harness works, never how fast
 anything is). ``--only`` picks benchmarks; ``--out`` writes the
 report elsewhere; the raw figures go to ``bench/results.json`` (or next to ``--out``).
+``scale`` (bench/scale.py: 200, 500 and 1,000 tables into a pit pair, two minutes each) is left
+out of ``--quick`` unless ``--only`` names it.
 """
 
 from __future__ import annotations

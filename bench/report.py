@@ -375,7 +375,8 @@ def scale_section(sc: dict[str, Any]) -> list[str]:
                   [(n, g, v, _verdict(ok)) for n, g, v, ok in scale_goals(sc)])
     out += _table(("tables", "msg/s", "outcomes/s", "lost / dup.", "DOM p50 / p99 ms",
                    "p99, A's share", "p99, B's share", "pit A / B CPU", "pit A / B RSS peak",
-                   "PostgreSQL CPU", "Mosquitto CPU", "load CPU", "load average"), [
+                   "PostgreSQL CPU", "Mosquitto CPU", "load CPU", "Chromium CPU",
+                   "load average"), [
         (x["tables"], f"{x['messages_per_s']:.0f}", f"{x['outcomes_per_s']:.1f}",
          f"{x['record']['lost']} / {x['record']['duplicated']} of {x['record']['published']:,}",
          f"{_lat(x['dom'])[0]} / {_lat(x['dom'])[1]} ({_lat(x['dom'])[2]})",
@@ -384,6 +385,7 @@ def scale_section(sc: dict[str, Any]) -> list[str]:
          " / ".join(f"{m['VmHWM']:.0f}" for m in x["memory_mb"]) + " MB",
          f"{x['cpu_percent']['postgres']:.0f} %", f"{x['cpu_percent']['mosquitto']:.1f} %",
          f"{x['cpu_percent']['load']:.0f} %",
+         f"{x['cpu_percent']['browser']:.0f} %" if "browser" in x["cpu_percent"] else "–",
          f"{x['load_average']['mean']:.1f} (max {x['load_average']['max']:.1f})")
         for x in runs])
     if len(runs) >= 2:
@@ -427,6 +429,14 @@ def _scale_parts(sc: dict[str, Any]) -> list[str]:
            f"message → DOM) is about {dom['p50'] - sse['p50']:.0f} ms at p50. Half the floor "
            "waits for the poll: up to 0.5 s plus the query, before it is even in pit A's "
            "model."]
+    born, signed = x.get("born_memory_mb"), x.get("page_memory_mb")
+    if born and signed:
+        out.append(f"Pit A's peak memory is a sign-in's: its VmHWM was {born[0]['VmHWM']:.0f} MB "
+                   f"with every table born and {signed[0]['VmHWM']:.0f} MB once the browser had "
+                   "signed in (one argon2id verification, argon2-cffi's default profile takes "
+                   "64 MiB; pit B, never signed in to, peaked at "
+                   f"{x['memory_mb'][1]['VmHWM']:.0f} MB); each sign-in at the same moment "
+                   "would add as much.")
     exp = sc.get("follow_experiment")
     if exp and exp.get("dom", {}).get("count"):
         e_other = exp.get("dom_b") or {}

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench import pg as pgserver
-from bench.measure import CpuMeter, load_average, machine
+from bench.measure import CpuMeter, load_average, machine, usage
 from bench.pit import (
     BROKER_CONFIG,
     Load,
@@ -193,6 +193,54 @@ class ScaleLoad(Load):
 
 
 # -- the pit pair -------------------------------------------------------------------------------
+
+
+def browser_pids() -> list[int]:
+    """This process's Chromium processes (Playwright's driver starts the browser, which
+    starts its renderers and helpers): every descendant whose command is chromium's."""
+    parents: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name, _, rest = stat.partition("(")[2].rpartition(")")
+        parents[int(entry.name)] = int(rest.split()[1])
+        names[int(entry.name)] = name
+    me = os.getpid()
+
+    def mine(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == me:
+                return True
+        return False
+
+    return [pid for pid, name in names.items() if "chrom" in name and mine(pid)]
+
+
+class LiveCpuMeter(CpuMeter):
+    """A :class:`~bench.measure.CpuMeter` over processes that may end during the interval
+    (a browser's helpers): only those alive at both ends are counted."""
+
+    def _each(self) -> dict[int, float]:
+        out = {}
+        for pid in self.pids:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                out[pid] = usage(pid).cpu
+        return out
+
+    def start(self) -> None:
+        self._first, self._t0 = self._each(), time.monotonic()
+
+    def percent(self) -> float:
+        elapsed = time.monotonic() - self._t0
+        now = self._each()
+        spent = sum(now[pid] - cpu for pid, cpu in self._first.items() if pid in now)
+        return 100.0 * spent / elapsed if elapsed > 0 else float("nan")
 
 
 def _online(pit: PitProcess, tables: int) -> bool:
@@ -344,7 +392,8 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
                 meters = {"pit_a": CpuMeter([pits[0].pid]), "pit_b": CpuMeter([pits[1].pid]),
                           "postgres": CpuMeter(pgs.server_pids()),
                           "mosquitto": CpuMeter([broker.process.pid]),
-                          "load": CpuMeter([load.proc.pid])}
+                          "load": CpuMeter([load.proc.pid]),
+                          "browser": LiveCpuMeter(await asyncio.to_thread(browser_pids))}
                 load.tell("go")
                 await asyncio.sleep(min(WARM_SECONDS, seconds / 4))
                 since = time.monotonic()
