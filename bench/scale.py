@@ -44,6 +44,7 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -243,6 +244,38 @@ class LiveCpuMeter(CpuMeter):
         return 100.0 * spent / elapsed if elapsed > 0 else float("nan")
 
 
+TILE_ROUND = re.compile(r'data-table="([^"]+)"[^>]*data-last-round="([0-9]+)"')
+
+
+async def read_floor_stream(url: str, seen: list[tuple[str, float]]) -> None:
+    """Pit A's floor stream as a program reads it (no browser): each tile fragment's round,
+    stamped ``time.monotonic()`` in ms when its event is complete, until cancelled. What the
+    pit sends, and when, apart from what a browser does with it."""
+    import httpx
+
+    from bench.pit import PASSWORD, USER
+
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        await client.get("/login")
+        token = client.cookies.get("csrftoken")
+        await client.post("/login", data={"name": USER, "password": PASSWORD,
+                                          "csrftoken": token or ""})
+        async with client.stream("GET", "/events?view=floor",
+                                 timeout=httpx.Timeout(30, read=None)) as stream:
+            name, data = "", []
+            async for line in stream.aiter_lines():
+                if line.startswith("event:"):
+                    name = line[6:].strip()
+                elif line.startswith("data:"):
+                    data.append(line[5:])
+                elif not line:
+                    if name.startswith("tile:"):
+                        found = TILE_ROUND.search("".join(data))
+                        if found:
+                            seen.append((f"{found[1]}#{found[2]}", time.monotonic() * 1000))
+                    name, data = "", []
+
+
 def _online(pit: PitProcess, tables: int) -> bool:
     return bool((pit.health() or {}).get("tables", {}).get("online") == tables)
 
@@ -339,6 +372,12 @@ def _metric_lines(pit: PitProcess, prefix: str) -> dict[str, float]:
     return out
 
 
+async def _cancel(task: asyncio.Future[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+
+
 def _sampler(samples: list[float], stop: threading.Event) -> None:
     while not stop.wait(2.0):
         samples.append(load_average())
@@ -383,6 +422,9 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
                         if frame.parent_frame is None else None)
                 result["page_memory_mb"] = [pit.memory() for pit in pits]
                 clocks = [await clock_offset(page)]
+                streamed: list[tuple[str, float]] = []
+                reader = asyncio.ensure_future(read_floor_stream(pits[0].url, streamed))
+                stack.push_async_callback(_cancel, reader)
                 say(f"[scale] {tables} tables online in both pits; dealing for {seconds:g} s "
                     f"at {speedup:g}x a real pace")
                 loads: list[float] = []
@@ -432,6 +474,8 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
             result["dom"] = dom_latency(seen, outcomes, key, since, until, offset)
             result["sse_arrival"] = dom_latency(arrived, outcomes, key, since, until,
                                                 offset)
+            result["stream_reader"] = dom_latency([list(x) for x in streamed], outcomes, key,
+                                                  since, until, 0.0)
             for name in PITS:
                 mine = [o for o in outcomes if by.get(key(o[0], o[1])) == f"pit:{name}"]
                 result["dom_" + name.rsplit("-", 1)[1]] = dom_latency(
