@@ -405,7 +405,7 @@ def scale_section(sc: dict[str, Any]) -> list[str]:
                 f"({rss(a):.0f} → {rss(b):.0f} MB); PostgreSQL's CPU "
                 f"{a['cpu_percent']['postgres']:.0f} % → {b['cpu_percent']['postgres']:.0f} %. "
                 "The load generator ran behind its schedule by at most "
-                f"{max(x['load_late']['late_max_s'] for x in runs) * 1000:.0f} ms (every "
+                f"{max(x['load_late']['late_max_s'] for x in runs):.1f} s (every "
                 "publish time is taken when the message is really handed to paho, so a late "
                 "load makes the pace lower, never the latency smaller).", ""]
     out += _scale_parts(sc)
@@ -413,38 +413,55 @@ def scale_section(sc: dict[str, Any]) -> list[str]:
 
 
 def _scale_parts(sc: dict[str, Any]) -> list[str]:
-    """Where publish → DOM goes at the largest size, and what the follow interval costs."""
-    x = sc["runs"][-1]
-    own, other, dom, sse = (x.get("dom_a") or {}, x.get("dom_b") or {}, x["dom"],
-                            x.get("sse_arrival") or {})
-    if not (own.get("count") and other.get("count") and sse.get("count")):
-        return []
-    out = ["**What the pit pair's latency is made of** "
-           f"({x['tables']} tables): the outcomes pit A recorded itself reached its page with "
-           f"p50 {own['p50']:.0f} ms, p99 {own['p99']:.0f} ms; those pit B recorded, which "
-           "pit A learns by reading the shared record every `T_FOLLOW` = 0.5 s "
-           f"(pit/service.py `_follow_records`), with p50 {other['p50']:.0f} ms, p99 "
-           f"{other['p99']:.0f} ms. The page's stream delivered them with p50 "
-           f"{sse['p50']:.0f} ms, p99 {sse['p99']:.0f} ms, so the browser's own part (SSE "
-           f"message → DOM) is about {dom['p50'] - sse['p50']:.0f} ms at p50. Half the floor "
-           "waits for the poll: up to 0.5 s plus the query, before it is even in pit A's "
-           "model."]
+    """Where publish → DOM goes: the follow poll at the smallest size, the page's backlog at
+    the largest, the memory peak, and what the follow interval costs."""
+    runs = sc["runs"]
+    small, x = runs[0], runs[-1]
+    own, other = small.get("dom_a") or {}, small.get("dom_b") or {}
+    out = ["**What the latency is made of.**"]
+    if own.get("count") and other.get("count"):
+        out.append(f"At {small['tables']} tables the outcomes pit A recorded itself reached its "
+                   f"page with p50 {own['p50']:,.0f} ms, p99 {own['p99']:,.0f} ms; those pit B "
+                   "recorded, which pit A learns by reading the shared record every "
+                   "`T_FOLLOW` = 0.5 s (pit/service.py `_follow_records`), with p50 "
+                   f"{other['p50']:,.0f} ms, p99 {other['p99']:,.0f} ms: half the floor waits "
+                   "for that poll before it is even in pit A's model.")
+    for y in runs:
+        reader, sse, dom = y.get("stream_reader") or {}, y.get("sse_arrival") or {}, y["dom"]
+        got = y.get("received") or {}
+        if got.get("count"):
+            out.append(f"At {y['tables']} tables the pits received the outcomes (the record's "
+                       f"`received_at`) p50 {got['p50']:,.0f} ms, p99 {got['p99']:,.0f} ms "
+                       "after they were published.")
+        if reader.get("count") and sse.get("count") and dom.get("count"):
+            out.append(f"At {y['tables']} tables a program reading pit A's floor stream "
+                       f"beside the browser had the outcomes with p50 {reader['p50']:,.0f} ms, "
+                       f"p99 {reader['p99']:,.0f} ms; the page's script with p50 "
+                       f"{sse['p50']:,.0f} ms, p99 {sse['p99']:,.0f} ms, in its DOM p50 "
+                       f"{dom['p50']:,.0f} ms, p99 {dom['p99']:,.0f} ms (Chromium "
+                       f"{y['cpu_percent'].get('browser', float('nan')):.0f} % of a core).")
+    late = [y for y in runs if (y.get("dom_a") or {}).get("p50", 0) > 1000]
+    if late:
+        y = late[0]
+        out.append(f"From {y['tables']} tables on, pit A's own share is as late as its "
+                   "partner's: the delay is after pit A's model, in the floor page's stream "
+                   "and the browser, not in the record or the poll; the browser saw "
+                   f"{y['dom']['count']:,} of the {y['dom']['published']:,} outcomes of the "
+                   "window before the run ended.")
     born, signed = x.get("born_memory_mb"), x.get("page_memory_mb")
     if born and signed:
         out.append(f"Pit A's peak memory is a sign-in's: its VmHWM was {born[0]['VmHWM']:.0f} MB "
                    f"with every table born and {signed[0]['VmHWM']:.0f} MB once the browser had "
-                   "signed in (one argon2id verification, argon2-cffi's default profile takes "
-                   "64 MiB; pit B, never signed in to, peaked at "
-                   f"{x['memory_mb'][1]['VmHWM']:.0f} MB); each sign-in at the same moment "
-                   "would add as much.")
+                   "signed in (one argon2id verification; argon2-cffi's default profile takes "
+                   "64 MiB); pit B, never signed in to, peaked at "
+                   f"{x['memory_mb'][1]['VmHWM']:.0f} MB. Sign-ins at the same moment add "
+                   "64 MiB each (they run in threads).")
     exp = sc.get("follow_experiment")
     if exp and exp.get("dom", {}).get("count"):
-        e_other = exp.get("dom_b") or {}
         out.append(f"The same {exp['tables']} tables with the pits' `T_FOLLOW` set to "
                    f"{exp['follow_every']:g} s (an experiment, `--experiment-follow`; not the "
-                   f"pit as shipped): publish → DOM p50 {exp['dom']['p50']:.0f} ms, p99 "
-                   f"{exp['dom']['p99']:.0f} ms (B's share p99 "
-                   f"{_lat(e_other)[1]} ms), each pit's CPU "
+                   f"pit as shipped): publish → DOM p50 {exp['dom']['p50']:,.0f} ms, p99 "
+                   f"{exp['dom']['p99']:,.0f} ms, each pit's CPU "
                    f"{exp['cpu_percent']['pit_a']:.0f} / {exp['cpu_percent']['pit_b']:.0f} %, "
                    f"PostgreSQL {exp['cpu_percent']['postgres']:.0f} %, load average "
                    f"{exp['load_average']['mean']:.1f}.")
@@ -454,7 +471,7 @@ def _scale_parts(sc: dict[str, Any]) -> list[str]:
 def _lat(x: dict[str, Any] | None) -> tuple[str, str, str]:
     if not x or not x.get("count"):
         return ("–", "–", "–")
-    return (f"{x['p50']:.0f}", f"{x['p99']:.0f}", f"{x['count']:,} of {x['published']:,}")
+    return (f"{x['p50']:,.0f}", f"{x['p99']:,.0f}", f"{x['count']:,} of {x['published']:,}")
 
 
 def _pit(r: dict[str, Any]) -> list[str]:

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench import pg as pgserver
-from bench.measure import CpuMeter, load_average, machine, usage
+from bench.measure import CpuMeter, Latency, load_average, machine, usage
 from bench.pit import (
     BROKER_CONFIG,
     Load,
@@ -101,6 +101,7 @@ def deal(tables: list[Any], pub: Any, seconds: float, speedup: float, withhold: 
         heap.append((start + rng.uniform(0, METRICS_EVERY), i, "metrics"))
     heapq.heapify(heap)
     times: list[tuple[str, int, float]] = []
+    walls: list[float] = []  # the same publishes on the wall clock, for the record's stamps
     late: list[float] = []
     withheld: list[tuple[str, int]] = []
     outcomes = 0
@@ -130,10 +131,12 @@ def deal(tables: list[Any], pub: Any, seconds: float, speedup: float, withhold: 
                     continue
                 copies = 2 if outcomes == repeat else 1
                 times.append((t.name, o.round, time.monotonic()))
+                walls.append(time.time())
             for _ in range(copies):
                 pub.publish(t.connection, o)
     late.sort()
-    return {"outcome_times": times, "withheld": withheld, "late_events": len(late),
+    return {"outcome_times": times, "outcome_walls": walls, "withheld": withheld,
+            "late_events": len(late),
             "late_max_s": late[-1] if late else 0.0,
             "late_p99_s": late[int(0.99 * (len(late) - 1))] if late else 0.0}
 
@@ -349,14 +352,15 @@ def _settle(target: str, expected: int, timeout: float) -> int:
     return _durable_rows(target)
 
 
-def _recorded_by(target: str) -> dict[str, str]:
-    """``"<table>#<round>"`` → the pit server that recorded that outcome."""
+def _recorded_by(target: str) -> dict[str, tuple[str, float]]:
+    """``"<table>#<round>"`` → the pit server that recorded that outcome, and when it
+    received it (``time.time()``)."""
     import psycopg
 
     with psycopg.connect(target) as conn:
-        rows = conn.execute("SELECT table_id, round, recorded_by FROM messages WHERE site = %s "
-                            "AND topic = 'outcome'", (SITE,)).fetchall()
-    return {f"{t}#{r}": str(by) for t, r, by in rows}
+        rows = conn.execute("SELECT table_id, round, recorded_by, received_at FROM messages "
+                            "WHERE site = %s AND topic = 'outcome'", (SITE,)).fetchall()
+    return {f"{t}#{r}": (str(by), float(at)) for t, r, by, at in rows}
 
 
 def _metric_lines(pit: PitProcess, prefix: str) -> dict[str, float]:
@@ -474,10 +478,16 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
             result["dom"] = dom_latency(seen, outcomes, key, since, until, offset)
             result["sse_arrival"] = dom_latency(arrived, outcomes, key, since, until,
                                                 offset)
+            # publish → the pit's receipt, both on the wall clock (the record's stamp is one)
+            received = [by[key(t, r)][1] - wall for (t, r, at), wall in
+                        zip(outcomes, sent["outcome_walls"], strict=True)
+                        if since <= at < until and key(t, r) in by]
+            result["received"] = Latency.of(received).to_dict() if received else {"count": 0}
             result["stream_reader"] = dom_latency([list(x) for x in streamed], outcomes, key,
                                                   since, until, 0.0)
             for name in PITS:
-                mine = [o for o in outcomes if by.get(key(o[0], o[1])) == f"pit:{name}"]
+                mine = [o for o in outcomes
+                        if by.get(key(o[0], o[1]), ("", 0.0))[0] == f"pit:{name}"]
                 result["dom_" + name.rsplit("-", 1)[1]] = dom_latency(
                     seen, mine, key, since, until, offset)
             result["messages"] = sent["sent"]
@@ -504,7 +514,8 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
 async def run(workdir: Path, sizes: list[int], seconds: float, say: Any = print,
               experiment_follow: float | None = None, **options: Any) -> dict[str, Any]:
     """Every size in turn, one PostgreSQL server for all (a database each); with
-    ``experiment_follow`` the largest size once more with the pits' ``T_FOLLOW`` at that."""
+    ``experiment_follow`` the smallest size once more with the pits' ``T_FOLLOW`` at that
+    (where the poll shows with nothing else queued)."""
     if not pgserver.available():
         raise RuntimeError("PostgreSQL is not installed (make system-deps installs it)")
     if not browser_available():
@@ -518,7 +529,7 @@ async def run(workdir: Path, sizes: list[int], seconds: float, say: Any = print,
         out["postgres"] = pgs.version
         steps: list[tuple[int, dict[str, Any]]] = [(tables, options) for tables in sizes]
         if experiment_follow is not None:
-            steps.append((max(sizes), {**options, "follow_every": experiment_follow}))
+            steps.append((min(sizes), {**options, "follow_every": experiment_follow}))
         for tables, step_options in steps:
             follow = step_options.get("follow_every")
             step = workdir / (f"scale-{tables}" + ("" if follow is None else "-follow"))
@@ -593,7 +604,7 @@ def main(argv: list[str] | None = None) -> int:
                              "often a pit reads its partner's share from the record) set to S "
                              "seconds instead of the shipped 0.5")
     parser.add_argument("--experiment-follow", type=float, metavar="S",
-                        help="after the sizes, the largest once more with --follow-every S")
+                        help="after the sizes, the smallest once more with --follow-every S")
     parser.add_argument("--out", type=Path, help="write the figures here (default: stdout)")
     parser.add_argument("--workdir", type=Path, help="keep the run's files here")
     parser.add_argument("--write-docs", action="store_true",
