@@ -296,6 +296,7 @@ class PairedPit(PitProcess):
                  partner: PairedPit | None = None) -> None:
         super().__init__(workdir, broker, "postgres", target)
         self.follow_every = follow_every
+        self.profile: Path | None = None
         shutil.copyfile(secret, workdir / "session.secret")
         text = self.config.read_text()
         if partner is not None:
@@ -310,16 +311,21 @@ class PairedPit(PitProcess):
     def start(self, timeout: float = 60.0) -> float:
         """As :meth:`PitProcess.start`; with ``follow_every`` the pit's ``T_FOLLOW`` (how often
         it reads its partner's share from the record) is set to it first: an experiment on
-        what that interval costs, not the pit as shipped."""
-        if self.follow_every is None:
+        what that interval costs, not the pit as shipped. With ``profile`` it runs under
+        cProfile, its statistics written to ``pit.prof`` when it stops."""
+        if self.follow_every is None and self.profile is None:
             return super().start(timeout)
         started = time.monotonic()
-        launch = ("import sys; import tabled.pit.service as s; s.T_FOLLOW = float(sys.argv[1]); "
-                  "from tabled.tools.cli import main; sys.exit(main(sys.argv[2:]))")
+        follow = "" if self.follow_every is None else (
+            f"import tabled.pit.service as s; s.T_FOLLOW = {self.follow_every!r}; ")
+        launch = self.workdir / "launch.py"
+        launch.write_text(f"import sys; {follow}from tabled.tools.cli import main; "
+                          "sys.exit(main(sys.argv[1:]))\n")
+        profiling = [] if self.profile is None else ["-m", "cProfile", "-o", str(self.profile)]
         with open(self.workdir / "pit.log", "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", launch, str(self.follow_every), "pit", "--config",
-                 str(self.config)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                [sys.executable, *profiling, str(launch), "pit", "--config", str(self.config)],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         wait_until(lambda: self.health() is not None or self.proc is None
                    or self.proc.poll() is not None, timeout, "the pit's page")
         if self.proc.poll() is not None:
@@ -389,7 +395,7 @@ def _sampler(samples: list[float], stop: threading.Event) -> None:
 
 async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Postgres,
                    say: Any, *, speedup: float = 1.0, withhold: int = 0, repeat: int = 0,
-                   follow_every: float | None = None) -> dict[str, Any]:
+                   follow_every: float | None = None, profile: bool = False) -> dict[str, Any]:
     """One size: the pair, the tables for ``seconds`` of dealing, the browser on pit A."""
     result: dict[str, Any] = {"tables": tables, "seconds": seconds, "speedup": speedup,
                               "follow_every": follow_every}
@@ -401,6 +407,8 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
         secret.write_text(os.urandom(32).hex())
         os.chmod(secret, 0o600)
         first = PairedPit(workdir / PITS[0], broker, target, PITS[0], secret, follow_every)
+        if profile:
+            first.profile = workdir / "pit-a.prof"
         pits = [first, *(PairedPit(workdir / name, broker, target, name, secret, follow_every,
                                    partner=first) for name in PITS[1:])]
         load: ScaleLoad | None = None
@@ -605,6 +613,9 @@ def main(argv: list[str] | None = None) -> int:
                              "seconds instead of the shipped 0.5")
     parser.add_argument("--experiment-follow", type=float, metavar="S",
                         help="after the sizes, the smallest once more with --follow-every S")
+    parser.add_argument("--profile", action="store_true",
+                        help="run pit A under cProfile (<workdir>/scale-N/pit-a.prof; its "
+                             "figures are then not the shipped pit's)")
     parser.add_argument("--out", type=Path, help="write the figures here (default: stdout)")
     parser.add_argument("--workdir", type=Path, help="keep the run's files here")
     parser.add_argument("--write-docs", action="store_true",
@@ -624,7 +635,8 @@ def main(argv: list[str] | None = None) -> int:
                                   lambda s: print(s, file=sys.stderr, flush=True),
                                   speedup=args.speedup, withhold=args.withhold,
                                   repeat=args.repeat, follow_every=args.follow_every,
-                                  experiment_follow=args.experiment_follow))
+                                  experiment_follow=args.experiment_follow,
+                                  profile=args.profile))
     text = json.dumps(results, indent=1)
     if args.write_docs:
         RESULTS.write_text(text + "\n")
