@@ -426,28 +426,41 @@ def _scale_parts(sc: dict[str, Any]) -> list[str]:
                    "`T_FOLLOW` = 0.5 s (pit/service.py `_follow_records`), with p50 "
                    f"{other['p50']:,.0f} ms, p99 {other['p99']:,.0f} ms: half the floor waits "
                    "for that poll before it is even in pit A's model.")
-    for y in runs:
-        reader, sse, dom = y.get("stream_reader") or {}, y.get("sse_arrival") or {}, y["dom"]
-        got = y.get("received") or {}
-        if got.get("count"):
-            out.append(f"At {y['tables']} tables the pits received the outcomes (the record's "
-                       f"`received_at`) p50 {got['p50']:,.0f} ms, p99 {got['p99']:,.0f} ms "
-                       "after they were published.")
-        if reader.get("count") and sse.get("count") and dom.get("count"):
-            out.append(f"At {y['tables']} tables a program reading pit A's floor stream "
-                       f"beside the browser had the outcomes with p50 {reader['p50']:,.0f} ms, "
-                       f"p99 {reader['p99']:,.0f} ms; the page's script with p50 "
-                       f"{sse['p50']:,.0f} ms, p99 {sse['p99']:,.0f} ms, in its DOM p50 "
-                       f"{dom['p50']:,.0f} ms, p99 {dom['p99']:,.0f} ms (Chromium "
-                       f"{y['cpu_percent'].get('browser', float('nan')):.0f} % of a core).")
-    late = [y for y in runs if (y.get("dom_a") or {}).get("p50", 0) > 1000]
+    out.append("Along the way, p50 / p99 in ms (the receipt is the record's `received_at` "
+               "less the publish time, both on the wall clock; the stream is a program reading "
+               "pit A's floor stream beside the browser; the script is the page's handler of "
+               "the SSE message, before htmx swaps it in):")
+    rows = [(y["tables"], *(f"{_lat(y.get(k))[0]} / {_lat(y.get(k))[1]}"
+                             for k in ("received", "stream_reader", "sse_arrival", "dom")),
+             f"{y['cpu_percent'].get('browser', float('nan')):.0f} %") for y in runs
+            if (y.get("received") or {}).get("count")]
+    parts = [" ".join(out), ""]
+    if rows:
+        parts += _table(("tables", "publish → receipt", "→ pit A's stream", "→ page script",
+                         "→ DOM", "Chromium CPU"), rows)
+    out = []
+    late = [y for y in runs if (y.get("dom_a") or {}).get("p99", 0) > 1000]
     if late:
-        y = late[0]
-        out.append(f"From {y['tables']} tables on, pit A's own share is as late as its "
-                   "partner's: the delay is after pit A's model, in the floor page's stream "
-                   "and the browser, not in the record or the poll; the browser saw "
-                   f"{y['dom']['count']:,} of the {y['dom']['published']:,} outcomes of the "
-                   "window before the run ended.")
+        y = late[-1]
+        got, dom = y.get("received") or {}, y["dom"]
+        where = ("the pits' receipt itself fell behind (publish → `received_at` p99 "
+                 f"{got['p99']:,.0f} ms): they wanted more CPU than they got"
+                 if got.get("count") and got["p99"] > dom["p99"] / 2 else
+                 "the receipt kept up, the delay is in pit A's floor stream and the browser")
+        base = runs[0]
+        need = (base["cpu_percent"]["pit_a"] / base["messages_per_s"] * y["messages_per_s"])
+        cores = sc.get("machine", {}).get("cores")
+        fair = 100 * cores / y["load_average"]["mean"] if cores else None
+        out.append(f"At {y['tables']} tables pit A's own share is late too (p99 "
+                   f"{y['dom_a']['p99']:,.0f} ms), so the poll is not the cause: {where}. "
+                   f"The browser saw {dom['count']:,} of the {dom['published']:,} outcomes of "
+                   "the window before the run ended. By its CPU per message at "
+                   f"{base['tables']} tables (arithmetic on the measured figures) pit A would "
+                   f"have needed about {need:.0f} % of a core for {y['messages_per_s']:.0f} "
+                   f"messages a second; it got {y['cpu_percent']['pit_a']:.0f} %"
+                   + (f", about a fair share of {cores} cores at a load average "
+                      f"of {y['load_average']['mean']:.1f} ({fair:.0f} %)" if fair else "")
+                   + ".")
     born, signed = x.get("born_memory_mb"), x.get("page_memory_mb")
     if born and signed:
         out.append(f"Pit A's peak memory is a sign-in's: its VmHWM was {born[0]['VmHWM']:.0f} MB "
@@ -461,17 +474,20 @@ def _scale_parts(sc: dict[str, Any]) -> list[str]:
         out.append(f"The same {exp['tables']} tables with the pits' `T_FOLLOW` set to "
                    f"{exp['follow_every']:g} s (an experiment, `--experiment-follow`; not the "
                    f"pit as shipped): publish → DOM p50 {exp['dom']['p50']:,.0f} ms, p99 "
-                   f"{exp['dom']['p99']:,.0f} ms, each pit's CPU "
+                   f"{exp['dom']['p99']:,.0f} ms; B's share p50 "
+                   f"{_lat(exp.get('dom_b'))[0]} ms (shipped: {_lat(small.get('dom_b'))[0]} ms), "
+                   "its p99 lost in this run's load; each pit's CPU "
                    f"{exp['cpu_percent']['pit_a']:.0f} / {exp['cpu_percent']['pit_b']:.0f} %, "
                    f"PostgreSQL {exp['cpu_percent']['postgres']:.0f} %, load average "
                    f"{exp['load_average']['mean']:.1f}.")
-    return [" ".join(out), ""]
+    return [*parts, " ".join(out), ""]
 
 
 def _lat(x: dict[str, Any] | None) -> tuple[str, str, str]:
     if not x or not x.get("count"):
         return ("–", "–", "–")
-    return (f"{x['p50']:,.0f}", f"{x['p99']:,.0f}", f"{x['count']:,} of {x['published']:,}")
+    return (f"{x['p50']:,.0f}", f"{x['p99']:,.0f}",
+            f"{x['count']:,} of {x.get('published', x['count']):,}")
 
 
 def _pit(r: dict[str, Any]) -> list[str]:
