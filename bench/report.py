@@ -138,7 +138,7 @@ def scale_goals(sc: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
               rec["lost"] == 0 and rec["duplicated"] == 0 and rec["unexpected"] == 0)]
     if dom.get("count"):
         goals.append((f"scale, {n} tables: publish → floor page DOM, p99", "≤ 250 ms",
-                      f"{dom['p99']:.0f} ms ({dom['count']:,} of {dom['published']:,} seen)",
+                      f"{dom['p99']:,.0f} ms ({dom['count']:,} of {dom['published']:,} seen)",
                       dom["p99"] <= 250 and dom["count"] == dom["published"]))
     goals.append((f"scale, {n} tables: RSS per pit (peak)", "≤ 300 MB", f"{rss:.0f} MB",
                   rss <= 300))
@@ -363,13 +363,16 @@ def scale_section(sc: dict[str, Any]) -> list[str]:
            "and after the dealing (uncertainty under 1 ms). The first seconds' outcomes are "
            "not counted. \"A's share\" are the outcomes pit A recorded itself (they reach "
            "its page straight from its subscription); \"B's share\" reached pit A's page "
-           "through the shared record (`_follow_records`). CPU is % of one core over the "
+           "through the shared record (`_follow_records`). A program reads pit A's floor "
+           "stream beside the browser (so pit A serves two floor streams). CPU is % of one "
+           "core over the "
            "dealing; RSS is each pit's VmHWM (the peak of the whole run).", "",
            f"Measured {sc.get('date', '?')} on {m.get('cpu', '?')}, {m.get('cores', '?')} cores, "
            f"{m.get('memory_gb', '?')} GB, shared with other work: the machine's load average "
            "during each size is in the table (this benchmark alone keeps about one core "
            "busy). Reproduce: `.venv/bin/python -m bench.scale --tables 200,500,1000 "
-           "--minutes 2 --write-docs` (this section and bench/scale.json), or `make bench` "
+           "--minutes 2 --experiment-follow 0.1 --write-docs` (this section and "
+           "bench/scale.json; `--profile` runs pit A under cProfile), or `make bench` "
            "(`python -m bench --only scale`).", ""]
     out += _table(("figure", "goal", "measured", "verdict"),
                   [(n, g, v, _verdict(ok)) for n, g, v, ok in scale_goals(sc)])
