@@ -472,6 +472,17 @@ def _scale_parts(sc: dict[str, Any]) -> list[str]:
                    "64 MiB); pit B, never signed in to, peaked at "
                    f"{x['memory_mb'][1]['VmHWM']:.0f} MB. Sign-ins at the same moment add "
                    "64 MiB each (they run in threads).")
+    prof = sc.get("profile")
+    if prof:
+        shares = ", ".join(f"{part} {share * 100:.0f} %" for part, share in sorted(
+            prof["own_share"].items(), key=lambda kv: -kv[1]))
+        top = "; ".join(f"`{t['function']}` {t['own_s'] / prof['total_s'] * 100:.0f} %"
+                        for t in prof["top"][:6])
+        out.append(f"Where pit A's time goes ({prof['tables']} tables, its page and the "
+                   f"program's stream open; cProfile, `--profile`: {prof['total_s']:.0f} s "
+                   "busy in its main thread, the wait in epoll left out). By the code's own "
+                   f"time: {shares}; the rest is asyncio, JSON and the interpreter. The "
+                   f"largest single functions: {top}.")
     exp = sc.get("follow_experiment")
     if exp and exp.get("dom", {}).get("count"):
         out.append(f"The same {exp['tables']} tables with the pits' `T_FOLLOW` set to "

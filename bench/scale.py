@@ -279,6 +279,34 @@ async def read_floor_stream(url: str, seen: list[tuple[str, float]]) -> None:
                     name, data = "", []
 
 
+def profile_summary(path: Path, top: int = 12) -> dict[str, Any]:
+    """Where a profiled pit's main thread spent its busy time: the functions with the most
+    time of their own, and
+    the share of the whole each of a few of the pit's parts took (cumulative time of its
+    entry points; they overlap where one calls another)."""
+    import pstats
+
+    stats = pstats.Stats(str(path))
+    # cProfile times the main thread on the wall clock: the event loop's wait in epoll is
+    # idle time, not work, and is left out
+    table: dict[Any, Any] = {k: v for k, v in stats.stats.items()  # type: ignore[attr-defined]
+                             if "epoll" not in k[2] and "select" not in k[2]}
+    total = sum(own for _, _, own, _, _ in table.values())
+    rows = sorted(((own, cum, calls, f"{Path(file).name}:{line}({name})")
+                   for (file, line, name), (_, calls, own, cum, _) in table.items()),
+                  reverse=True)
+    parts = {"web (pit/web)": "/pit/web/", "templates (jinja2)": "/jinja2/",
+             "store (psycopg)": "/psycopg/", "MQTT (aiomqtt, paho)": "/paho/",
+             "model (pit/model.py)": "/pit/model.py", "integrity (pit/integrity)":
+             "/pit/integrity/"}
+    own_by_part = {part: sum(own for (file, _, _), (_, _, own, _, _) in table.items()
+                             if marker in file) for part, marker in parts.items()}
+    return {"total_s": total,
+            "own_share": {part: own / total for part, own in own_by_part.items()},
+            "top": [{"function": where, "own_s": own, "cumulative_s": cum, "calls": calls}
+                    for own, cum, calls, where in rows[:top]]}
+
+
 def _online(pit: PitProcess, tables: int) -> bool:
     return bool((pit.health() or {}).get("tables", {}).get("online") == tables)
 
@@ -513,6 +541,9 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
                 load.kill()
             codes = [await asyncio.to_thread(pit.stop) for pit in pits]
         result["pit_exit"] = codes
+        if first.profile is not None and first.profile.exists():
+            result["profile"] = {"tables": tables, **await asyncio.to_thread(
+                profile_summary, first.profile)}
         result["handler_errors"] = sum(pit.log().count('"message_failed"') for pit in pits)
         result["record"] = await asyncio.to_thread(check_record, "postgres", target,
                                                    sent["published"])
