@@ -482,7 +482,17 @@ def _scale_parts(sc: dict[str, Any]) -> list[str]:
                    f"program's stream open; cProfile, `--profile`: {prof['total_s']:.0f} s "
                    "busy in its main thread, the wait in epoll left out). By the code's own "
                    f"time: {shares}; the rest is asyncio, JSON and the interpreter. The "
-                   f"largest single functions: {top}.")
+                   f"largest single functions: {top}."
+                   + (f" `incidents()` (pit/alerts.py: every alert of the floor grouped and "
+                      "sorted into incidents, for each render of the page's alerts panel) took "
+                      f"{prof['incidents']['cumulative_s'] / prof['total_s'] * 100:.0f} % of "
+                      f"it in {prof['incidents']['calls']:,} calls."
+                      if prof.get("incidents", {}).get("calls") else "")
+                   + (f" That run's pits were stopped {prof['seconds']:g} s into the dealing "
+                      "plus a minute's wait while still behind (pit A under cProfile is "
+                      "slower): {lost} of the {published:,} numbers published were not in the "
+                      "record when they stopped.".format(**prof["record_at_stop"])
+                      if prof.get("record_at_stop", {}).get("lost") else ""))
     exp = sc.get("follow_experiment")
     if exp and exp.get("dom", {}).get("count"):
         out.append(f"The same {exp['tables']} tables with the pits' `T_FOLLOW` set to "

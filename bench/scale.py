@@ -295,13 +295,19 @@ def profile_summary(path: Path, top: int = 12) -> dict[str, Any]:
     rows = sorted(((own, cum, calls, f"{Path(file).name}:{line}({name})")
                    for (file, line, name), (_, calls, own, cum, _) in table.items()),
                   reverse=True)
-    parts = {"web (pit/web)": "/pit/web/", "templates (jinja2)": "/jinja2/",
+    parts = {"alerts (pit/alerts.py)": "/pit/alerts.py", "web (pit/web)": "/pit/web/",
+             "templates (jinja2)": "/jinja2/",
              "store (psycopg)": "/psycopg/", "MQTT (aiomqtt, paho)": "/paho/",
              "model (pit/model.py)": "/pit/model.py", "integrity (pit/integrity)":
              "/pit/integrity/"}
     own_by_part = {part: sum(own for (file, _, _), (_, _, own, _, _) in table.items()
                              if marker in file) for part, marker in parts.items()}
+    # the floor page's alerts panel groups every alert into incidents on each render
+    incidents = [(calls, cum) for (file, _, name), (_, calls, _, cum, _) in table.items()
+                 if file.endswith("/pit/alerts.py") and name == "incidents"]
     return {"total_s": total,
+            "incidents": {"calls": sum(c for c, _ in incidents),
+                          "cumulative_s": sum(t for _, t in incidents)},
             "own_share": {part: own / total for part, own in own_by_part.items()},
             "top": [{"function": where, "own_s": own, "cumulative_s": cum, "calls": calls}
                     for own, cum, calls, where in rows[:top]]}
