@@ -70,6 +70,7 @@ def _goals(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
         goals.append((f"floor, {sizes} tables: loss", "0", str(lost), lost == 0))
     goals += _pit_goals(r)
     goals += smallpc.goals(r)
+    goals += _scale_goals(r)
     return goals
 
 
@@ -120,6 +121,30 @@ def _pit_goals(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
         goals.append(("pit: integrity monitors, one core (slowest game)", "≥ 50,000 events/s",
                       f"{slowest[1]['events_per_s']:,.0f} events/s ({slowest[0]})",
                       slowest[1]["events_per_s"] >= 50_000))
+    return goals
+
+
+def _scale_goals(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
+    """Issue 30, item 3: the largest floor into the pit pair."""
+    return scale_goals(r.get("scale", {}))
+
+
+def scale_goals(sc: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
+    runs = sc.get("runs") or []
+    if not runs:
+        return []
+    x = runs[-1]
+    n, rec, dom = x["tables"], x["record"], x["dom"]
+    rss = max(m["VmHWM"] for m in x["memory_mb"])
+    goals = [(f"scale, {n} tables into a pit pair: record", "0 lost, 0 dup.",
+              f"{rec['lost']} lost, {rec['duplicated']} dup. of {rec['published']:,}",
+              rec["lost"] == 0 and rec["duplicated"] == 0 and rec["unexpected"] == 0)]
+    if dom.get("count"):
+        goals.append((f"scale, {n} tables: publish → floor page DOM, p99", "≤ 250 ms",
+                      f"{dom['p99']:,.0f} ms ({dom['count']:,} of {dom['published']:,} seen)",
+                      dom["p99"] <= 250 and dom["count"] == dom["published"]))
+    goals.append((f"scale, {n} tables: RSS per pit (peak)", "≤ 300 MB", f"{rss:.0f} MB",
+                  rss <= 300))
     return goals
 
 
@@ -308,10 +333,188 @@ def _floor(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _scale(r: dict[str, Any]) -> list[str]:
+    return scale_section(r["scale"])
+
+
+def scale_section(sc: dict[str, Any]) -> list[str]:
+    """The pit pair's section (bench/scale.py), between markers: ``python -m bench.scale
+    --write-docs`` replaces it alone."""
+    runs = sc["runs"]
+    m = sc.get("machine", {})
+    out = ["<!-- scale:figures -->", "## 200 to 1,000 tables into a pit pair", "",
+           "Two `tabled pit` processes with one `mqtt.share_group` and one PostgreSQL "
+           f"{sc.get('postgres', '')} record (a private server, durable defaults; docs/pit.md "
+           "\"Several pit servers on one floor\"), one Mosquitto with the floor broker's "
+           "settings, and Debian's Chromium signed in on pit A's floor page (every tile), "
+           f"each size for {sc['seconds'] / 60:g} min of dealing at a real table's pace (bench/"
+           "scale.py). **Simulated:** the tables. Each is a daemon's own rules runtime and "
+           "message numbering over an in-memory journal, fed by the simulators' generation "
+           "code (tests/pit/tablefeed.py), every message byte for byte what a daemon "
+           "publishes: a baccarat card every 6 s (a hand about every 30 s), a craps roll every "
+           "30 s, a Q Poker event every 5.5 s (a round a minute), each gap 0.5-1.5 times that, "
+           "metrics every 5 s; three tables in five baccarat, one craps, one Q Poker. All of "
+           "them run in one load process over four MQTT connections (each table's messages in "
+           "order on one, QoS 1) instead of a daemon and a connection each. **Real:** the "
+           "broker, both pits, PostgreSQL, the browser.", "",
+           "The record is checked number by number per (site, table, stream, `table_seq`) "
+           "against what was published (lost, duplicated, unexpected). Publish → DOM: the "
+           "load stamps each outcome with `time.monotonic()` just before handing it to paho; "
+           "a MutationObserver in the page stamps the tile's new `data-last-round` with "
+           "`performance.timeOrigin + performance.now()`; both are CLOCK_MONOTONIC on this "
+           "one machine, the page's offset measured by the tightest of 20 round trips before "
+           "and after the dealing (uncertainty under 1 ms). The first seconds' outcomes are "
+           "not counted. \"A's share\" are the outcomes pit A recorded itself (they reach "
+           "its page straight from its subscription); \"B's share\" reached pit A's page "
+           "through the shared record (`_follow_records`). A program reads pit A's floor "
+           "stream beside the browser (so pit A serves two floor streams). CPU is % of one "
+           "core over the "
+           "dealing; RSS is each pit's VmHWM (the peak of the whole run).", "",
+           f"Measured {sc.get('date', '?')} on {m.get('cpu', '?')}, {m.get('cores', '?')} cores, "
+           f"{m.get('memory_gb', '?')} GB, shared with other work: the machine's load average "
+           "during each size is in the table (this benchmark alone keeps about one core "
+           "busy). Reproduce: `.venv/bin/python -m bench.scale --tables 200,500,1000 "
+           "--minutes 2 --experiment-follow 0.1 --write-docs` (this section and "
+           "bench/scale.json; `--profile` runs pit A under cProfile), or `make bench` "
+           "(`python -m bench --only scale`).", ""]
+    out += _table(("figure", "goal", "measured", "verdict"),
+                  [(n, g, v, _verdict(ok)) for n, g, v, ok in scale_goals(sc)])
+    out += _table(("tables", "msg/s", "outcomes/s", "lost / dup.", "DOM p50 / p99 ms",
+                   "p99, A's share", "p99, B's share", "pit A / B CPU", "pit A / B RSS peak",
+                   "PostgreSQL CPU", "Mosquitto CPU", "load CPU", "Chromium CPU",
+                   "load average"), [
+        (x["tables"], f"{x['messages_per_s']:.0f}", f"{x['outcomes_per_s']:.1f}",
+         f"{x['record']['lost']} / {x['record']['duplicated']} of {x['record']['published']:,}",
+         f"{_lat(x['dom'])[0]} / {_lat(x['dom'])[1]} ({_lat(x['dom'])[2]})",
+         _lat(x.get("dom_a"))[1], _lat(x.get("dom_b"))[1],
+         f"{x['cpu_percent']['pit_a']:.0f} / {x['cpu_percent']['pit_b']:.0f} %",
+         " / ".join(f"{m['VmHWM']:.0f}" for m in x["memory_mb"]) + " MB",
+         f"{x['cpu_percent']['postgres']:.0f} %", f"{x['cpu_percent']['mosquitto']:.1f} %",
+         f"{x['cpu_percent']['load']:.0f} %",
+         f"{x['cpu_percent']['browser']:.0f} %" if "browser" in x["cpu_percent"] else "–",
+         f"{x['load_average']['mean']:.1f} (max {x['load_average']['max']:.1f})")
+        for x in runs])
+    if len(runs) >= 2:
+        a, b = runs[0], runs[-1]
+        per = (b["tables"] - a["tables"]) / 100 or 1
+
+        def cpu(x: dict[str, Any]) -> float:
+            return float(x["cpu_percent"]["pit_a"] + x["cpu_percent"]["pit_b"]) / 2
+
+        def rss(x: dict[str, Any]) -> float:
+            return sum(m["VmRSS"] for m in x["memory_mb"]) / len(x["memory_mb"])
+
+        out += [f"From {a['tables']} to {b['tables']} tables each pit's CPU grows by "
+                f"{(cpu(b) - cpu(a)) / per:.1f} % of a core per 100 tables (mean of the two "
+                f"pits: {cpu(a):.0f} % → {cpu(b):.0f} %) and its resident memory at the end of "
+                f"the dealing by {(rss(b) - rss(a)) / per:.1f} MB per 100 tables "
+                f"({rss(a):.0f} → {rss(b):.0f} MB); PostgreSQL's CPU "
+                f"{a['cpu_percent']['postgres']:.0f} % → {b['cpu_percent']['postgres']:.0f} %. "
+                "The load generator ran behind its schedule by at most "
+                f"{max(x['load_late']['late_max_s'] for x in runs):.1f} s (every "
+                "publish time is taken when the message is really handed to paho, so a late "
+                "load makes the pace lower, never the latency smaller).", ""]
+    out += _scale_parts(sc)
+    return [*out, "<!-- /scale:figures -->", ""]
+
+
+def _scale_parts(sc: dict[str, Any]) -> list[str]:
+    """Where publish → DOM goes: the follow poll at the smallest size, the page's backlog at
+    the largest, the memory peak, and what the follow interval costs."""
+    runs = sc["runs"]
+    small, x = runs[0], runs[-1]
+    own, other = small.get("dom_a") or {}, small.get("dom_b") or {}
+    out = ["**What the latency is made of.**"]
+    if own.get("count") and other.get("count"):
+        out.append(f"At {small['tables']} tables the outcomes pit A recorded itself reached its "
+                   f"page with p50 {own['p50']:,.0f} ms, p99 {own['p99']:,.0f} ms; those pit B "
+                   "recorded, which pit A learns by reading the shared record every "
+                   "`T_FOLLOW` = 0.5 s (pit/service.py `_follow_records`), with p50 "
+                   f"{other['p50']:,.0f} ms, p99 {other['p99']:,.0f} ms: half the floor waits "
+                   "for that poll before it is even in pit A's model.")
+    out.append("Along the way, p50 / p99 in ms (the receipt is the record's `received_at` "
+               "less the publish time, both on the wall clock; the stream is a program reading "
+               "pit A's floor stream beside the browser; the script is the page's handler of "
+               "the SSE message, before htmx swaps it in):")
+    rows = [(y["tables"], *(f"{_lat(y.get(k))[0]} / {_lat(y.get(k))[1]}"
+                             for k in ("received", "stream_reader", "sse_arrival", "dom")),
+             f"{y['cpu_percent'].get('browser', float('nan')):.0f} %") for y in runs
+            if (y.get("received") or {}).get("count")]
+    parts = [" ".join(out), ""]
+    if rows:
+        parts += _table(("tables", "publish → receipt", "→ pit A's stream", "→ page script",
+                         "→ DOM", "Chromium CPU"), rows)
+    out = []
+    late = [y for y in runs if (y.get("dom_a") or {}).get("p99", 0) > 1000]
+    if late:
+        y = late[-1]
+        got, dom = y.get("received") or {}, y["dom"]
+        where = ("the pits' receipt itself fell behind (publish → `received_at` p99 "
+                 f"{got['p99']:,.0f} ms): they wanted more CPU than they got"
+                 if got.get("count") and got["p99"] > dom["p99"] / 2 else
+                 "the receipt kept up, the delay is in pit A's floor stream and the browser")
+        base = runs[0]
+        need = (base["cpu_percent"]["pit_a"] / base["messages_per_s"] * y["messages_per_s"])
+        cores = sc.get("machine", {}).get("cores")
+        fair = 100 * cores / y["load_average"]["mean"] if cores else None
+        out.append(f"At {y['tables']} tables pit A's own share is late too (p99 "
+                   f"{y['dom_a']['p99']:,.0f} ms), so the poll is not the cause: {where}. "
+                   f"The browser saw {dom['count']:,} of the {dom['published']:,} outcomes of "
+                   "the window before the run ended. By its CPU per message at "
+                   f"{base['tables']} tables (arithmetic on the measured figures) pit A would "
+                   f"have needed about {need:.0f} % of a core for {y['messages_per_s']:.0f} "
+                   f"messages a second; it got {y['cpu_percent']['pit_a']:.0f} %"
+                   + (f", about a fair share of {cores} cores at a load average "
+                      f"of {y['load_average']['mean']:.1f} ({fair:.0f} %)" if fair else "")
+                   + ".")
+    born, signed = x.get("born_memory_mb"), x.get("page_memory_mb")
+    if born and signed:
+        out.append(f"Pit A's peak memory is a sign-in's: its VmHWM was {born[0]['VmHWM']:.0f} MB "
+                   f"with every table born and {signed[0]['VmHWM']:.0f} MB once the browser had "
+                   "signed in (one argon2id verification; argon2-cffi's default profile takes "
+                   "64 MiB); pit B, never signed in to, peaked at "
+                   f"{x['memory_mb'][1]['VmHWM']:.0f} MB. Sign-ins at the same moment add "
+                   "64 MiB each (they run in threads).")
+    prof = sc.get("profile")
+    if prof:
+        shares = ", ".join(f"{part} {share * 100:.0f} %" for part, share in sorted(
+            prof["own_share"].items(), key=lambda kv: -kv[1]))
+        top = "; ".join(f"`{t['function']}` {t['own_s'] / prof['total_s'] * 100:.0f} %"
+                        for t in prof["top"][:6])
+        out.append(f"Where pit A's time goes ({prof['tables']} tables, its page and the "
+                   f"program's stream open; cProfile, `--profile`: {prof['total_s']:.0f} s "
+                   "busy in its main thread, the wait in epoll left out). By the code's own "
+                   f"time: {shares}; the rest is asyncio, JSON and the interpreter. The "
+                   f"largest single functions: {top}."
+                   + (f" `incidents()` (pit/alerts.py: every alert of the floor grouped and "
+                      "sorted into incidents, for each render of the page's alerts panel) took "
+                      f"{prof['incidents']['cumulative_s'] / prof['total_s'] * 100:.0f} % of "
+                      f"it in {prof['incidents']['calls']:,} calls."
+                      if prof.get("incidents", {}).get("calls") else "")
+                   + (f" That run's pits were stopped {prof['seconds']:g} s into the dealing "
+                      "plus a minute's wait while still behind (pit A under cProfile is "
+                      "slower): {lost} of the {published:,} numbers published were not in the "
+                      "record when they stopped.".format(**prof["record_at_stop"])
+                      if prof.get("record_at_stop", {}).get("lost") else ""))
+    exp = sc.get("follow_experiment")
+    if exp and exp.get("dom", {}).get("count"):
+        out.append(f"The same {exp['tables']} tables with the pits' `T_FOLLOW` set to "
+                   f"{exp['follow_every']:g} s (an experiment, `--experiment-follow`; not the "
+                   f"pit as shipped): publish → DOM p50 {exp['dom']['p50']:,.0f} ms, p99 "
+                   f"{exp['dom']['p99']:,.0f} ms; B's share p50 "
+                   f"{_lat(exp.get('dom_b'))[0]} ms (shipped: {_lat(small.get('dom_b'))[0]} ms), "
+                   "its p99 lost in this run's load; each pit's CPU "
+                   f"{exp['cpu_percent']['pit_a']:.0f} / {exp['cpu_percent']['pit_b']:.0f} %, "
+                   f"PostgreSQL {exp['cpu_percent']['postgres']:.0f} %, load average "
+                   f"{exp['load_average']['mean']:.1f}.")
+    return [*parts, " ".join(out), ""]
+
+
 def _lat(x: dict[str, Any] | None) -> tuple[str, str, str]:
     if not x or not x.get("count"):
         return ("–", "–", "–")
-    return (f"{x['p50']:.0f}", f"{x['p99']:.0f}", f"{x['count']:,} of {x['published']:,}")
+    return (f"{x['p50']:,.0f}", f"{x['p99']:,.0f}",
+            f"{x['count']:,} of {x.get('published', x['count']):,}")
 
 
 def _pit(r: dict[str, Any]) -> list[str]:
@@ -901,6 +1104,8 @@ def _reason(r: dict[str, Any], name: str) -> str:
                 "sensor's STATUS report every second through a worker thread, and metrics "
                 "(with their sequence number written to the journal) go out every 5 s: a few "
                 "milliseconds of CPU each second in CPython.")
+    if name.startswith("scale"):
+        return _scale_reason(r, name)
     if name.startswith("pit") and "RSS after" in name:
         store = next(k for k, v in STORE_NAMES.items() if f"({v})" in name)
         day = r["pit_day"]["stores"][store]["day"]
@@ -935,6 +1140,22 @@ RECONCILE = [
     '"Reconciliation" says how it works.',
     "",
 ]
+def _scale_reason(r: dict[str, Any], name: str) -> str:
+    x = r["scale"]["runs"][-1]
+    if "DOM" in name:
+        own, other = _lat(x.get("dom_a"))[1], _lat(x.get("dom_b"))[1]
+        arrival = _lat(x.get("sse_arrival"))[1]
+        return (f"the outcomes pit A recorded itself reach its page with p99 {own} ms; those "
+                f"its partner recorded reach it with p99 {other} ms (the page's stream had "
+                f"them with p99 {arrival} ms): a pit of a pair learns its partner's share by "
+                "reading the shared record every half second (`T_FOLLOW` in pit/service.py, "
+                "`_follow_records`), so up to 500 ms plus the query is spent waiting before "
+                "that outcome is even in its model. See \"What the pit pair's latency is "
+                "made of\" above (in the section of 200 to 1,000 tables).")
+    if "RSS" in name:
+        return "each pit's peak is in the table above, with its CPU and the machine's load."
+    return (f"the record's check: {x['record']}; the pits' handler errors: "
+            f"{x['handler_errors']}.")
 
 
 def render(r: dict[str, Any]) -> str:
@@ -965,7 +1186,8 @@ def render(r: dict[str, Any]) -> str:
                   [(n, g, m, _verdict(ok)) for n, g, m, ok in goals])
     for key, part in (("latency", _latency), ("throughput", _throughput),
                       ("footprint", _footprint), ("replay", _replay), ("floor", _floor),
-                      ("pit", _pit), ("pit_day", _pit_day), ("pit_monitors", _pit_monitors)):
+                      ("pit", _pit), ("pit_day", _pit_day), ("pit_monitors", _pit_monitors),
+                      ("scale", _scale)):
         if key in r:
             out += part(r)
         if key == "pit_day":
