@@ -312,8 +312,10 @@ class Dealer:
         faults: Sequence[ShoeFault] = (),
         preset: Preset | None = None,
         ledger: Callable[[dict[str, Any]], object] | None = None,
+        cut_card: int | None = None,
     ) -> None:
         self.reader = reader
+        self._cut_card = cut_card
         self._rng = rng
         self._decks = decks
         self._demos = demos
@@ -367,7 +369,8 @@ class Dealer:
         assert table is not None
         cards = preset_shoe(self._rng, self._decks, self._preset, self._previous_order)
         self._previous_order = cards
-        self._new_shoe(cards, cut_behind=self._rng.randint(*CUT_CARD_FROM_END))
+        behind = self._rng.randint(*CUT_CARD_FROM_END)  # drawn always: the same shoes follow
+        self._new_shoe(cards, cut_behind=behind if self._cut_card is None else self._cut_card)
         yield from self._report(self.reader.load(self._decks))
         yield from self._burn_at_start()
         demos = self._demos
@@ -570,6 +573,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Art. 9 drawing method the dealer follows (default 1)")
     parser.add_argument("--last-hand", choices=("this", "one_more"), default="this",
                         help="Art. 3: the cut card's hand is the last, or one more follows")
+    parser.add_argument("--cut-card", type=_at_least(1), metavar="N",
+                        help="the cut card N cards from the end instead of 12 to 16: a short "
+                             "shoe, for a test or a demonstration that needs one soon")
     parser.add_argument("--hands", type=_at_least(1), metavar="N",
                         help="stop after N hands (demonstrations and voids count)")
     parser.add_argument("--shoes", type=_at_least(1), metavar="N",
@@ -610,7 +616,7 @@ def dealer_from_args(args: argparse.Namespace, reader: ShoeReader,
                   burn=args.burn, method=args.method, last_hand=args.last_hand,
                   hands=args.hands, shoes=shoes, cards=args.cards,
                   faults=[f for f in args.fault if isinstance(f, ShoeFault)],
-                  preset=args.preset,
+                  preset=args.preset, cut_card=args.cut_card,
                   ledger=None if ledger is None else ledger.write)
 
 

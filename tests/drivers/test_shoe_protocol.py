@@ -328,6 +328,23 @@ def test_the_cut_card_s_hand_is_the_last_or_one_more_art3(seed: int, last_hand: 
     assert settled_at[-1] == len(events) - 1  # the shoe ends with its last hand
 
 
+def test_a_cut_card_set_early_makes_a_short_shoe_of_the_same_cards() -> None:
+    """``tabled-sim shoe --cut-card N`` (the pit's browser test of the cut card): the cut card
+    N cards from the end, its hand the last, then the next shoe, dealt from the same shuffles."""
+    plain = events_of(Dealer(ShoeReader(), rng=random.Random(3), shoes=2))
+    short = events_of(Dealer(ShoeReader(), rng=random.Random(3), shoes=2, cut_card=330))
+    cuts = [i for i, e in enumerate(short) if isinstance(e, CutCard)]
+    assert [52 * 8 - short[i].extra["card_no"] for i in cuts] == [330, 330]
+    table = make_table("baccarat", BaccaratOptions())
+    settled = [i for i, e in enumerate(short) for o in table.feed(e) if isinstance(o, Outcome)]
+    assert sum(1 for i in settled if i > cuts[1]) == 1  # the cut card's hand is the last
+    assert settled[-1] == len(short) - 1
+    assert len(settled) < 40 < 120 < len(settle(plain))  # two shoes of ~17 hands, not of ~80
+    cards = [[e.card for e in shoe if isinstance(e, Burn | CardDealt)]
+             for shoe in (plain, short)]
+    assert cards[1][:40] == cards[0][:40]  # the first shoe's shuffle is the same
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_the_start_of_a_shoe_burns_the_first_card_s_value_art2(seed: int) -> None:
     reports = list(Dealer(ShoeReader(), rng=random.Random(seed), hands=1).reports())

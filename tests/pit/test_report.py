@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -339,32 +340,42 @@ async def test_the_command_line(sqlite_store: Store, tmp_path: Path) -> None:
     config.write_text(f'[mqtt]\nurl = "mqtt://127.0.0.1:1883"\n[store]\nsqlite = '
                       f'"{tmp_path / "pit.sqlite"}"\n[reports]\ntimezone = "{ZONE}"\n')
     period = ["--from", "2026-12-04T07:00", "--to", "2026-12-04T15:00"]
-    done = tabled("pit", "report", "--config", str(config), *period, "--format", "csv")
+    out = tmp_path / "t2.html"
+    pdf = tmp_path / "floor.pdf"
+    nowhere = tmp_path / "none.toml"
+    nowhere.write_text(f'[mqtt]\nurl = "mqtt://127.0.0.1:1883"\n[store]\nsqlite = '
+                       f'"{tmp_path / "none.sqlite"}"\n')
+    # seven commands, each of its own: run side by side (each mostly a Python start-up)
+    with ThreadPoolExecutor(4) as pool:
+        csv_, html_, pdf_, bad_date, bad_table, bad_format, none_ = pool.map(lambda a: tabled(*a), [
+            ("pit", "report", "--config", str(config), *period, "--format", "csv"),
+            ("pit", "report", "--config", str(config), *period, "--table", "lab/t2",
+             "--format", "html", "--lang", "en", "--output", str(out)),
+            ("pit", "report", "-c", str(config), *period, "--format", "pdf", "-o", str(pdf)),
+            ("pit", "report", "--config", str(config), "--from", "last tuesday", "--to",
+             "2026-12-04"),
+            ("pit", "report", "--config", str(config), *period, "--table", "t2"),
+            ("pit", "report", "--config", str(config), *period, "--format", "doc"),
+            ("pit", "report", "--config", str(nowhere), *period)])
+    done = csv_
     assert done.returncode == 0, done.stderr
     rows = _parsed(done.stdout.decode())
     assert [r["count"] for r in rows if (r["section"], r["item"]) == ("rounds", "rounds")] == [
         "10", "2", "12"]
-    out = tmp_path / "t2.html"
-    done = tabled("pit", "report", "--config", str(config), *period, "--table", "lab/t2",
-                  "--format", "html", "--lang", "en", "--output", str(out))
+    done = html_
     assert done.returncode == 0, done.stderr
     html = out.read_text()
     assert "lab/t2" in html and "lab/t1" not in html and "qpoker.art11.5" in html
-    pdf = tmp_path / "floor.pdf"
-    done = tabled("pit", "report", "-c", str(config), *period, "--format", "pdf", "-o", str(pdf))
+    done = pdf_
     assert done.returncode == 0 and pdf.read_bytes().startswith(b"%PDF-")
-    bad = tabled("pit", "report", "--config", str(config), "--from", "last tuesday", "--to",
-                 "2026-12-04")
+    bad = bad_date
     assert bad.returncode == 2 and bad.stdout == b""
     assert b"--from: not a date and time" in bad.stderr and b"last tuesday" in bad.stderr
-    bad = tabled("pit", "report", "--config", str(config), *period, "--table", "t2")
+    bad = bad_table
     assert bad.returncode == 2 and b"SITE/TABLE" in bad.stderr
-    bad = tabled("pit", "report", "--config", str(config), *period, "--format", "doc")
+    bad = bad_format
     assert bad.returncode == 2
-    nowhere = tmp_path / "none.toml"
-    nowhere.write_text(f'[mqtt]\nurl = "mqtt://127.0.0.1:1883"\n[store]\nsqlite = '
-                       f'"{tmp_path / "none.sqlite"}"\n')
-    assert tabled("pit", "report", "--config", str(nowhere), *period).returncode == 1
+    assert none_.returncode == 1
 
 
 def test_a_bad_reports_section_names_the_key() -> None:

@@ -9,7 +9,8 @@ A test module takes the fixtures by importing them (``from tests.pit.webfloor im
 floor, supervisor``; ``pytestmark = WEB_MARKS``): each module gets a floor of its own (module
 scope). A module's ``PIT_CONFIG_EXTRA`` (a list of TOML lines, if it has one) ends the pit's
 config, e.g. sections of its own; its ``PIT_ALERTS_EXTRA`` (TOML lines) ends the config's
-``[alerts]`` section (which the floor writes itself).
+``[alerts]`` section (which the floor writes itself); its ``SIM_EXTRA`` (a table's id → more
+arguments of its simulator) changes a table's device, e.g. a short shoe.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -245,27 +247,46 @@ def floor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReque
     daemons: dict[str, Daemon] = {}
     pit: subprocess.Popen[bytes] | None = None
     console: QPokerConsole | None = None
+    sim_extra: dict[str, list[str]] = getattr(request.module, "SIM_EXTRA", {})
     try:
         shoe = Simulator(["shoe", "--seed", "11", "--hands", str(SHOE_HANDS), "--pace", "0.002",
-                          "--link", str(work / "shoe"), "--forever"], work / "shoe.log")
+                          "--link", str(work / "shoe"), "--forever", *sim_extra.get("bac-1", [])],
+                         work / "shoe.log")
         dice = Simulator(["dice", "--seed", "4", "--count", "100000", "--pace", "0.25",
-                          "--forever", "--socket", str(work / "dice.sock")], work / "dice.log")
+                          "--forever", "--socket", str(work / "dice.sock"),
+                          *sim_extra.get("craps-1", [])], work / "dice.log")
         shuffler = Simulator(["shuffler", "--game", "qpoker", "--seed", "7", "--rounds", "500",
                               "--pace", "0.002", "--link", str(work / "shuffler"), "--step",
-                              "--forever"], work / "shuffler.log")
+                              "--forever", *sim_extra.get("qp-1", [])], work / "shuffler.log")
         # three more tables, playing at a person's pace: a floor of six, as a pit has
         shoe2 = Simulator(["shoe", "--seed", "12", "--pace", "0.12", "--link",
-                           str(work / "shoe2"), "--forever"], work / "shoe2.log")
+                           str(work / "shoe2"), "--forever", *sim_extra.get("bac-2", [])],
+                          work / "shoe2.log")
         shoe3 = Simulator(["shoe", "--seed", "13", "--demo", "1", "--pace", "0.2", "--link",
-                           str(work / "shoe3"), "--forever"], work / "shoe3.log")
+                           str(work / "shoe3"), "--forever", *sim_extra.get("bac-3", [])],
+                          work / "shoe3.log")
         dice2 = Simulator(["dice", "--seed", "9", "--count", "100000", "--pace", "0.7",
-                           "--forever", "--socket", str(work / "dice2.sock")],
-                          work / "dice2.log")
+                           "--forever", "--socket", str(work / "dice2.sock"),
+                           *sim_extra.get("craps-2", [])], work / "dice2.log")
         sims += [shoe, dice, shuffler, shoe2, shoe3, dice2]
-        shoe_url = shoe.start()
-        dice_url = _dice_url(dice)
-        shuffler_url = shuffler.start()
-        shoe2_url, shoe3_url, dice2_url = shoe2.start(), shoe3.start(), _dice_url(dice2)
+        # the pit's config names no device: the pit starts while the simulators start, all at
+        # once (each a Python start-up: in turn they took seconds); the tables only once the
+        # pit serves, so that it sees each from its first message
+        secret = work / "session.secret"
+        secret.write_text(secrets.token_urlsafe(48))
+        os.chmod(secret, 0o600)
+        port = free_port()
+        store = work / "pit" / "pit.sqlite"
+        config = _pit_config(work / "pit.toml", broker.url, store, port, secret,
+                             getattr(request.module, "PIT_CONFIG_EXTRA", ()),
+                             getattr(request.module, "PIT_ALERTS_EXTRA", ()))
+        with open(work / "pit.log", "ab") as log:
+            pit = subprocess.Popen([sys.executable, "-m", "tabled.tools.cli", "pit", "--config",
+                                    str(config)], stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        with ThreadPoolExecutor(len(sims)) as starting:
+            shoe_url, dice_url, shuffler_url, shoe2_url, shoe3_url, dice2_url = starting.map(
+                lambda sim: _dice_url(sim) if sim.args[0] == "dice" else sim.start(), sims)
         key = secrets.token_hex(32).encode()
         key_file = work / "console.key"
         key_file.write_bytes(key)
@@ -292,18 +313,6 @@ def floor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReque
                 journal=work / f"{table}.sqlite", broker_url=broker.url,
                 devices=[{"id": device, "family": family, "url": url}]), work / f"{table}.log")
 
-        secret = work / "session.secret"
-        secret.write_text(secrets.token_urlsafe(48))
-        os.chmod(secret, 0o600)
-        port = free_port()
-        store = work / "pit" / "pit.sqlite"
-        config = _pit_config(work / "pit.toml", broker.url, store, port, secret,
-                             getattr(request.module, "PIT_CONFIG_EXTRA", ()),
-                             getattr(request.module, "PIT_ALERTS_EXTRA", ()))
-        with open(work / "pit.log", "ab") as log:
-            pit = subprocess.Popen([sys.executable, "-m", "tabled.tools.cli", "pit", "--config",
-                                    str(config)], stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
         base_url = f"http://127.0.0.1:{port}"
         _wait(lambda: _healthy(base_url) or (pit.poll() is not None and pytest.fail(
             (work / "pit.log").read_text()[-3000:])), 30, "the pit's page")
@@ -316,9 +325,9 @@ def floor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReque
     finally:
         if console is not None:
             console.stop()
-        for daemon in daemons.values():
-            if daemon.alive():
-                daemon.stop()
+        # the tables stop together (each its own graceful stop), then the pit, then the devices
+        with ThreadPoolExecutor(max(1, len(daemons))) as stopping:
+            list(stopping.map(lambda d: d.stop() if d.alive() else None, daemons.values()))
         if pit is not None and pit.poll() is None:
             pit.send_signal(signal.SIGTERM)
             try:
@@ -326,8 +335,8 @@ def floor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReque
             except subprocess.TimeoutExpired:
                 pit.kill()
                 pit.wait()
-        for sim in sims:
-            sim.stop()
+        with ThreadPoolExecutor(max(1, len(sims))) as stopping:
+            list(stopping.map(Simulator.stop, sims))
         collector.stop()
         broker.stop()
 
