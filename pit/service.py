@@ -78,6 +78,9 @@ T_OUTBOX = 0.25
 T_AUDIT_WINDOW = 10.0
 #: With a shared subscription, how often the other servers' records are read, seconds.
 T_FOLLOW = 0.5
+#: With a shared subscription, a jump in a table's numbers is looked for in the record (and
+#: fetched if still missing) this long after it was heard, seconds.
+T_SHARE_GRACE = 1.5
 #: How often the STATUS line is refreshed, seconds.
 T_STATUS = 2.0
 
@@ -146,6 +149,10 @@ class PitService:
                 self.floor, self.ingest.publish, self.ingest.connected.is_set,
                 retention=config.retention)
             self.engine.on_gap = self.reconciler.gap
+            if config.mqtt.share_group:
+                # a jump is what a shared subscription does: the other servers took the
+                # numbers between; the record is asked once their share had time to land
+                self.engine.on_gap = self._shared_gap
             self.ingest.extra_subscriptions = self.reconciler.subscriptions()
         #: whether this server leads the floor (always, with SQLite)
         self.leader = Leadership(config.ha, config.store.postgres, config.pit.id,
@@ -162,6 +169,8 @@ class PitService:
         #: ids of the records already applied to the floor (a shared subscription's follower)
         self._applied: dict[int, float] = {}
         self._record_cursor = 0
+        #: jumps heard with a shared subscription, handed to the reconciler when due
+        self._jumps: dict[tuple[str, str, str], tuple[int, int, float]] = {}
         #: tables whose live model is built again after a batch (fetched messages)
         self._reload: set[tuple[str, str]] = set()
         self._metrics_server: Any = None
@@ -488,12 +497,33 @@ class PitService:
                 self.store_failure = None
             return result
 
+    def _shared_gap(self, site: str, table: str, stream: str, first: int, last: int) -> None:
+        """A jump in ``table_seq`` with a shared subscription: handed to the reconciler after
+        :data:`T_SHARE_GRACE` (by then the record has the other servers' share; what it
+        still lacks is fetched)."""
+        key = (site, table, stream)
+        held = self._jumps.get(key)
+        if held is not None:
+            first, last = min(first, held[0]), max(last, held[1])
+        due = held[2] if held is not None else time.monotonic() + T_SHARE_GRACE
+        self._jumps[key] = (first, last, due)
+
+    def _hand_jumps(self) -> None:
+        if self.reconciler is None:
+            return
+        now = time.monotonic()
+        for key, (first, last, due) in list(self._jumps.items()):
+            if due <= now:
+                del self._jumps[key]
+                self.reconciler.gap(*key, first, last)
+
     async def _follow_records(self) -> None:
         """With a shared subscription this server receives only its share of the outcomes;
         the other servers' share reaches its live model through the shared record, within
         about half a second (alerts need no such path: they are in the record already)."""
         while True:
             await asyncio.sleep(T_FOLLOW)
+            self._hand_jumps()
             try:
                 records = await self.store.recorded_by_others(self._record_cursor,
                                                               T_AUDIT_WINDOW, self.actor)
