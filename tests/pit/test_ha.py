@@ -227,7 +227,7 @@ async def two_pits_one_floor(broker: Mosquitto, postgres: PgServer, tmp_path: Pa
                     victim.start()
                     await wait_for(victim.healthy, 30, f"{victim.name} did not come back")
                 assert max(takeovers) <= TAKEOVER, takeovers
-                print(f"takeovers after kill -9 of the leader: {takeovers} s")  # noqa: T201
+                print(f"takeovers after kill -9 of the leader: {takeovers} s")
                 await asyncio.sleep(1.0)
                 playing = False
                 await asyncio.gather(*players)
