@@ -41,6 +41,8 @@ def haproxy_config(port: int, servers: dict[str, int]) -> str:
         "",
         "backend pits",
         "    balance roundrobin",
+        "    # which server answered (a test follows the page's live stream by it)",
+        "    http-response set-header X-Pit-Server %s",
         "    option httpchk GET /healthz",
         "    http-check expect status 200",
         "    # a busy server (one that just took over a floor) answers slowly, not never",
