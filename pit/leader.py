@@ -88,6 +88,12 @@ class Leadership:
             self.on_change(leading)
 
     async def run(self) -> None:
+        try:
+            await self._run()
+        finally:  # stopped: the lock's connection is closed, so is the lead
+            self._set(False, "stopped")
+
+    async def _run(self) -> None:
         if self.postgres is None:
             self._set(True, "one server (SQLite): always the leader")
             await asyncio.Event().wait()
