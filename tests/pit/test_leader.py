@@ -9,13 +9,16 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import psycopg
 import pytest
 
+from tabled.daemon.broker import Mosquitto
 from tabled.pit.config import ConfigError, HASettings, PostgresSettings, parse_config
 from tabled.pit.leader import Leadership
-from tests.pit.conftest import PgServer
+from tabled.pit.service import PitService
+from tests.pit.conftest import PgServer, running
 
 FAST = HASettings(poll_interval=0.2, poll_timeout=1.0)
 
@@ -92,3 +95,27 @@ def test_settings_that_could_make_two_leaders_are_refused() -> None:
         parse_config({"mqtt": {"url": "mqtt://127.0.0.1"},
                       "ha": {"poll_interval": 5, "poll_timeout": 5, "keepalive_idle": 5}})
     assert "ha" in str(found.value) and "must be below" in str(found.value)
+
+
+async def test_two_pit_services_one_leader_said_in_status_and_metrics(
+        broker: Mosquitto, postgres: PgServer) -> None:
+    conninfo = postgres.conninfo(postgres.new_database())
+
+    def config(name: str) -> Any:
+        return parse_config({
+            "pit": {"id": name},
+            "mqtt": {"url": broker.url, "share_group": "pit", "reconnect_min": 0.1},
+            "store": {"postgres": {"conninfo": conninfo}},
+            "ha": {"poll_interval": 0.2, "poll_timeout": 1.0}})
+
+    a, b = PitService(config("pit-a")), PitService(config("pit-b"))
+    async with running(a), running(b):
+        await until(lambda: a.leader.is_leader or b.leader.is_leader)
+        await asyncio.sleep(0.6)
+        leader, follower = (a, b) if a.leader.is_leader else (b, a)
+        assert not follower.leader.is_leader
+        assert leader.status_line().startswith("leader; ")
+        assert follower.status_line().startswith("follower; ")
+        assert b"pit_leader 1.0" in leader.metrics.text()
+        assert b"pit_leader 0.0" in follower.metrics.text()
+    assert b"pit_leader 0.0" in leader.metrics.text()  # stopped: not leader any more
