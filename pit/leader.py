@@ -53,12 +53,13 @@ class Leadership:
         self.postgres = postgres
         self.pit_id = pit_id
         self.on_change = on_change
-        self.is_leader = False
-        #: monotonic time of the last change (0: never led)
+        #: one server (SQLite) leads from the start
+        self.is_leader = postgres is None
+        #: monotonic time of the last change (0: never changed)
         self.since = 0.0
         self._leading = asyncio.Event()
         self._following = asyncio.Event()
-        self._following.set()
+        (self._leading if self.is_leader else self._following).set()
         self._problem: str | None = None
 
     @property
@@ -96,6 +97,7 @@ class Leadership:
     async def _run(self) -> None:
         if self.postgres is None:
             self._set(True, "one server (SQLite): always the leader")
+            log.info("leader_alone", pit=self.pit_id, reason="one server (SQLite): the leader")
             await asyncio.Event().wait()
         s = self.settings
         while True:

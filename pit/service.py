@@ -158,7 +158,7 @@ class PitService:
         self.leader = Leadership(config.ha, config.store.postgres, config.pit.id,
                                  on_change=self._leadership_changed)
         self.watch.leading = lambda: self.leader.is_leader
-        self.metrics.leader.set(0)
+        self.metrics.leader.set(1 if self.leader.is_leader else 0)
         self.store_failure: str | None = None
         self.handler_errors = 0
         self._stop = asyncio.Event()
