@@ -140,7 +140,7 @@ async def two_pits_one_floor(broker: Mosquitto, postgres: PgServer, tmp_path: Pa
     key_path, secret = tmp_path / "fetch.key", tmp_path / "session.key"
     key = secrets.token_hex(32)
     key_path.write_text(key + "\n")
-    secret.write_bytes(secrets.token_bytes(32))
+    secret.write_text(secrets.token_urlsafe(48) + "\n")
     for path in (key_path, secret):
         os.chmod(path, 0o600)
     pits = []

@@ -70,7 +70,7 @@ def test_the_live_page_moves_to_the_surviving_server(
         broker: Mosquitto, postgres: PgServer, tmp_path: Path) -> None:
     conninfo = postgres.conninfo(postgres.new_database())
     secret = tmp_path / "session.key"
-    secret.write_bytes(secrets.token_bytes(32))
+    secret.write_text(secrets.token_urlsafe(48) + "\n")
     os.chmod(secret, 0o600)
     pits = []
     for name in ("pit-a", "pit-b"):
