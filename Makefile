@@ -117,9 +117,11 @@ bench: venv system-deps
 # The full fault campaigns and the full fuzzing campaign of docs/reliability.md (bounded forms
 # of both run in `make test`), and the pit killed 25 times while tables play (docs/pit.md; 6 kills
 # in `make test`). The disk campaign needs root (a loop-mounted filesystem).
+# A site's uplink cut for 60 s between bridged brokers (docs/deployment.md; 3 s in `make test`).
 campaigns: venv system-deps
 	$(BIN)/python -m tests.campaigns $(CAMPAIGN_ARGS)
 	TABLED_SLOW=1 $(BIN)/pytest -q -m slow tests/pit
+	TABLED_SLOW=1 $(BIN)/pytest -q -m slow tests/integration/test_bridge.py
 
 fuzz: venv
 	$(BIN)/python -m bench.fuzz $(FUZZ_ARGS)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench import floor, footprint, latency, pit, replay, throughput
+from bench import floor, footprint, latency, pit, replay, smallpc, throughput
 from bench.measure import load_average, machine
 from bench.report import render
 from tabled.daemon.broker import Mosquitto
@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: the browser on its page and the simplest recorder beside it, a simulated day, the integrity
 #: monitors; each section for both stores.
 PIT_SECTIONS = {"pit": ("floor", "recorder"), "pit_day": ("day",), "pit_monitors": ("monitors",)}
-BENCHMARKS = ("latency", "throughput", "footprint", "replay", "floor", *PIT_SECTIONS)
+BENCHMARKS = ("latency", "throughput", "footprint", "replay", "floor", *PIT_SECTIONS,
+              "smallpc")
 #: The benchmarks whose figures are read against the machine's disk and broker (the latency
 #: reasons quote the disk's commit cost): only a run of one of them measures the machine again.
 USES_DISK = frozenset({"latency", "throughput", "footprint", "floor"})
@@ -53,6 +54,7 @@ class Sizes:
     floor_tables: list[int]
     floor_seconds: float
     pit: pit.Plan
+    smallpc: smallpc.Plan
 
 
 FULL = Sizes(
@@ -62,6 +64,7 @@ FULL = Sizes(
     replay_rounds={"baccarat": 200_000, "craps": 200_000, "qpoker": 50_000}, replay_repeats=3,
     floor_tables=[50, 100, 200], floor_seconds=60.0,
     pit=pit.FULL,
+    smallpc=smallpc.FULL,
 )
 QUICK = Sizes(
     latency=latency.Plan(count=40, warmup=5, interval=0.005),
@@ -70,6 +73,7 @@ QUICK = Sizes(
     replay_rounds={"baccarat": 300, "craps": 300, "qpoker": 100}, replay_repeats=1,
     floor_tables=[4], floor_seconds=2.0,
     pit=pit.QUICK,
+    smallpc=smallpc.QUICK,
 )
 
 
@@ -100,6 +104,10 @@ async def run(sizes: Sizes, only: list[str], workdir: Path, say: Any) -> dict[st
             section = workdir / name
             section.mkdir()
             results[name] = await pit.run(section, sizes.pit, say, parts)
+    if "smallpc" in only:  # the table PC is small (issue 30): the daemon in a cgroup
+        section = workdir / "smallpc"
+        section.mkdir()
+        results["smallpc"] = await smallpc.run(section, sizes.smallpc, say)
     return results
 
 

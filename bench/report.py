@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from bench import smallpc
+
 FAMILY_NAMES = {"shoe": "card-reading shoe (pty)", "shuffler": "shuffler-dealer (pty)",
                 "dice": "dice sensor (simulated USB)"}
 PIPELINE_NAMES = {"tabled": "tabled", "baseline_a": "(a) pty/USB read + paho publish",
@@ -67,6 +69,7 @@ def _goals(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
         sizes = "/".join(str(run["tables"]) for run in fl["runs"])
         goals.append((f"floor, {sizes} tables: loss", "0", str(lost), lost == 0))
     goals += _pit_goals(r)
+    goals += smallpc.goals(r)
     return goals
 
 
@@ -839,6 +842,8 @@ def _not_met(r: dict[str, Any], goals: list[tuple[str, str, str, bool]]) -> list
 
 
 def _reason(r: dict[str, Any], name: str) -> str:
+    if name.startswith("table PC"):
+        return smallpc.reason(r, name)
     commit = r["machine"]["durable_commit"]
     if name.startswith("latency"):
         family = name.split(",")[1].split(":")[0].strip()
@@ -936,6 +941,8 @@ def render(r: dict[str, Any]) -> str:
                       ("pit", _pit), ("pit_day", _pit_day), ("pit_monitors", _pit_monitors)):
         if key in r:
             out += part(r)
+    if "smallpc" in r:
+        out += smallpc.section(r)
     out += _not_met(r, goals)
     out += PROFILES
     if any(k in r for k in ("pit", "pit_day", "pit_monitors")):

@@ -36,6 +36,7 @@ from tabled.contract.events import (
     Event,
     EventCheck,
     EventChecks,
+    GameChecks,
     check_declared,
     require_fields,
 )
@@ -70,8 +71,11 @@ class GameDeclaration:
     ``declare`` event), which the pit compares with the outcome.
     ``required``: fields an event type must carry at this game beyond what docs/contract.md
     requires of every game (Q Poker: a ``card``'s ``seat``). ``checks``: the game's own
-    checks of an event type, beyond those (craps: a ``roll`` of two dice exactly; each raises
-    :class:`~tabled.contract.events.EventError`). ``record``: its typed outcome record, a
+    checks of an event type, beyond those (each raises
+    :class:`~tabled.contract.events.EventError`). ``dice``: how many dice its ``roll`` has
+    (craps: 2), stated as data so that its streams are read by a decoder that checks it as it
+    decodes (:class:`~tabled.contract.events.GameChecks`); None for a game without dice or
+    one that takes the contract's two or more. ``record``: its typed outcome record, a
     :class:`~tabled.contract.outcome.GameRecord` tagged with ``name`` (what
     :func:`decode_outcome` gives for its records), and ``schema`` its part of the outcome JSON
     schema as ``"package:resource"`` (package data: the ``properties``, ``if``/``then`` and
@@ -92,6 +96,7 @@ class GameDeclaration:
     declarations: tuple[str, ...] = ()
     required: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     checks: Mapping[str, EventCheck] = field(default_factory=dict)
+    dice: int | None = None
     record: type[GameRecord] | None = None
     schema: str | None = None
     option_values: Mapping[str, str] = field(default_factory=dict)
@@ -284,7 +289,8 @@ def event_checks(name: str) -> EventChecks:
     """Game ``name``'s checks of events beyond the contract, by event type (what
     :func:`tabled.contract.events.read_events` and ``parse_line`` take): the fields its
     declaration's ``required`` names, a ``declare`` of a word some installed game declares
-    (:func:`_declared`), and the game's own ``checks``. :class:`UnknownGame` for a game not
+    (:func:`_declared`), the game's own ``checks`` and its shape (``dice``: a
+    :class:`~tabled.contract.events.GameChecks`). :class:`UnknownGame` for a game not
     installed."""
     declared = game(name)
     checks: dict[str, list[EventCheck]] = {}
@@ -294,8 +300,8 @@ def event_checks(name: str) -> EventChecks:
     checks.setdefault(Declare.TYPE, []).append(_declared)
     for etype, check in declared.checks.items():
         checks.setdefault(etype, []).append(check)
-    return MappingProxyType({etype: found[0] if len(found) == 1 else _all(tuple(found))
-                             for etype, found in checks.items()})
+    return GameChecks({etype: found[0] if len(found) == 1 else _all(tuple(found))
+                       for etype, found in checks.items()}, dice=declared.dice)
 
 
 def check_event(event: Event, name: str) -> None:

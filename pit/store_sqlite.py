@@ -204,9 +204,11 @@ class SqliteStore(SqlStore):
         # One transaction at a time on the one connection. A write transaction takes SQLite's
         # write lock at once (IMMEDIATE), so that its reads and writes see one state.
         async with self._lock:
-            await self.call(lambda db: db.execute("BEGIN IMMEDIATE" if write and not
-                                                  self.readonly else "BEGIN"))
             try:
+                # inside the try: a BEGIN whose caller timed out still runs on the thread, and
+                # must be rolled back, or every later BEGIN fails inside it
+                await self.call(lambda db: db.execute("BEGIN IMMEDIATE" if write and not
+                                                      self.readonly else "BEGIN"))
                 yield _SqliteTx(self)
             except BaseException:
                 # shielded: a cancelled or timed-out operation still rolls back before the next

@@ -72,3 +72,23 @@ def test_the_unit_is_a_hardened_notify_service(name: str, lines: tuple[str, ...]
         assert line in text, line
     for word in absent:
         assert word not in text, word
+
+
+def test_the_daemons_resource_limits_are_the_measured_ones_and_install_md_says_them() -> None:
+    """The table unit's CPUQuota= is the smallest quota bench/smallpc.py found to meet every
+    goal (bench/results.json), its MemoryMax= the limit that was measured under, and
+    docs/install.md recommends both."""
+    import json
+
+    figures = json.loads((ROOT / "bench" / "results.json").read_text())["smallpc"]
+    met = [step for step in figures["steps"] if step["met"]]
+    assert met, "no quota measured met the goals: nothing to recommend"
+    best = min(met, key=lambda step: step["cpu_percent"])
+    assert figures["smallest_quota_met"] == best["cpu_percent"]
+    quota = f"CPUQuota={best['cpu_percent']:g}%"
+    memory = f"MemoryMax={best['memory_bytes'] // 2**20}M"
+    unit = (ROOT / "systemd" / "tabled.service").read_text().splitlines()
+    assert [line for line in unit if line.startswith(("CPUQuota=", "MemoryMax="))] == [
+        quota, memory]
+    install = (ROOT / "docs" / "install.md").read_text()
+    assert f"`{quota}`" in install and f"`{memory}`" in install

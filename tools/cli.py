@@ -2,8 +2,8 @@
 
 Owns only the root parser and where each layer's subcommands come from: the table service's
 (``tabled.daemon.cli``), the floor's (``roads``, ``integrity``, ``pit``) and the tools' (``demo``,
-``floor``, ``console``, ``conformance``). Subcommands import their modules lazily, so that
-``tabled replay`` starts without loading asyncio, MQTT or the device stacks.
+``floor``, ``console``, ``conformance``, ``floor-config``). Subcommands import their modules
+lazily, so that ``tabled replay`` starts without loading asyncio, MQTT or the device stacks.
 """
 
 from __future__ import annotations
@@ -285,6 +285,88 @@ def _add_conformance(sub: Any) -> None:
     kp.set_defaults(func=_cmd_conformance)
 
 
+def _cmd_floor_config(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from tabled.tools.floor_config import FloorConfigError, build, write
+
+    try:
+        floor = build(sites=args.site or [], central=args.central or [],
+                      listen=args.listen or [], central_listen=args.central_listen,
+                      prefix=args.prefix,
+                      cafile=Path(args.tls_ca) if args.tls_ca else None,
+                      cert_dir=Path(args.tls_certs) if args.tls_certs else None,
+                      etc=Path(args.etc) if args.etc else None,
+                      data=Path(args.data) if args.data else None, run_as=args.run_as,
+                      consoles=not args.no_consoles, keepalive=args.keepalive,
+                      restart_timeout=tuple(args.restart_timeout))
+        written = write(floor, Path(args.out), force=args.force)
+    except (FloorConfigError, OSError) as exc:
+        print(f"tabled floor-config bridge: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for path in written:
+        print(path)
+    print(f"{len(floor.sites)} sites, {sum(len(s.tables) for s in floor.sites)} tables: each "
+          "broker's mosquitto.conf, passwd (hashed) and tabled.acl, and each client's password "
+          "in secrets/<user>.password (mode 0600; none printed)", file=sys.stderr)
+    return 0
+
+
+def _add_floor_config(sub: Any) -> None:
+    fc = sub.add_parser(
+        "floor-config", help="broker configs for a floor: sites bridged to a central broker "
+        "(docs/deployment.md)",
+        description="Write the Mosquitto configs of a floor layout (docs/deployment.md).")
+    layouts = fc.add_subparsers(dest="layout", metavar="LAYOUT", required=True)
+    bp = layouts.add_parser(
+        "bridge", help="a broker per site, each bridged to a central broker",
+        description="For each site, OUT/<site>/: mosquitto.conf (listener, passwords, ACL, "
+        "persistence, and the bridge to the central broker: the tables' topics up, the pit's "
+        "fetch requests down, QoS 1, persistent session), passwd (hashed), tabled.acl (each "
+        "table daemon and console only its own topics) and secrets/<user>.password for each "
+        "client (mode 0600). OUT/central/: the same for the central broker, where each site's "
+        "bridge identity may write only its own site's tables' topics, and the pit and a "
+        "read-only watcher have their identities. No password is printed. Exit 0 written, "
+        "2 bad input (named).")
+    bp.add_argument("--site", action="append", metavar="SITE=TABLE[,TABLE…]",
+                    help="a site and its table ids (repeatable; ids are MQTT topic levels)")
+    bp.add_argument("--central", action="append", metavar="[SITE=]HOST:PORT",
+                    help="where the sites' bridges reach the central broker; SITE= for one "
+                    "site only (repeatable)")
+    bp.add_argument("--listen", action="append", metavar="[SITE=][HOST:]PORT",
+                    help="where each site's broker listens for its tables (default "
+                    "0.0.0.0:1883, 0.0.0.0:8883 with --tls-ca); SITE= for one site only "
+                    "(repeatable)")
+    bp.add_argument("--central-listen", metavar="[HOST:]PORT",
+                    help="where the central broker listens (default: all interfaces, the "
+                    "--central port)")
+    bp.add_argument("--out", required=True, metavar="DIR", help="write the files here")
+    bp.add_argument("--force", action="store_true",
+                    help="replace the files of an earlier run (new passwords)")
+    bp.add_argument("--prefix", default="tabled", help="the topic prefix (default tabled)")
+    bp.add_argument("--etc", metavar="DIR", help="where the files will be on each broker's "
+                    "host, e.g. /etc/mosquitto (default: where they are written)")
+    bp.add_argument("--data", metavar="DIR", help="each broker's persistence directory on its "
+                    "host, e.g. /var/lib/mosquitto (default: OUT/<site>/data)")
+    bp.add_argument("--run-as", metavar="USER", help="the user each broker runs as when "
+                    "started as root (default: Mosquitto's, mosquitto)")
+    bp.add_argument("--tls-ca", metavar="FILE",
+                    help="TLS on every listener and bridge: the floor's CA certificate")
+    bp.add_argument("--tls-certs", metavar="DIR",
+                    help="with --tls-ca: each broker's certificate and key (DIR/<site>.crt, "
+                    ".key; DIR/central.crt, .key) and each bridge's client certificate "
+                    "(DIR/bridge-<site>.crt, .key)")
+    bp.add_argument("--no-consoles", action="store_true",
+                    help="no dealer-console identities at the sites")
+    bp.add_argument("--keepalive", type=_positive_int, default=30, metavar="SECONDS",
+                    help="the bridge's keepalive: a silent uplink is noticed after 1.5 times "
+                    "this (default 30)")
+    bp.add_argument("--restart-timeout", type=_positive_int, nargs=2, default=[2, 30],
+                    metavar=("BASE", "CAP"), help="the bridge's reconnect backoff in seconds "
+                    "(default 2 30)")
+    bp.set_defaults(func=_cmd_floor_config)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tabled", description="Hardware-integration daemon for casino tables."
@@ -348,6 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_console(sub)
     _add_floor(sub)
     _add_conformance(sub)
+    _add_floor_config(sub)
     return parser
 
 

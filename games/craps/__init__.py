@@ -8,7 +8,7 @@ loaded only by them.
 from __future__ import annotations
 
 from tabled.games.craps.options import CrapsOptions
-from tabled.games.craps.record import CrapsOutcome, check_roll
+from tabled.games.craps.record import CrapsOutcome
 from tabled.games.registry import GameDeclaration
 
 GAME = GameDeclaration(
@@ -23,9 +23,9 @@ GAME = GameDeclaration(
     # the stickman's call of a throw: on a come-out roll natural (7 or 11), craps (2, 3, 12) or
     # point (a point is set); with a point on, seven_out, point_made or no_decision
     declarations=("natural", "craps", "point", "seven_out", "point_made", "no_decision"),
-    # its part of the contract: a throw is two dice; the typed outcome record and its part of
-    # the outcome schema
-    checks={"roll": check_roll},
+    # its part of the contract: a throw is two dice (Art. 1; data, so that its streams' own
+    # decoder checks it as it decodes); the typed outcome record and its part of the schema
+    dice=2,
     record=CrapsOutcome,
     schema="tabled.games.craps:outcome.schema.json",
     option_values={"big_bets_on_come_out": "true|false"},

@@ -1,7 +1,7 @@
 """Craps' part of the contract: its outcome record as published (docs/contract.md "Outcome
 records"), typed — what a receiver decodes (``tabled.games.registry.decode_outcome``), its part
 of the outcome schema (``outcome.schema.json`` beside this module, composed into the contract's
-by the registry) — and its check of a ``roll``: two dice, no more, no fewer.
+by the registry). A ``roll`` of two dice, no more, no fewer, is the declaration's ``dice``.
 
 It owns those shapes only: pure, no I/O; the rules core (:mod:`.rules`) makes the records.
 """
@@ -13,7 +13,6 @@ from typing import Annotated, ClassVar, Final, TypeAlias
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from tabled.contract.events import Event, EventError, Roll
 from tabled.contract.outcome import Bet, DieFace, GameRecord, Point, require_bets
 
 _Sum = Annotated[int, msgspec.Meta(ge=2, le=12)]
@@ -54,9 +53,3 @@ class CrapsOutcome(GameRecord, frozen=True, kw_only=True, gc=False, tag="craps")
         GameRecord.__post_init__(self)
         require_bets(self.bets, CRAPS_BETS)
 
-
-def check_roll(event: Event) -> None:
-    """Refuse a ``roll`` that is not two dice (Art. 1: a throw is of two dice); the contract
-    carries two or more, for games of more."""
-    if isinstance(event, Roll) and len(event.dice) != 2:
-        raise EventError(f"dice {list(event.dice)!r} is not two integers 1-6")

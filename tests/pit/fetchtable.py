@@ -50,13 +50,16 @@ class ServingTable:
     journal: dict[str, list[str]] = field(default_factory=lambda: {s: [] for s in STREAMS})
     requests: list[dict[str, Any]] = field(default_factory=list)
     served: int = 0
+    site: str = "floor"
+    #: the broker identity it connects as (None: anonymous)
+    username: str | None = None
+    password: str | None = None
 
     def __post_init__(self) -> None:
         from tests.pit.tablefeed import TableFeed
 
-        self.feed = TableFeed(self.index, self.journals)
+        self.feed = TableFeed(self.index, self.journals, site=self.site)
         self.name = self.feed.name
-        self.site = "floor"
         self.base = f"{PREFIX}/{self.site}/{self.name}"
         self._client: aiomqtt.Client | None = None
         self._task: asyncio.Task[None] | None = None
@@ -72,7 +75,8 @@ class ServingTable:
 
     async def start(self) -> None:
         self._client = aiomqtt.Client("127.0.0.1", self.port,
-                                      identifier=f"serving-{self.name}-{secrets.token_hex(3)}")
+                                      identifier=f"serving-{self.name}-{secrets.token_hex(3)}",
+                                      username=self.username, password=self.password)
         await self._client.__aenter__()
         await self._client.subscribe(f"{self.base}/fetch", qos=1)
         self._task = asyncio.create_task(self._serve())

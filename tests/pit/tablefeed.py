@@ -154,6 +154,8 @@ class TableFeed:
     index: int
     journals: Path
     connection: int = 0
+    #: the site it stands in (a topic level)
+    site: str = SITE
 
     def __post_init__(self) -> None:
         from tabled.daemon.config import parse_config
@@ -164,9 +166,9 @@ class TableFeed:
         self.game = game_of(self.index)
         device, family, url = DEVICES[self.game]
         self.device, self.family, self.url = device, family, url
-        self.base = f"{PREFIX}/{SITE}/{self.name}"
+        self.base = f"{PREFIX}/{self.site}/{self.name}"
         self.config = parse_config({
-            "table": {"site": SITE, "id": self.name, "game": self.game},
+            "table": {"site": self.site, "id": self.name, "game": self.game},
             "devices": [{"id": device, "family": family, "url": url}],
             "mqtt": {"url": "mqtt://127.0.0.1:1883"},
             "journal": {"path": str(self.journals / f"{self.name}.sqlite")}})
@@ -203,7 +205,7 @@ class TableFeed:
         birth_seq, will_seq = self.status_numbers.for_connection()
         self.status_numbers.accepted(will_seq)
         head = self.log.hash.hex()
-        body = {"version": VERSION, "site": SITE, "table": self.name, "game": self.game,
+        body = {"version": VERSION, "site": self.site, "table": self.name, "game": self.game,
                 "options": declare(self.runtime.options),
                 "devices": [{"id": self.device, "family": self.family}],
                 "started_at": self.started_at, "pid": 10_000 + self.index,

@@ -347,3 +347,36 @@ async def test_two_pit_servers_recording_one_stream_store_each_message_once(
         assert sorted(claims) == [False, True]
     finally:
         await asyncio.gather(a.close(), b.close())
+
+
+async def test_a_store_operation_that_timed_out_in_its_begin_does_not_jam_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write whose time ran out while its BEGIN IMMEDIATE waited for SQLite's write lock
+    (another process held it: ``tabled pit ack``, a backup): the BEGIN goes on in the store's
+    thread and succeeds once the lock is free, and is rolled back there, so the operations
+    after it work (it used to stay open: every later BEGIN failed inside it until the pit was
+    restarted)."""
+    import sqlite3
+    import threading
+
+    import tabled.pit.sql
+
+    path = tmp_path / "pit.sqlite"
+    s = SqliteStore(path)
+    await s.open()
+    try:
+        other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock for 0.6 s
+        release = threading.Timer(0.6, lambda: other.execute("ROLLBACK"))
+        release.start()
+        monkeypatch.setattr(tabled.pit.sql, "T_STORE", 0.2)
+        with pytest.raises(StoreError, match=r"took longer than 0\.2 s"):
+            await s.record(baccarat_outcome(1, 0), PIT)
+        release.join()
+        other.close()
+        monkeypatch.setattr(tabled.pit.sql, "T_STORE", 10.0)
+        assert (await s.record(baccarat_outcome(1, 0), PIT)).new
+        assert (await s.record(baccarat_outcome(2, 1), PIT)).new
+        assert len(await s.messages("lab", "t1")) == 2
+    finally:
+        await s.close()
