@@ -300,6 +300,7 @@ async def test_two_pits_one_floor_survive_kills_with_every_round_and_alert_once(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)
 @pytest.mark.skipif(not os.environ.get("TABLED_SLOW"), reason="TABLED_SLOW=1 runs the 20 kills")
 async def test_two_pits_one_floor_survive_20_kills(
         broker: Mosquitto, postgres: PgServer, tmp_path: Path) -> None:
