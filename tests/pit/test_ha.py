@@ -7,9 +7,11 @@ would; the first kill is the leader's, and the survivor's takeover is timed.
 
 At the end: every number of every table's journal once in the record with the journal's bytes,
 nothing invented, no ``seq_gap`` left open; the table that went offline has one ``offline``
-alert, and every alert change was published once on ``…/pit/alert``; the page answered through
-HAProxy every ~100 ms throughout (no failure longer than the takeover bound); one signed-in
-session is good on both servers. Three kills here (about a minute alone); twenty with
+alert, and every alert change was published on ``…/pit/alert``, never twice by one server
+(a second copy only when a leader was killed between publishing a change and marking it
+published: none in three kills, at most one in five kills); the page answered through HAProxy
+every ~100 ms throughout (no failure longer than the takeover bound); one signed-in session is
+good on both servers. Three kills here (about 90 s on the shared 2-core machine); twenty with
 ``TABLED_SLOW=1`` (marked ``slow``)."""
 
 from __future__ import annotations
@@ -275,8 +277,14 @@ async def two_pits_one_floor(broker: Mosquitto, postgres: PgServer, tmp_path: Pa
         assert len(offline) == 1
         assert pending == (0,)
         times = Counter(body["change"]["audit_id"] for body in published)
-        assert {k: n for k, n in times.items() if n > 1} == {}  # none twice
-        assert set(times) == {audit_id for audit_id, _ in sent}  # every change once
+        by = Counter((body["change"]["audit_id"], body["pit"]) for body in published)
+        # every change published, once by each server that published it: a second copy comes
+        # only from a leader killed between publishing and marking it published (its claim
+        # then runs out and the next leader publishes it again; docs/pit.md says so)
+        assert {k: n for k, n in by.items() if n > 1} == {}
+        assert set(times) == {audit_id for audit_id, _ in sent}
+        twice = {k: n for k, n in times.items() if n > 1}
+        assert len(twice) <= kills // 5, twice  # rare: the window is a publish's round trip
         assert offline[0][0] in {alert_id for _, alert_id in sent}
         assert [b["kind"] for b in published if b["table"] == gone.name].count("offline") >= 1
     finally:
