@@ -11,7 +11,7 @@ alert, and every alert change was published on ``…/pit/alert``, never twice by
 (a second copy only when a leader was killed between publishing a change and marking it
 published: none in three kills, at most one in five kills); the page answered through HAProxy
 every ~100 ms throughout (no failure longer than the takeover bound); one signed-in session is
-good on both servers. Three kills here (about 90 s on the shared 2-core machine); twenty with
+good on both servers. Three kills here (66-98 s on the shared 2-core machine); twenty with
 ``TABLED_SLOW=1`` (marked ``slow``)."""
 
 from __future__ import annotations
