@@ -61,6 +61,7 @@ system-deps:
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	command -v pdftoppm >/dev/null 2>&1 || missing="$$missing poppler-utils"; \
 	fc-list 2>/dev/null | grep -qi "wenquanyi micro hei" || missing="$$missing fonts-wqy-microhei"; \
+	command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing="$$missing haproxy"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
 	  $(APT_INSTALL) $$missing; \

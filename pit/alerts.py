@@ -356,6 +356,11 @@ class AlertEngine:
         for alert in await self.store.alerts(kind="device_lost"):
             self._lost.add((alert.site, alert.table, alert.subject))
 
+    async def lead(self) -> None:
+        """This server became the floor's leader: the silent tables the old leader found are
+        picked up from the record (not raised again)."""
+        self._silent = {(a.site, a.table) for a in await self.store.alerts(kind="silent")}
+
     # -- incidents and escalation ---------------------------------------------------------
 
     async def _incident(self, spec: AlertSpec) -> int | None:
@@ -706,14 +711,17 @@ class AlertEngine:
 
     # -- timers -------------------------------------------------------------------------------
 
-    async def tick(self) -> None:
-        """Gap checks that are due, escalations, and silent tables. Call every half second or
-        so."""
+    async def tick(self, *, leader: bool = True) -> None:
+        """Gap checks that are due (this server's: it recorded what started them),
+        escalations and silent tables (the floor's leader's, :mod:`pit.leader`). Call every
+        half second or so."""
         now = self.clock()
         due = [c for c in self._checks if c.due <= now]
         self._checks = [c for c in self._checks if c.due > now]
         for check in due:
             await self._check_gap(check)
+        if not leader:
+            return
         await self.escalate()
         for model in self.floor.tables():
             key = (model.site, model.table)

@@ -165,6 +165,37 @@ class RetentionSettings(_Strict):
     interval: Annotated[float, Field(ge=10, le=86400)] = 3600
 
 
+class HASettings(_Strict):
+    """Several pit servers on one PostgreSQL record (:mod:`tabled.pit.leader`): the floor's
+    leader holds a session-level advisory lock; what must run once per floor runs there."""
+
+    #: The advisory lock's key (a bigint); each floor's record is its own database, so the
+    #: default serves unless something else in that database uses the same key.
+    lock_key: Annotated[int, Field(ge=-(2**63), le=2**63 - 1)] = 0x7AB1ED_1EAD
+    #: Seconds between two looks at the lock (a follower tries to take it; the leader checks
+    #: it still holds it).
+    poll_interval: Annotated[float, Field(ge=0.1, le=10)] = 1.0
+    #: A look that takes longer than this (seconds) means the database is out of reach: the
+    #: leader steps down.
+    poll_timeout: Annotated[float, Field(ge=0.1, le=30)] = 2.0
+    #: TCP keepalives of the lock's connection, both ends (seconds, seconds, probes): the
+    #: database releases a lost host's lock after idle + interval x count seconds.
+    keepalive_idle: Annotated[int, Field(ge=1, le=3600)] = 5
+    keepalive_interval: Annotated[int, Field(ge=1, le=600)] = 1
+    keepalive_count: Annotated[int, Field(ge=1, le=100)] = 3
+
+    @model_validator(mode="after")
+    def _step_down_first(self) -> HASettings:
+        release = self.keepalive_idle + self.keepalive_interval * self.keepalive_count
+        if self.poll_interval + self.poll_timeout >= release:
+            raise ValueError(
+                f"poll_interval + poll_timeout ({self.poll_interval + self.poll_timeout:g} s) "
+                f"must be below keepalive_idle + keepalive_interval x keepalive_count "
+                f"({release} s): a cut-off leader must step down before the database lets "
+                "another server take over")
+        return self
+
+
 _Severity = Literal["critical", "major", "minor", "info"]
 
 
@@ -396,6 +427,8 @@ class PitConfig(_Strict):
     retention: RetentionSettings = RetentionSettings()
     alerts: AlertSettings = AlertSettings()
     reconcile: ReconcileSettings = ReconcileSettings()
+    #: several pit servers on one PostgreSQL record: the floor's leader (``[ha]``)
+    ha: HASettings = HASettings()
     #: None: no ``[web]`` section, no page (metrics only on ``[metrics] port``)
     web: WebSettings | None = None
     metrics: MetricsSettings = MetricsSettings()

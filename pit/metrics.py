@@ -102,6 +102,9 @@ class PitMetrics:
                                       registry=r)
         self.broker_connects = Counter("pit_broker_connects", "Connections to the broker made",
                                        registry=r)
+        self.leader = Gauge("pit_leader", "1 while this pit server leads its floor (runs the "
+                            "alert timers, the outbox, reports, retention; pit.leader)",
+                            registry=r)
         self.alerts_published = Counter("pit_alerts_published",
                                         "Alert changes published on …/pit/alert", registry=r)
         self.display_refused = Counter(

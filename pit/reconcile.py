@@ -420,7 +420,7 @@ class Reconciler:
         if not t.serves:
             return
         size = self.settings.request_size
-        for a, b in wanted:
+        for a, b in _coalesce(wanted, size):
             while a <= b:
                 if sum(1 for r in self._requests.values()
                        if (r.site, r.table) == (t.site, t.table)) >= self.settings.max_in_flight:
@@ -547,3 +547,17 @@ class Reconciler:
 
 def _int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _coalesce(spans: list[Span], size: int) -> list[Span]:
+    """Spans close enough to be asked for in one request of at most ``size`` numbers: with a
+    shared subscription the record's holes alternate with the numbers the other servers
+    recorded, and one request for the stretch (what is recorded already comes back as a
+    duplicate) beats one request per hole at the pace a table allows."""
+    out: list[Span] = []
+    for a, b in spans:
+        if out and b - out[-1][0] < size:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out

@@ -13,7 +13,13 @@ Owns start-up order, the message pipeline, the timers and shutdown:
 3. timers: gap checks and silent tables (half a second), the alerts outbox (publishes every
    alert change on ``<prefix>/<site>/pit/alert``, QoS 1, once, even with several pit servers,
    and picks up changes other processes made, such as ``tabled pit ack``), retention;
-4. systemd: READY once the store is open and the broker connected (or after a short wait),
+4. the floor's leader (:mod:`pit.leader`): of several servers on one PostgreSQL record, only
+   the leader runs what must run once per floor: the alert timers (silence, escalation), the
+   integrity monitors' alert filing, the outbox's publishing, the shift reports, retention.
+   The alert rules of a message run where it was recorded (each message is recorded once),
+   and so do the gap checks it starts. Every server keeps following the record (its model,
+   its monitors) so that a takeover needs no warm-up;
+5. systemd: READY once the store is open and the broker connected (or after a short wait),
    STATUS lines, the watchdog from the event loop; SIGTERM stops cleanly.
 
 Nothing in a message can stop the service: every handler failure is logged and counted.
@@ -27,7 +33,7 @@ import functools
 import json
 import signal
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -39,6 +45,7 @@ from tabled.contract.systemd import Notifier
 from tabled.pit.alerts import AlertEngine
 from tabled.pit.config import PitConfig
 from tabled.pit.ingest import Ingest, wait_connected
+from tabled.pit.leader import Leadership
 from tabled.pit.messages import Malformed, Message, parse_message
 from tabled.pit.metrics import PitMetrics
 from tabled.pit.model import ChangeFeed, Floor, panel_event_types
@@ -71,6 +78,9 @@ T_OUTBOX = 0.25
 T_AUDIT_WINDOW = 10.0
 #: With a shared subscription, how often the other servers' records are read, seconds.
 T_FOLLOW = 0.5
+#: With a shared subscription, a jump in a table's numbers is looked for in the record (and
+#: fetched if still missing) this long after it was heard, seconds.
+T_SHARE_GRACE = 1.5
 #: How often the STATUS line is refreshed, seconds.
 T_STATUS = 2.0
 
@@ -139,16 +149,28 @@ class PitService:
                 self.floor, self.ingest.publish, self.ingest.connected.is_set,
                 retention=config.retention)
             self.engine.on_gap = self.reconciler.gap
+            if config.mqtt.share_group:
+                # a jump is what a shared subscription does: the other servers took the
+                # numbers between; the record is asked once their share had time to land
+                self.engine.on_gap = self._shared_gap
             self.ingest.extra_subscriptions = self.reconciler.subscriptions()
+        #: whether this server leads the floor (always, with SQLite)
+        self.leader = Leadership(config.ha, config.store.postgres, config.pit.id,
+                                 on_change=self._leadership_changed)
+        self.watch.leading = lambda: self.leader.is_leader
+        self.metrics.leader.set(1 if self.leader.is_leader else 0)
         self.store_failure: str | None = None
         self.handler_errors = 0
         self._stop = asyncio.Event()
+        self._took_over = False
         self._outbox_wake = asyncio.Event()
         self._audit_cursor = 0
         self._audit_seen: dict[int, float] = {}
         #: ids of the records already applied to the floor (a shared subscription's follower)
         self._applied: dict[int, float] = {}
         self._record_cursor = 0
+        #: jumps heard with a shared subscription, handed to the reconciler when due
+        self._jumps: dict[tuple[str, str, str], tuple[int, int, float]] = {}
         #: tables whose live model is built again after a batch (fetched messages)
         self._reload: set[tuple[str, str]] = set()
         self._metrics_server: Any = None
@@ -204,10 +226,12 @@ class PitService:
         try:
             async with asyncio.TaskGroup() as group:
                 tasks = [
+                    start_part(group, log, "leader", self.leader.run),
                     start_part(group, log, "ingest", self.ingest.run),
                     start_part(group, log, "timers", self._timers),
                     start_part(group, log, "outbox", self._outbox),
-                    start_part(group, log, "retention", self._retention),
+                    start_part(group, log, "retention",
+                               functools.partial(self._while_leader, self._retention)),
                     start_part(group, log, "status", self._status_loop),
                     group.create_task(self.notifier.watchdog(), name="watchdog"),
                 ]
@@ -216,7 +240,8 @@ class PitService:
                 if self.reconciler is not None:
                     tasks.append(start_part(group, log, "reconcile", self.reconciler.run))
                 if self.reports is not None:
-                    tasks.append(start_part(group, log, "reports", self.reports.run))
+                    tasks.append(start_part(group, log, "reports", functools.partial(
+                        self._while_leader, self.reports.run)))
                 web = None
                 if self.web is not None:
                     web = start_part(group, log, "web", self.web.run)
@@ -247,9 +272,9 @@ class PitService:
         states = self.floor.states()
         broker = "up" if self.ingest.connected.is_set() else "down"
         store = f"FAILING ({self.store_failure})" if self.store_failure else "ok"
-        return (f"tables {states['online']} online, {states['degraded']} degraded, "
-                f"{states['offline']} offline; alerts {len(self.floor.alerts())}; broker "
-                f"{broker}; store {store}")
+        return (f"{self.leader.role}; tables {states['online']} online, "
+                f"{states['degraded']} degraded, {states['offline']} offline; alerts "
+                f"{len(self.floor.alerts())}; broker {broker}; store {store}")
 
     # -- the pipeline ---------------------------------------------------------------------------
 
@@ -472,12 +497,33 @@ class PitService:
                 self.store_failure = None
             return result
 
+    def _shared_gap(self, site: str, table: str, stream: str, first: int, last: int) -> None:
+        """A jump in ``table_seq`` with a shared subscription: handed to the reconciler after
+        :data:`T_SHARE_GRACE` (by then the record has the other servers' share; what it
+        still lacks is fetched)."""
+        key = (site, table, stream)
+        held = self._jumps.get(key)
+        if held is not None:
+            first, last = min(first, held[0]), max(last, held[1])
+        due = held[2] if held is not None else time.monotonic() + T_SHARE_GRACE
+        self._jumps[key] = (first, last, due)
+
+    def _hand_jumps(self) -> None:
+        if self.reconciler is None:
+            return
+        now = time.monotonic()
+        for key, (first, last, due) in list(self._jumps.items()):
+            if due <= now:
+                del self._jumps[key]
+                self.reconciler.gap(*key, first, last)
+
     async def _follow_records(self) -> None:
         """With a shared subscription this server receives only its share of the outcomes;
         the other servers' share reaches its live model through the shared record, within
         about half a second (alerts need no such path: they are in the record already)."""
         while True:
             await asyncio.sleep(T_FOLLOW)
+            self._hand_jumps()
             try:
                 records = await self.store.recorded_by_others(self._record_cursor,
                                                               T_AUDIT_WINDOW, self.actor)
@@ -500,6 +546,37 @@ class PitService:
                 except StoreError as exc:
                     self._count_store_error(exc)
                     log.warning("integrity_store_error", error=str(exc))
+
+    # -- the floor's leader -------------------------------------------------------------------
+
+    def _leadership_changed(self, leading: bool) -> None:
+        self.metrics.leader.set(1 if leading else 0)
+        self._outbox_wake.set()
+        if leading:
+            self._took_over = True
+
+    async def _while_leader(self, part: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run ``part`` while this server leads the floor: started when it becomes leader,
+        cancelled at once when it stops being leader."""
+        while True:
+            await self.leader.wait_leader()
+            task = asyncio.create_task(part())
+            lost = asyncio.create_task(self.leader.wait_follower())
+            try:
+                await asyncio.wait({task, lost}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for t in (task, lost):
+                    t.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await t
+            if task.done() and not task.cancelled():
+                task.result()  # a part's failure is its own: raised, logged, restarted
+
+    async def _take_over(self) -> None:
+        """Just became the leader: what the old leader was about is picked up from the
+        record (the silent tables) and this server's held findings are filed."""
+        await self.engine.lead()
+        await self.watch.lead()
 
     # -- alerts out ---------------------------------------------------------------------------
 
@@ -524,7 +601,8 @@ class PitService:
             self.metrics.broker_connected.set(1 if self.ingest.connected.is_set() else 0)
             try:
                 await self._follow()
-                if self.config.alerts.publish and self.ingest.connected.is_set():
+                if self.config.alerts.publish and self.ingest.connected.is_set() \
+                        and self.leader.is_leader:
                     await self._publish_pending()
             except StoreError as exc:
                 self._count_store_error(exc)
@@ -570,7 +648,10 @@ class PitService:
         while True:
             await asyncio.sleep(T_TICK)
             try:
-                await self.engine.tick()
+                if self._took_over and self.leader.is_leader:
+                    await self._take_over()
+                    self._took_over = False
+                await self.engine.tick(leader=self.leader.is_leader)
                 await self.watch.tick()
             except StoreError as exc:
                 self._count_store_error(exc)

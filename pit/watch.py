@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
@@ -54,6 +55,9 @@ Typed: TypeAlias = Event | OutcomeRecord | None
 #: A gap in a table's stream is given up on after this long (seconds): a shared record's
 #: other half arrives within about a second.
 T_GAP = 5.0
+#: A follower's findings are held this long (seconds) for a takeover to file: longer than a
+#: takeover takes (``[ha]`` poll_interval and a round trip; a lost host's keepalives).
+T_HELD = 15.0
 
 
 def settings_of(config: IntegritySettings) -> Settings:
@@ -121,6 +125,9 @@ class IntegrityWatch:
         self._unmonitored: set[str] = set()  # games said once not to be monitored
         self.counters = {"findings": 0, "failures": 0, "gaps": 0}
         self._warming: asyncio.Future[None] | None = None
+        #: whether this server files findings (the floor's leader; :mod:`pit.leader`)
+        self.leading: Callable[[], bool] = lambda: True
+        self._held: deque[tuple[float, str, str, Finding]] = deque()
 
     def _warm(self) -> None:
         for game in game_names():  # the key TableMonitors looks up for a birth with default options
@@ -257,7 +264,35 @@ class IntegrityWatch:
         return found
 
     async def alerts(self, site: str, table: str, found: list[Finding]) -> None:
-        """Each finding as an alert (raised, counted again, or cleared)."""
+        """Each finding as an alert (raised, counted again, or cleared), by the floor's leader
+        only (:mod:`pit.leader`): a follower keeps its monitors fed and holds its findings
+        for :data:`T_HELD` seconds, which :meth:`lead` files on a takeover."""
+        if not self.leading():
+            now = time.monotonic()
+            self._held.extend((now, site, table, f) for f in found)
+            while self._held and self._held[0][0] < now - T_HELD:
+                self._held.popleft()
+            return
+        await self._file(site, table, found)
+
+    async def lead(self) -> None:
+        """This server became the floor's leader: the findings it held in the last
+        :data:`T_HELD` seconds (those the old leader may not have lived to file) are filed,
+        but for a condition already open on the floor."""
+        held, self._held = list(self._held), deque()
+        cutoff = time.monotonic() - T_HELD
+        for at, site, table, finding in held:
+            if at < cutoff:
+                continue
+            model = self.floor.table(site, table)
+            kind = f"integrity:{finding.monitor}"
+            if not finding.cleared and model is not None and any(
+                    (a.kind, a.subject) == (kind, finding.subject)
+                    for a in model.alerts.values()):
+                continue
+            await self._file(site, table, [finding])
+
+    async def _file(self, site: str, table: str, found: list[Finding]) -> None:
         for finding in found:
             kind = f"integrity:{finding.monitor}"
             if finding.cleared:

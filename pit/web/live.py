@@ -24,6 +24,11 @@ from sse_starlette import ServerSentEvent
 
 from tabled.pit.model import Change, Subscription
 
+#: A page whose stream ended (its pit server stopped or was killed) opens it again after this
+#: many milliseconds, through the load balancer on another server (the browsers' default
+#: is 3 s).
+RECONNECT_MS = 500
+
 Fragments = Callable[[set[Change] | None], "AsyncIterator[tuple[str, str]]"]
 
 
@@ -66,6 +71,7 @@ async def stream(sub: Subscription, fragments: Fragments,
                  stopping: asyncio.Event) -> AsyncIterator[ServerSentEvent]:
     """The SSE events of one page: everything first, then what each batch changed."""
     with sub:
+        yield ServerSentEvent(retry=RECONNECT_MS)
         async for name, html in fragments(None):
             yield ServerSentEvent(data=html, event=name)
         while not stopping.is_set():

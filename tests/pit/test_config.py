@@ -32,7 +32,7 @@ def test_the_example_is_valid_and_documents_every_key() -> None:
                            ("integrity", config.integrity),
                            ("integrity.craps", config.integrity.craps),
                            ("displays", config.displays[0]),
-                           ("reports", config.reports)):
+                           ("reports", config.reports), ("ha", config.ha)):
         for key in type(model).model_fields:
             assert f"{key} =" in text or f"[{section}.{key}]" in text, f"{section}.{key}"
 
