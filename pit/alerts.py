@@ -174,6 +174,13 @@ class Incident:
                 "escalation": self.escalation, "alerts": [a.id for a in self.alerts]}
 
 
+def floor_incidents(floor: Floor) -> list[Incident]:
+    """The incidents of the floor's alerts not closed (:func:`incidents`), grouped once per
+    change of its alerts."""
+    found: list[Incident] = floor.derived("incidents", lambda: incidents(floor.alerts()))
+    return list(found)
+
+
 def incidents(alerts: Iterable[Alert]) -> list[Incident]:
     """Alerts grouped into their incidents, those waiting first, worst first, newest first."""
     groups: dict[int, list[Alert]] = {}
@@ -386,7 +393,7 @@ class AlertEngine:
         ``escalate_after`` (one level per period, up to ``escalate_levels``)."""
         now = self.clock()
         limits = self.settings.escalate_after
-        for incident in incidents(self.floor.alerts()):
+        for incident in floor_incidents(self.floor):
             waiting = incident.awaiting
             if not waiting:
                 continue

@@ -437,15 +437,14 @@ class PitWeb:
     def summary(self) -> dict[str, Any]:
         floor = self.port.floor
         states = floor.states()
-        alerts = floor.alerts()
-        return {"tables": sum(states.values()), **states, "alerts": len(alerts),
-                **incidents.summary_counts(alerts),
+        return {"tables": sum(states.values()), **states, "alerts": len(floor.alerts()),
+                **incidents.summary_counts(incidents.floor_incidents(floor)),
                 "broker": self.port.broker_connected(),
                 "store": self.port.store_failure() is None}
 
     def panel_alerts(self) -> list[Any]:
         """The incidents of the alerts not closed, those waiting first (the panel's list)."""
-        return incidents.incidents(self.port.floor.alerts())
+        return incidents.floor_incidents(self.port.floor)
 
     def tile_game(self, tile: Mapping[str, Any]) -> dict[str, Any] | None:
         """What a table's game draws in its floor tile (its pit part's ``tile_template``, with

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from tabled.pit.alerts import Incident, incidents
+from tabled.pit.alerts import Incident, floor_incidents, incidents
 from tabled.pit.auth import Forbidden, User
 from tabled.pit.i18n import N_
 from tabled.pit.store import Alert, AuditEntry, StoreError
@@ -43,8 +43,8 @@ class Page(Protocol):
 
     def login_redirect(self, request: Request) -> RedirectResponse: ...
 
-__all__ = ["Incident", "TimelineEntry", "incident_rows", "incident_view", "incidents", "routes",
-           "summary_counts"]
+__all__ = ["Incident", "TimelineEntry", "floor_incidents", "incident_rows", "incident_view",
+           "incidents", "routes", "summary_counts"]
 
 #: The handover looks back this many hours unless told otherwise, and at most this many.
 HANDOVER_HOURS = 8.0
@@ -80,10 +80,10 @@ async def incident_view(record: WebRecord, alert: Alert) -> dict[str, Any]:
     return {"incident": incident, "timeline": timeline}
 
 
-def summary_counts(alerts: Iterable[Alert]) -> dict[str, int]:
-    """The header's counts: incidents waiting for an acknowledgement, critical ones, escalated
-    ones."""
-    waiting = [i for i in incidents(alerts) if i.needs_ack]
+def summary_counts(found: Iterable[Incident]) -> dict[str, int]:
+    """The header's counts of ``found`` (the floor's incidents, :func:`floor_incidents`):
+    incidents waiting for an acknowledgement, critical ones, escalated ones."""
+    waiting = [i for i in found if i.needs_ack]
     return {"unacknowledged": len(waiting),
             "critical": sum(1 for i in waiting if i.severity == "critical"),
             "escalated": sum(1 for i in waiting if i.escalation)}

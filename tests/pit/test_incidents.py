@@ -225,3 +225,36 @@ async def test_a_version_2_record_is_migrated_each_alert_its_own_incident(
         assert alert.count == 4 and alert.message == "table offline"  # nothing lost
     finally:
         await s.close()
+
+
+async def test_the_floors_incidents_are_grouped_once_per_change_and_always_current(
+        pit: Pit) -> None:
+    """The page's panel, its header counts and the escalation read the floor's incidents on
+    every render and tick; they are grouped again only when an alert changed (a busy floor
+    spent a third of the pit's time regrouping), and are always what grouping the floor's
+    alerts afresh gives."""
+    from tabled.pit.alerts import floor_incidents
+
+    def fresh() -> list[tuple[int, int, str]]:
+        return [(i.id, i.count, i.state) for i in incidents(pit.floor.alerts("lab", None))]
+
+    def cached() -> list[tuple[int, int, str]]:
+        return [(i.id, i.count, i.state) for i in floor_incidents(pit.floor)]
+
+    await pit.feed(birth("qpoker", seq=0, devices=QPOKER))
+    assert cached() == fresh() == []
+    steps = [fault("shuffler_failure", 0), void_outcome(12, 0), fault("shuffler_jam", 1),
+             device("shoe-1", "lost", 1)]
+    for step in steps:
+        version = pit.floor.alerts_version
+        await pit.feed(step)
+        assert pit.floor.alerts_version > version  # the change is seen
+        assert cached() == fresh() != []
+        first = floor_incidents(pit.floor)
+        assert floor_incidents(pit.floor) == first  # nothing changed: the same grouping
+        assert pit.floor.derived("incidents", list) is pit.floor.derived("incidents", list)
+    (jam,) = [a for a in await pit.live() if a.detail.get("code") == "shuffler_jam"]
+    await pit.engine.desk.acknowledge(jam.id, SUPERVISOR, "cleared")
+    assert cached() == fresh()
+    pit.floor.set_alerts([])
+    assert cached() == fresh() == []
