@@ -429,9 +429,10 @@ def _scale_parts(sc: dict[str, Any]) -> list[str]:
         out.append(f"At {small['tables']} tables the outcomes pit A recorded itself reached its "
                    f"page with p50 {own['p50']:,.0f} ms, p99 {own['p99']:,.0f} ms; those pit B "
                    "recorded, which pit A learns by reading the shared record every "
-                   "`T_FOLLOW` = 0.5 s (pit/service.py `_follow_records`), with p50 "
+                   f"`T_FOLLOW` = {sc.get('t_follow', 0.5):g} s (pit/service.py "
+                   "`_follow_records`), with p50 "
                    f"{other['p50']:,.0f} ms, p99 {other['p99']:,.0f} ms: half the floor waits "
-                   "for that poll before it is even in pit A's model.")
+                   "for that poll before it is even in its model.")
     out.append("Along the way, p50 / p99 in ms (the receipt is the record's `received_at` "
                "less the publish time, both on the wall clock; the stream is a program reading "
                "pit A's floor stream beside the browser; the script is the page's handler of "
@@ -1145,13 +1146,20 @@ def _scale_reason(r: dict[str, Any], name: str) -> str:
     if "DOM" in name:
         own, other = _lat(x.get("dom_a"))[1], _lat(x.get("dom_b"))[1]
         arrival = _lat(x.get("sse_arrival"))[1]
-        return (f"the outcomes pit A recorded itself reach its page with p99 {own} ms; those "
-                f"its partner recorded reach it with p99 {other} ms (the page's stream had "
-                f"them with p99 {arrival} ms): a pit of a pair learns its partner's share by "
-                "reading the shared record every half second (`T_FOLLOW` in pit/service.py, "
-                "`_follow_records`), so up to 500 ms plus the query is spent waiting before "
-                "that outcome is even in its model. See \"What the pit pair's latency is "
-                "made of\" above (in the section of 200 to 1,000 tables).")
+        follow = float(r["scale"].get("t_follow", 0.5))
+        head = (f"the outcomes pit A recorded itself reach its page with p99 {own} ms; those "
+                f"its partner recorded, which it reads from the shared record every {follow:g} s "
+                f"(`T_FOLLOW`, pit/service.py `_follow_records`), with p99 {other} ms (the "
+                f"page's stream had them with p99 {arrival} ms)")
+        mine, theirs = (x.get("dom_a") or {}).get("p99"), (x.get("dom_b") or {}).get("p99")
+        if mine and theirs and theirs > mine + 1000 * follow:
+            return (head + ": the partner's share waits for that poll before it is even in "
+                    "the model. See \"What the latency is made of\" in the section of 200 to "
+                    "1,000 tables.")
+        return (head + ": both alike, so the poll is not the cause; where the time goes, from "
+                "the publish to the pit's receipt, its floor stream, the page's script and the "
+                "DOM, is under \"What the latency is made of\" in the section of 200 to 1,000 "
+                "tables.")
     if "RSS" in name:
         return "each pit's peak is in the table above, with its CPU and the machine's load."
     return (f"the record's check: {x['record']}; the pits' handler errors: "

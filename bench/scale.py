@@ -71,6 +71,7 @@ from bench.pit import (
     wait_until,
 )
 from tabled.daemon.broker import Mosquitto
+from tabled.pit.service import T_FOLLOW
 from tests.pit.tablefeed import SITE
 
 #: The goals of issue 30, item 3.
@@ -569,7 +570,9 @@ async def run(workdir: Path, sizes: list[int], seconds: float, say: Any = print,
     out: dict[str, Any] = {"goals": GOALS, "seconds": seconds, "runs": [],
                            "load_before": load_average(),
                            "machine": await asyncio.to_thread(machine, workdir),
-                           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+                           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                           # how often the shipped pit reads its partner's share (seconds)
+                           "t_follow": T_FOLLOW}
     with pgserver.Postgres() as pgs:
         out["postgres"] = pgs.version
         steps: list[tuple[int, dict[str, Any]]] = [(tables, options) for tables in sizes]
@@ -618,6 +621,14 @@ def write_docs(results: dict[str, Any], doc: Path = DOC) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + section
     doc.write_text(text)
+    # and into make bench's figures, which render the whole document: a later run of the
+    # other sections keeps this one
+    figures = ROOT / "bench" / "results.json"
+    if doc == DOC and figures.exists():
+        every = json.loads(figures.read_text())
+        every["scale"] = results
+        every.setdefault("measured", {})["scale"] = results.get("date", "?")
+        figures.write_text(json.dumps(every, indent=1) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -647,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--follow-every", type=float, metavar="S",
                         help="an experiment: run the pits with T_FOLLOW (pit/service.py, how "
                              "often a pit reads its partner's share from the record) set to S "
-                             "seconds instead of the shipped 0.5")
+                             f"seconds instead of the shipped {T_FOLLOW:g}")
     parser.add_argument("--experiment-follow", type=float, metavar="S",
                         help="after the sizes, the smallest once more with --follow-every S")
     parser.add_argument("--profile", action="store_true",

@@ -860,7 +860,8 @@ def recommendation(s: dict[str, Any]) -> list[str]:
            "tried that met every goal, READY included"
            + ("" if s.get("smallest_quota_met") is not None else " (none did: the issue's)")
            + f": worst p99 there {max(x['latency']['p99'] for x in runs):.1f} ms, READY "
-           f"{_worst(runs, 'ready_s'):.1f} s on this loaded machine. The busiest pace used "
+           f"{_worst(runs, 'ready_s'):.1f} s on the measuring machine (its load in the "
+           "section's first line). The busiest pace used "
            f"{busiest:.1f} % of a core on average ({quota / busiest:.1f}× under the quota); "
            + (f"the demo pace was throttled in no period at {smallest_free:g} % and above, "
               f"and {quota:g} % is {quota / smallest_free:.1f}× that. "

@@ -76,8 +76,12 @@ T_TICK = 0.5
 T_OUTBOX = 0.25
 #: Audit entries written this recently are read again (PostgreSQL commits ids out of order).
 T_AUDIT_WINDOW = 10.0
-#: With a shared subscription, how often the other servers' records are read, seconds.
-T_FOLLOW = 0.5
+#: With a shared subscription, how often the other servers' new records are read, seconds
+#: (what the page of one server waits for an outcome its partner recorded, at most).
+T_FOLLOW = 0.1
+#: ... and how often the last T_AUDIT_WINDOW seconds of them are read again, seconds (a row
+#: PostgreSQL committed after a larger id was read; each row is applied once).
+T_FOLLOW_AGAIN = 1.0
 #: With a shared subscription, a jump in a table's numbers is looked for in the record (and
 #: fetched if still missing) this long after it was heard, seconds.
 T_SHARE_GRACE = 1.5
@@ -520,13 +524,19 @@ class PitService:
     async def _follow_records(self) -> None:
         """With a shared subscription this server receives only its share of the outcomes;
         the other servers' share reaches its live model through the shared record, within
-        about half a second (alerts need no such path: they are in the record already)."""
+        about T_FOLLOW (alerts need no such path: they are in the record already). Each look
+        reads what is newer than the last row read; every T_FOLLOW_AGAIN the recent window
+        too, for a row committed late."""
+        again = time.monotonic()
         while True:
             await asyncio.sleep(T_FOLLOW)
             self._hand_jumps()
+            recent = 0.0
+            if time.monotonic() >= again:
+                recent, again = T_AUDIT_WINDOW, time.monotonic() + T_FOLLOW_AGAIN
             try:
                 records = await self.store.recorded_by_others(self._record_cursor,
-                                                              T_AUDIT_WINDOW, self.actor)
+                                                              recent, self.actor)
             except StoreError as exc:
                 self._count_store_error(exc)
                 log.warning("follow_store_error", error=str(exc))
