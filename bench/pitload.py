@@ -45,6 +45,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -210,6 +211,37 @@ def deal_day(tables: list[TableFeed], pub: Publisher, hours: float, window: int,
             "table_time_from": day_start, "table_time_to": day_end}
 
 
+def serve(tables: list[TableFeed], pub: Publisher, summary: dict[str, Any],
+          deal: Callable[[], None], out: Path) -> None:
+    """The load process's side of the protocol (bench/pit.py and bench/scale.py drive it):
+    ``ready``; on standard input ``born`` → every table's birth → ``born``; ``go`` →
+    ``deal()`` → ``done``; ``stop`` (or the end) → ``summary``, with what was sent and
+    published, written to ``out``."""
+    print("ready", flush=True)
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "born":
+            for t in tables:
+                for o in t.birth():
+                    pub.publish(t.connection, o)
+            pub.settled()
+            print("born", flush=True)
+        elif command == "go":
+            started = time.monotonic()
+            deal()
+            summary["settled"] = pub.settled()
+            summary["deal_seconds"] = time.monotonic() - started
+            print("done", flush=True)
+        elif command == "stop":
+            break
+    summary["sent"] = pub.sent
+    summary["published"] = {t.name: t.published for t in tables}
+    pub.close()
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(summary))
+    os.replace(tmp, out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.pitload")
     parser.add_argument("--port", type=int, required=True, help="the broker's port")
@@ -233,41 +265,22 @@ def main(argv: list[str] | None = None) -> int:
     tables = [TableFeed(i, args.journals, connection=i) for i in
               range(args.first, args.first + args.tables)]
     pub = Publisher(args.port)
-    print("ready", flush=True)
-
     def say(text: str) -> None:
         print(f"[pitload] {text}", file=sys.stderr, flush=True)
 
     times: list[tuple[str, int, float]] = []
-    summary: dict[str, Any] = {"mode": args.mode, "tables": len(tables)}
-    for line in sys.stdin:
-        command = line.strip()
-        if command == "born":
-            for t in tables:
-                for o in t.birth():
-                    pub.publish(t.connection, o)
-            pub.settled()
-            print("born", flush=True)
-        elif command == "go":
-            started = time.monotonic()
-            if args.mode == "paced":
-                deal_paced(tables, pub, args.seconds, times)
-            else:
-                summary["day"] = deal_day(tables, pub, args.hours, args.window,
-                                          args.pit_metrics, say)
-            summary["settled"] = pub.settled()
-            summary["deal_seconds"] = time.monotonic() - started
-            print("done", flush=True)
-        elif command == "stop":
-            break
-    summary["sent"] = pub.sent
-    summary["published"] = {t.name: t.published for t in tables}
-    summary["games"] = {t.name: t.game for t in tables}
-    summary["outcome_times"] = times
-    pub.close()
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(summary))
-    os.replace(tmp, args.out)
+    summary: dict[str, Any] = {"mode": args.mode, "tables": len(tables),
+                               "games": {t.name: t.game for t in tables},
+                               "outcome_times": times}
+
+    def go() -> None:
+        if args.mode == "paced":
+            deal_paced(tables, pub, args.seconds, times)
+        else:
+            summary["day"] = deal_day(tables, pub, args.hours, args.window,
+                                      args.pit_metrics, say)
+
+    serve(tables, pub, summary, go, args.out)
     return 0
 
 

@@ -145,7 +145,7 @@ def deal(tables: list[Any], pub: Any, seconds: float, speedup: float, withhold: 
 def serve_load(args: argparse.Namespace) -> int:
     """The load generator's process, on bench/pitload.py's protocol (``ready``; ``born`` →
     births → ``born``; ``go`` → deals → ``done``; ``stop`` → summary to ``--out``)."""
-    from bench.pitload import Publisher
+    from bench.pitload import Publisher, serve
     from tabled.contract.logs import configure
     from tests.pit.tablefeed import TableFeed
 
@@ -153,31 +153,13 @@ def serve_load(args: argparse.Namespace) -> int:
     args.journals.mkdir(parents=True, exist_ok=True)
     tables = [TableFeed(i, args.journals, connection=i) for i in range(args.tables)]
     pub = Publisher(args.port)
-    print("ready", flush=True)
     summary: dict[str, Any] = {"tables": len(tables)}
-    for line in sys.stdin:
-        command = line.strip()
-        if command == "born":
-            for t in tables:
-                for o in t.birth():
-                    pub.publish(t.connection, o)
-            pub.settled()
-            print("born", flush=True)
-        elif command == "go":
-            started = time.monotonic()
-            summary.update(deal(tables, pub, args.seconds, args.speedup, args.withhold,
-                                args.repeat))
-            summary["settled"] = pub.settled()
-            summary["deal_seconds"] = time.monotonic() - started
-            print("done", flush=True)
-        elif command == "stop":
-            break
-    summary["sent"] = pub.sent
-    summary["published"] = {t.name: t.published for t in tables}
-    pub.close()
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(summary))
-    os.replace(tmp, args.out)
+
+    def go() -> None:
+        summary.update(deal(tables, pub, args.seconds, args.speedup, args.withhold,
+                            args.repeat))
+
+    serve(tables, pub, summary, go, args.out)
     return 0
 
 

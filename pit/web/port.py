@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from tabled.pit.alerts import AlertDesk
 from tabled.pit.config import DisplaySettings, ReportSettings, UserSettings
 from tabled.pit.model import ChangeFeed, Floor
+from tabled.pit.report.figures import ReportRecord
 from tabled.pit.store import (
     LIVE_STATES,
     Alert,
@@ -35,7 +36,7 @@ from tabled.pit.store import (
 )
 
 
-class WebRecord(Protocol):
+class WebRecord(ReportRecord, Protocol):
     """The record's queries the web layer calls (a :class:`~tabled.pit.store.Store` is one)."""
 
     async def recall(self, site: str, table: str, last: int = 10) -> list[RecalledRound]: ...
@@ -87,15 +88,6 @@ class WebRecord(Protocol):
     async def purge_sign_in(self, sessions_before: float,
                             audit_before: float) -> dict[str, int]: ...
 
-    # the reports' queries (:class:`tabled.pit.report.figures.ReportRecord`)
-    async def messages_between(self, since: float, until: float, *, site: str | None = None,
-                               table: str | None = None,
-                               streams: Sequence[str] = ("outcome", "fault", "status"),
-                               limit: int = 1_000_000) -> list[StoredMessage]: ...
-    async def statuses_before(self, at: float) -> list[StoredMessage]: ...
-    async def alerts_opened(self, since: float, until: float, *, site: str | None = None,
-                            table: str | None = None,
-                            limit: int = 1_000_000) -> list[Alert]: ...
 
 
 @dataclass(frozen=True)
