@@ -109,9 +109,20 @@
     } catch (e) { /* no sound on this browser: the page still shows the escalation */ }
   }
 
-  function escalations() {
+  // Everything below looks only inside what was swapped in (``root``; the whole document on
+  // load): at a floor of 1,000 tiles a walk of the whole document on every tile's swap was most
+  // of the page's time (bench/scale.py's page profile).
+  function within(root, selector) {
+    var found = Array.prototype.slice.call(root.querySelectorAll(selector));
+    if (root.matches && root.matches(selector)) found.unshift(root);
+    return found;
+  }
+
+  function escalations(root) {
+    var keys = within(root, "[data-escalated-key]");
+    if (!keys.length) return;
     var known = heard(), fresh = false;
-    document.querySelectorAll("[data-escalated-key]").forEach(function (el) {
+    keys.forEach(function (el) {
       var key = el.getAttribute("data-escalated-key");
       if (known.indexOf(key) < 0) { known.push(key); fresh = true; }
     });
@@ -120,10 +131,11 @@
     if (!muted()) beep();
   }
 
-  function muteLabel() {
+  function muteLabel(root) {
     var on = !muted();
-    document.documentElement.setAttribute("data-muted", on ? "0" : "1");
-    document.querySelectorAll("#mute").forEach(function (b) {
+    var flag = on ? "0" : "1", html = document.documentElement;
+    if (html.getAttribute("data-muted") !== flag) html.setAttribute("data-muted", flag);
+    within(root, "#mute").forEach(function (b) {
       b.setAttribute("aria-pressed", on ? "false" : "true");
       b.textContent = b.getAttribute(on ? "data-on" : "data-off") || (on ? "Sound on" : "Sound muted");
     });
@@ -131,8 +143,8 @@
 
   // The bulk acknowledgement's selection survives the live table being swapped in again.
   var selected = {};
-  function restoreSelection() {
-    document.querySelectorAll('input[name="incident"][form="bulk"]').forEach(function (box) {
+  function restoreSelection(root) {
+    within(root, 'input[name="incident"][form="bulk"]').forEach(function (box) {
       box.checked = !!selected[box.value];
     });
   }
@@ -141,7 +153,7 @@
     var button = ev.target.closest && ev.target.closest("#mute");
     if (!button) return;
     try { localStorage.setItem(MUTE_KEY, muted() ? "0" : "1"); } catch (e) { /* private mode */ }
-    muteLabel();
+    muteLabel(document);
   });
   document.addEventListener("change", function (ev) {
     var box = ev.target;
@@ -154,8 +166,12 @@
       if (box.checked) selected[box.value] = true; else delete selected[box.value];
     }
   });
-  document.addEventListener("htmx:afterSwap", function () { restoreSelection(); muteLabel(); escalations(); });
-  document.addEventListener("htmx:sseMessage", function () { restoreSelection(); muteLabel(); escalations(); });
-  document.addEventListener("DOMContentLoaded", function () { muteLabel(); escalations(); });
-  if (document.readyState !== "loading") { muteLabel(); escalations(); }
+  // htmx:afterSwap fires on the element swapped into (an SSE fragment's too, before its
+  // htmx:sseMessage, which needs nothing more)
+  function swapped(root) { restoreSelection(root); muteLabel(root); escalations(root); }
+  document.addEventListener("htmx:afterSwap", function (ev) {
+    swapped(ev.target && ev.target.querySelectorAll ? ev.target : document);
+  });
+  document.addEventListener("DOMContentLoaded", function () { swapped(document); });
+  if (document.readyState !== "loading") swapped(document);
 })();
