@@ -410,9 +410,58 @@ def _sampler(samples: list[float], stop: threading.Event) -> None:
         samples.append(load_average())
 
 
+#: Chromium's cumulative main-thread counters (CDP ``Performance.getMetrics``) kept per run.
+PAGE_METRICS: Final = ("TaskDuration", "ScriptDuration", "LayoutDuration",
+                       "RecalcStyleDuration", "LayoutCount", "RecalcStyleCount", "Nodes",
+                       "JSHeapUsedSize")
+
+
+async def _page_metrics(cdp: Any) -> dict[str, float]:
+    got = await cdp.send("Performance.getMetrics")
+    return {m["name"]: float(m["value"]) for m in got["metrics"] if m["name"] in PAGE_METRICS}
+
+
+def _page_busy(before: dict[str, float], after: dict[str, float],
+               seconds: float) -> dict[str, float]:
+    """What the page's main thread did over the window: the durations as % of the window,
+    the counts per second, the document's size at the end."""
+    out: dict[str, float] = {}
+    for name in PAGE_METRICS:
+        if name not in after:
+            continue
+        delta = after[name] - before.get(name, 0.0)
+        if name.endswith("Duration"):
+            out[name.removesuffix("Duration").lower() + "_percent"] = 100 * delta / seconds
+        elif name.endswith("Count"):
+            out[name.removesuffix("Count").lower() + "_per_s"] = delta / seconds
+        else:
+            out[name.lower()] = after[name]
+    return out
+
+
+def page_profile_summary(profile: dict[str, Any], top: int = 15) -> dict[str, Any]:
+    """A CDP CPU profile of the page's main thread: self time per function (name, script
+    and line), the busiest first, as ms and as % of the sampled time."""
+    nodes = {n["id"]: n for n in profile["nodes"]}
+    self_us: dict[str, float] = {}
+    for node_id, delta in zip(profile.get("samples", []), profile.get("timeDeltas", []),
+                              strict=False):
+        frame = nodes[node_id]["callFrame"]
+        url = frame.get("url", "").rsplit("/", 1)[-1]
+        line = frame.get("lineNumber", 0) + 1
+        name = f"{frame.get('functionName') or '(anonymous)'} {url}:{line}"
+        self_us[name] = self_us.get(name, 0.0) + delta
+    total = sum(self_us.values()) or 1.0
+    busy = total - sum(v for k, v in self_us.items() if k.startswith(("(idle)", "(program)")))
+    return {"sampled_ms": total / 1000, "busy_ms": busy / 1000,
+            "top": [{"function": k, "self_ms": v / 1000, "percent": 100 * v / total}
+                    for k, v in sorted(self_us.items(), key=lambda kv: -kv[1])[:top]]}
+
+
 async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Postgres,
                    say: Any, *, speedup: float = 1.0, withhold: int = 0, repeat: int = 0,
-                   follow_every: float | None = None, profile: bool = False) -> dict[str, Any]:
+                   follow_every: float | None = None, profile: bool = False,
+                   profile_page: bool = False) -> dict[str, Any]:
     """One size: the pair, the tables for ``seconds`` of dealing, the browser on pit A."""
     result: dict[str, Any] = {"tables": tables, "seconds": seconds, "speedup": speedup,
                               "follow_every": follow_every}
@@ -465,14 +514,26 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
                           "mosquitto": CpuMeter([broker.process.pid]),
                           "load": CpuMeter([load.proc.pid]),
                           "browser": LiveCpuMeter(await asyncio.to_thread(browser_pids))}
+                cdp = await page.context.new_cdp_session(page)
+                await cdp.send("Performance.enable")
                 load.tell("go")
                 await asyncio.sleep(min(WARM_SECONDS, seconds / 4))
                 since = time.monotonic()
                 for meter in meters.values():
                     meter.start()
+                page_before = await _page_metrics(cdp)
+                if profile_page:
+                    await cdp.send("Profiler.enable")
+                    await cdp.send("Profiler.setSamplingInterval", {"interval": 500})
+                    await cdp.send("Profiler.start")
                 done = asyncio.ensure_future(asyncio.to_thread(load.expect, "done"))
                 await done
                 until = time.monotonic()
+                result["page_main_thread"] = _page_busy(page_before, await _page_metrics(cdp),
+                                                        until - since)
+                if profile_page:
+                    stopped = await cdp.send("Profiler.stop")
+                    result["page_profile"] = page_profile_summary(stopped["profile"])
                 result["cpu_percent"] = {name: m.percent() for name, m in meters.items()}
                 stop.set()
                 sampler.join()
@@ -646,6 +707,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true",
                         help="run pit A under cProfile (<workdir>/scale-N/pit-a.prof; its "
                              "figures are then not the shipped pit's)")
+    parser.add_argument("--profile-page", action="store_true",
+                        help="sample the floor page's main thread (CDP Profiler) over the "
+                             "dealing: its busiest functions in the figures")
     parser.add_argument("--out", type=Path, help="write the figures here (default: stdout)")
     parser.add_argument("--workdir", type=Path, help="keep the run's files here")
     parser.add_argument("--write-docs", action="store_true",
@@ -666,7 +730,7 @@ def main(argv: list[str] | None = None) -> int:
                                   speedup=args.speedup, withhold=args.withhold,
                                   repeat=args.repeat, follow_every=args.follow_every,
                                   experiment_follow=args.experiment_follow,
-                                  profile=args.profile))
+                                  profile=args.profile, profile_page=args.profile_page))
     text = json.dumps(results, indent=1)
     if args.write_docs:
         RESULTS.write_text(text + "\n")
