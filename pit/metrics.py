@@ -35,6 +35,7 @@ from tabled.pit.store import SEVERITIES
 #: Store operations are a millisecond or so; a slow disk or a far database shows in the tail.
 STORE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
                  5.0, 10.0)
+LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
 class _FloorCollector(Collector):
@@ -93,6 +94,10 @@ class PitMetrics:
                                   "on the pit's request, by stream", ["stream"], registry=r)
         self.store_seconds = Histogram("pit_store_seconds", "Store operation latency",
                                        ["operation"], buckets=STORE_BUCKETS, registry=r)
+        self.loop_lag = Histogram(
+            "pit_event_loop_lag_seconds", "How late the event loop ran a 0.1 s timer "
+            "(everything the pit does waits while it is busy)", buckets=LAG_BUCKETS,
+            registry=r)
         self.store_errors = Counter("pit_store_errors", "Store operations that failed",
                                     registry=r)
         self.store_failures = Counter(

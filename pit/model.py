@@ -293,6 +293,10 @@ class TableModel:
     game: str | None = None
     state: TableState = "unknown"
     since: float | None = None
+    #: The floor's count of changes when this table's tile or panel last changed (the
+    #: :class:`Floor` sets it whenever it publishes a change of this table): a page's rendering
+    #: of the table may be kept while it is the same.
+    version: int = 0
     reason: str | None = None
     birth: dict[str, Any] = field(default_factory=dict)
     started_at: str | None = None
@@ -382,6 +386,12 @@ class Floor:
         #: sorted list, the incidents) is made once per change, not once per page render.
         self.alerts_version = 0
         self._derived: dict[str, tuple[int, Any]] = {}
+        #: Bumped whenever a table's state changes, or a table comes or goes: the floor's
+        #: counts by state (every live page's summary, after every change) are counted once
+        #: per change of a state, not once per table per render.
+        self.states_version = 0
+        self._touches = 0  # TableModel.version's source: one count for the whole floor
+        self._states: tuple[int, dict[str, int]] | None = None
 
     # -- reads (the web page) ---------------------------------------------------------------
 
@@ -429,10 +439,14 @@ class Floor:
         return value
 
     def states(self) -> dict[str, int]:
-        counts = dict.fromkeys(("online", "degraded", "offline", "unknown"), 0)
-        for t in self._tables.values():
-            counts[t.state] += 1
-        return counts
+        """How many tables are in each state (a new dict each time: the caller's own)."""
+        kept = self._states
+        if kept is None or kept[0] != self.states_version:
+            counts = dict.fromkeys(("online", "degraded", "offline", "unknown"), 0)
+            for t in self._tables.values():
+                counts[t.state] += 1
+            kept = self._states = (self.states_version, counts)
+        return dict(kept[1])
 
     def snapshot(self) -> dict[str, Any]:
         """Everything, JSON-ready (``tabled pit status``)."""
@@ -443,11 +457,16 @@ class Floor:
 
     # -- writes -------------------------------------------------------------------------------
 
+    def _touch(self, model: TableModel) -> None:
+        self._touches += 1
+        model.version = self._touches
+
     def _model(self, site: str, table: str) -> TableModel:
         key = (site, table)
         model = self._tables.get(key)
         if model is None:
             model = self._tables[key] = TableModel(site, table)
+            self.states_version += 1
         return model
 
     def heard(self, site: str, table: str, at: float) -> TableModel:
@@ -490,6 +509,7 @@ class Floor:
         else:
             changed = False
         if changed:
+            self._touch(model)
             self.changes.publish(Change("table", site, table))
         return changed
 
@@ -520,6 +540,7 @@ class Floor:
                 device.declared = device_id in declared
         if state in ("online", "degraded", "offline") and state != model.state:
             model.state = state
+            self.states_version += 1
             model.since = _when(payload, "ts", received_at) if state != "offline" \
                 else received_at  # a last will carries no time: when the broker sent it
         reason = payload.get("reason")
@@ -609,6 +630,7 @@ class Floor:
         else:
             model.alerts[alert.id] = alert
         self.alerts_version += 1
+        self._touch(model)
         self.changes.publish(Change("alerts", alert.site, alert.table))
 
     def set_alerts(self, alerts: Iterable[Alert]) -> None:
@@ -618,6 +640,8 @@ class Floor:
             if alert.state != "closed":
                 self._model(alert.site, alert.table).alerts[alert.id] = alert
         self.alerts_version += 1
+        for model in self._tables.values():
+            self._touch(model)
         self.changes.publish(Change("floor"))
 
     def _replay(self, site: str, table: str, records: list[StoredMessage]) -> None:
@@ -638,6 +662,7 @@ class Floor:
         records = await store.rebuild_records(site, table)
         alerts = await store.alerts(site=site, table=table)
         old = self._tables.pop((site, table), None)
+        self.states_version += 1
         self._replay(site, table, records)
         model = self._model(site, table)
         if old is not None:
@@ -645,6 +670,7 @@ class Floor:
             model.metrics = old.metrics
         model.alerts = {a.id: a for a in alerts if a.state != "closed"}
         self.alerts_version += 1
+        self._touch(model)
         self.changes.publish(Change("table", site, table))
 
     # -- start-up -----------------------------------------------------------------------------

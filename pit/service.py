@@ -87,6 +87,11 @@ T_FOLLOW_AGAIN = 1.0
 T_SHARE_GRACE = 1.5
 #: How often the STATUS line is refreshed, seconds.
 T_STATUS = 2.0
+#: How often the event loop's lateness is sampled (``pit_event_loop_lag_seconds``), seconds.
+T_LAG = 0.1
+#: A loop this late is logged (``event_loop_stalled``): pages, the record and the alert
+#: timers all wait while it is.
+T_STALLED = 1.0
 
 
 def rfc3339(t: float | None) -> str | None:
@@ -237,6 +242,7 @@ class PitService:
                     start_part(group, log, "retention",
                                functools.partial(self._while_leader, self._retention)),
                     start_part(group, log, "status", self._status_loop),
+                    start_part(group, log, "loop", self._loop_lag),
                     group.create_task(self.notifier.watchdog(), name="watchdog"),
                 ]
                 if cfg.mqtt.share_group:
@@ -689,6 +695,19 @@ class PitService:
             if line != last:
                 self.notifier.status(line)
                 last = line
+
+
+    async def _loop_lag(self) -> None:
+        """How late the event loop runs a timer: everything the pit does (recording, the
+        live pages, the alert timers) waits behind whatever runs too long on the loop."""
+        loop = asyncio.get_running_loop()
+        while True:
+            due = loop.time() + T_LAG
+            await asyncio.sleep(T_LAG)
+            late = max(0.0, loop.time() - due)
+            self.metrics.loop_lag.observe(late)
+            if late >= T_STALLED:
+                log.warning("event_loop_stalled", seconds=round(late, 3))
 
 
 async def run_pit(config: PitConfig) -> int:

@@ -349,6 +349,8 @@ class PitWeb:
     def __init__(self, port: PitPort, settings: WebSettings, secret: str) -> None:
         self.port = port
         self.settings = settings
+        #: (language, site, table) → (the table's version, the second, its tile): tile_html
+        self._tiles: dict[tuple[str, str, str], tuple[int, int, str]] = {}
         self.users = Users(port.users)
         self.throttle = SignInThrottle(settings.sign_in_failures, settings.sign_in_window,
                                        settings.sign_in_address_failures)
@@ -433,6 +435,29 @@ class PitWeb:
                 now=time.time(), **_language_context(None, language), **context)
         finally:
             _request_language.reset(rendering)
+
+    def tile_html(self, site: str, table: str, language: str | None = None) -> str | None:
+        """A table's floor tile in ``language`` (else this task's), or None for a table the
+        floor does not know. Every live page of a language shares one rendering of a tile
+        while its table is unchanged (:attr:`TableModel.version`) within the same second
+        (the tile's clock labels and its rounds in the last hour are worked out to the
+        second; the page's own script keeps the labels current). At 1,000 tables with two
+        live streams open, rendering each changed tile once per stream was about a sixth of
+        a pit's busy time (py-spy on bench/scale.py's pit A)."""
+        model = self.port.floor.table(site, table)
+        if model is None:
+            return None
+        language = self.language(None, language)
+        key, second = (language, site, table), int(self.port.floor.clock())
+        kept = self._tiles.get(key)
+        if kept is not None and kept[0] == model.version and kept[1] == second:
+            return kept[2]
+        tile = self.port.floor.tile(site, table)
+        if tile is None:
+            return None
+        html = self.fragment("_tile.html", language, t=tile)
+        self._tiles[key] = (model.version, second, html)
+        return html
 
     def summary(self) -> dict[str, Any]:
         floor = self.port.floor
@@ -670,6 +695,8 @@ class PitWeb:
         #: already shows is not sent again (the summary rarely changes with a batch; a tile's
         #: model may change without its tile changing), so the browser swaps only what changed
         shown: dict[str, str] = {}
+        #: the summary's figures this page shows: rendered again only when they change
+        summarised: list[dict[str, Any]] = []
 
         def new(name: str, html: str) -> bool:
             if shown.get(name) == html:
@@ -680,9 +707,12 @@ class PitWeb:
         async def fragments(batch: set[Change] | None) -> AsyncIterator[tuple[str, str]]:
             everything = batch is None or any(c.what == "floor" for c in batch)
             mine = [c for c in batch or () if view.concerns(c)]
-            summary = self.fragment("_summary.html", summary=self.summary())
-            if new("summary", summary) or everything:
-                yield "summary", summary
+            figures = self.summary()
+            if everything or summarised != [figures]:
+                summarised[:] = [figures]
+                summary = self.fragment("_summary.html", summary=figures)
+                if new("summary", summary) or everything:
+                    yield "summary", summary
             if everything or any(c.what == "alerts" for c in batch or ()):
                 yield "alerts-panel", self.fragment("_alerts_panel.html", user=user,
                                                     panel_alerts=self.panel_alerts())
@@ -693,18 +723,20 @@ class PitWeb:
                     tiles = floor.tiles()
                     known.clear()
                     known.update((t["site"], t["table"]) for t in tiles)
-                    rendered = {f"tile:{t['site']}/{t['table']}": self.fragment("_tile.html",
-                                                                               t=t)
-                                for t in tiles}
+                    rendered: dict[str, str] = {}
+                    for t in tiles:
+                        html = self.tile_html(t["site"], t["table"])
+                        if html is not None:
+                            rendered[f"tile:{t['site']}/{t['table']}"] = html
                     for name in [n for n in shown if n.startswith("tile:")]:
                         del shown[name]  # the floor's own tiles replace them
                     shown.update(rendered)
                     yield "floor", self.fragment("_floor.html", tiles=tiles, rendered=rendered)
                     return
                 for site, table in sorted(changed):  # only the tiles that changed
-                    tile = floor.tile(site, table)
-                    if tile is not None:
-                        name, html = f"tile:{site}/{table}", self.fragment("_tile.html", t=tile)
+                    html = self.tile_html(site, table)
+                    if html is not None:
+                        name = f"tile:{site}/{table}"
                         if new(name, html):
                             yield name, html
             elif view.name == "table" and view.site and view.table:
@@ -732,7 +764,7 @@ class PitWeb:
 
         session = request.scope.get("pit_session")
 
-        async def guarded() -> AsyncIterator[ServerSentEvent]:
+        async def guarded() -> AsyncIterator[ServerSentEvent | bytes]:
             # the stream ends with the server or with its session (sign-out, password change)
             ended = asyncio.Event()
             guard = asyncio.create_task(self.sessions.guard(

@@ -67,16 +67,26 @@ async def _next(sub: Subscription, stopping: asyncio.Event) -> set[Change] | Non
     return None
 
 
+async def _together(events: AsyncIterator[tuple[str, str]]) -> bytes:
+    """A batch's fragments as one chunk of SSE events: one write to the browser, not one
+    through every middleware per fragment (at a busy floor, most batches are a tile or two
+    and the summary)."""
+    return b"".join([ServerSentEvent(data=html, event=name).encode()
+                     async for name, html in events])
+
+
 async def stream(sub: Subscription, fragments: Fragments,
-                 stopping: asyncio.Event) -> AsyncIterator[ServerSentEvent]:
+                 stopping: asyncio.Event) -> AsyncIterator[ServerSentEvent | bytes]:
     """The SSE events of one page: everything first, then what each batch changed."""
     with sub:
         yield ServerSentEvent(retry=RECONNECT_MS)
-        async for name, html in fragments(None):
-            yield ServerSentEvent(data=html, event=name)
+        first = await _together(fragments(None))
+        if first:
+            yield first
         while not stopping.is_set():
             batch = await _next(sub, stopping)
             if batch is None:
                 return
-            async for name, html in fragments(batch):
-                yield ServerSentEvent(data=html, event=name)
+            chunk = await _together(fragments(batch))
+            if chunk:
+                yield chunk

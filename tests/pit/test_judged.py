@@ -448,3 +448,33 @@ def test_the_store_path_records_the_valid_messages_each_once(picks: list[int]) -
         assert query(store, "SELECT COUNT(*) FROM malformed") == [
             (sum(1 for p in picks if p < 0),)]
 
+
+
+async def test_a_busy_event_loop_shows_on_metrics_and_a_stall_is_logged(tmp_path: Path) -> None:
+    """pit_event_loop_lag_seconds: how late the loop ran its 0.1 s timer; a stall of a second
+    or more is also logged (event_loop_stalled)."""
+    import time
+
+    import structlog
+
+    service = PitService(pit_config({"sqlite": str(tmp_path / "pit.sqlite")}))
+    await service.start()
+    lagging = asyncio.create_task(service._loop_lag())
+    try:
+        await asyncio.sleep(0.35)
+        assert metric(service, "pit_event_loop_lag_seconds_count") >= 2
+        assert metric(service, 'pit_event_loop_lag_seconds_bucket{le="1.0"}') == \
+            metric(service, "pit_event_loop_lag_seconds_count")  # nothing late yet
+        with structlog.testing.capture_logs() as logs:
+            await asyncio.sleep(0.05)
+            time.sleep(1.2)  # noqa: ASYNC251 - on purpose: something holds the loop
+            await asyncio.sleep(0.15)
+        count = metric(service, "pit_event_loop_lag_seconds_count")
+        assert count - metric(service, 'pit_event_loop_lag_seconds_bucket{le="1.0"}') == 1
+        stalls = [e for e in logs if e["event"] == "event_loop_stalled"]
+        assert len(stalls) == 1 and 1.0 <= stalls[0]["seconds"] < 1.3
+    finally:
+        lagging.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await lagging
+        await service.store.close()

@@ -260,3 +260,88 @@ def test_a_pit_part_that_does_not_load_leaves_the_table_on_the_floor_logged_once
         for n in (1, 2, 3)]}
     unusable = [e for e in logs if e["event"] == "pit_part_unusable"]
     assert len(unusable) == 1 and "NO_PART" in unusable[0]["error"]
+
+
+def _alert(alert_id: int, table: str, state: str = "open", at: float = 1.0) -> Any:
+    from tabled.pit.store import Alert
+
+    return Alert(id=alert_id, site="lab", table=table, kind="device_lost", subject="shoe-1",
+                 severity="major", state=state, message="lost", detail={},  # type: ignore[arg-type]
+                 transient=False, count=1, opened_at=at, updated_at=at, acked_by=None,
+                 acked_at=None, ack_note=None, cleared_at=None, closed_at=None,
+                 closed_by=None)
+
+
+def test_the_counts_by_state_and_each_tables_version_follow_every_change() -> None:
+    """Floor.states() is kept between changes of a state and TableModel.version is what a page
+    keys its rendering of a tile by (pit.web.app.tile_html): after every kind of change, the
+    kept counts equal a fresh count, and a table whose tile or panel changed has a version it
+    never had before."""
+    floor = Floor(clock=lambda: 1_000.0)
+    rng = random.Random(30)
+    tables = ["t1", "t2", "t3"]
+    seq = {t: {"status": 0, "device": 0, "outcome": 0} for t in tables}
+    seen: dict[str, set[int]] = {t: set() for t in tables}
+    shown: dict[str, Any] = {}
+    alerts = 0
+    for step in range(400):
+        table = rng.choice(tables)
+        kind = rng.choice(["birth", "will", "device", "outcome", "outcome", "alert", "close",
+                           "set_alerts"])
+        s = seq[table]
+        if kind == "birth":
+            s["status"] += 1
+            floor.apply(birth(seq=s["status"], table=table,
+                              started_at=f"2026-12-01T10:00:{step % 60:02d}.000Z"))
+        elif kind == "will":
+            s["status"] += 1
+            floor.apply(will(s["status"], table=table))
+        elif kind == "device":
+            s["device"] += 1
+            floor.apply(device("shoe-1", rng.choice(["connected", "lost"]), s["device"],
+                               table=table))
+        elif kind == "outcome":
+            s["outcome"] += 1
+            floor.apply(baccarat_outcome(s["outcome"], s["outcome"], table=table))
+        elif kind == "alert":
+            alerts += 1
+            floor.alert_changed(_alert(alerts, table, at=float(step)))
+        elif kind == "close" and alerts:
+            floor.alert_changed(_alert(rng.randint(1, alerts), table, "closed", float(step)))
+        elif kind == "set_alerts":
+            floor.set_alerts([_alert(alerts + 1, table, at=float(step))])
+            alerts += 1
+        fresh = dict.fromkeys(("online", "degraded", "offline", "unknown"), 0)
+        for t in floor.tables():
+            fresh[t.state] += 1
+        assert floor.states() == fresh, (step, kind)
+        for t in floor.tables():
+            now = (floor.tile("lab", t.table), floor.panel("lab", t.table))
+            before = shown.get(t.table)
+            if before is not None and before[0] != now:
+                assert t.version != before[1], (step, kind, t.table)
+                assert t.version not in seen[t.table]
+            seen[t.table].add(t.version)
+            shown[t.table] = (now, t.version)
+    # the kept counts are the caller's own
+    floor.states()["online"] = 99
+    assert floor.states()["online"] != 99
+
+
+async def test_a_table_reloaded_from_the_record_never_takes_an_old_version(tmp_path: Any) -> None:
+    store = SqliteStore(tmp_path / "pit.sqlite")
+    await store.open()
+    floor = Floor()
+    for m in [birth(), baccarat_outcome(1, 0), baccarat_outcome(2, 1)]:
+        await store.record(m, "pit:test")
+        floor.apply(m)
+    model_before = floor.table("lab", "t1")
+    assert model_before is not None
+    versions = {model_before.version}
+    states_before = floor.states()
+    await floor.reload(store, "lab", "t1")
+    await store.close()
+    after = floor.table("lab", "t1")
+    assert after is not None and after is not model_before
+    assert after.version not in versions and after.version > max(versions)
+    assert floor.states() == states_before

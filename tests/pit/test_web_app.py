@@ -612,3 +612,69 @@ async def test_the_stylesheet_is_the_pits_then_each_games(tmp_path: Path) -> Non
                                  headers={"if-none-match": served.headers["etag"]})
         assert again.status_code == 304 and again.content == b""
         assert (await client.get("/static/pit.js")).status_code == 200
+
+
+async def test_live_pages_share_one_rendering_of_a_tile_until_its_table_changes(
+        tmp_path: Path) -> None:
+    """Every live page of a language gets the same rendering of a tile while its table is
+    unchanged in the same second; a change of the table (its version) renders it anew, and
+    another language has its own."""
+    async with web(tmp_path) as (service, app, _):
+        tables = await a_floor(service)
+        first = app.tile_html("lab", "bac-1", "en")
+        assert first is not None and 'data-table="bac-1"' in first
+        second = app.tile_html("lab", "bac-1", "en")
+        assert second is first  # the same rendering, not made again
+        chinese = app.tile_html("lab", "bac-1", "zh_Hant")
+        assert chinese is not None and chinese != first
+        assert app.tile_html("lab", "bac-1", "zh_Hant") is chinese
+        model = service.floor.table("lab", "bac-1")
+        assert model is not None
+        version = model.version
+        await tables["bac"].outcome(4, result={"player_cards": ["8S", "KH"],
+                                               "banker_cards": ["3D", "2C"],
+                                               "player_total": 8, "banker_total": 5,
+                                               "winner": "player", "natural": True},
+                                    bets={"player": {"result": "win", "pays": "1:1"}})
+        assert model.version != version
+        changed = app.tile_html("lab", "bac-1", "en")
+        assert changed is not None and changed is not first
+        assert 'data-last-round="4"' in changed
+        assert app.tile_html("lab", "nowhere", "en") is None
+
+
+async def test_a_batch_of_fragments_goes_to_the_browser_in_one_write() -> None:
+    """pit.web.live: a page's stream sends its retry time, then everything in one chunk, then
+    each batch of changes as one chunk of SSE events in the order they were made."""
+    from tabled.pit.model import Change, ChangeFeed
+    from tabled.pit.web.live import stream
+
+    feed = ChangeFeed()
+    stopping = asyncio.Event()
+
+    async def fragments(batch: set[Change] | None) -> AsyncIterator[tuple[str, str]]:
+        if batch is None:
+            yield "summary", "all <b>3</b>"
+            yield "floor", "tiles"
+            return
+        for change in sorted(batch, key=lambda c: str(c.table)):
+            yield f"tile:lab/{change.table}", f"<article>{change.table}\nnext line</article>"
+        if any(c.table == "quiet" for c in batch):
+            return
+
+    events = stream(feed.subscribe(), fragments, stopping)
+    retry = await anext(events)
+    assert b"retry: 500" in retry.encode()  # type: ignore[union-attr]
+    first = await anext(events)
+    assert first == (b"event: summary\r\ndata: all <b>3</b>\r\n\r\n"
+                     b"event: floor\r\ndata: tiles\r\n\r\n")
+    feed.publish(Change("table", "lab", "t1"))
+    feed.publish(Change("table", "lab", "t2"))
+    chunk = await anext(events)
+    assert isinstance(chunk, bytes)
+    assert chunk.split(b"\r\n\r\n")[:2] == [
+        b"event: tile:lab/t1\r\ndata: <article>t1\r\ndata: next line</article>",
+        b"event: tile:lab/t2\r\ndata: <article>t2\r\ndata: next line</article>"]
+    stopping.set()
+    with pytest.raises(StopAsyncIteration):
+        await anext(events)
