@@ -393,10 +393,32 @@ def _metric_lines(pit: PitProcess, prefix: str) -> dict[str, float]:
     out: dict[str, float] = {}
     with urllib.request.urlopen(pit.metrics_url, timeout=5) as response:
         for line in response.read().decode().splitlines():
-            if line.startswith(prefix) and "_bucket{" not in line and "_created" not in line:
+            if line.startswith(prefix) and "_created" not in line and (
+                    "_bucket{" not in line or line.startswith(LAG + "_bucket{")):
                 name, _, value = line.rpartition(" ")
                 out[name] = float(value)
     return out
+
+
+#: The pit's event-loop lag histogram (pit/metrics.py): its buckets are kept in the figures.
+LAG: Final = "pit_event_loop_lag_seconds"
+
+
+def loop_lag(lines: dict[str, float]) -> dict[str, float | None]:
+    """The lag histogram's samples and the bucket (its upper bound, ms) within which 50 %,
+    99 % and all of them fell."""
+    buckets = sorted((float(name.split('le="')[1].split('"')[0]), count)
+                     for name, count in lines.items() if name.startswith(LAG + "_bucket{"))
+    total = lines.get(LAG + "_count", 0.0)
+
+    def within(share: float) -> float | None:
+        for bound, count in buckets:
+            if total and count >= share * total:
+                return bound * 1000
+        return None
+
+    return {"samples": total, "p50_le_ms": within(0.5), "p99_le_ms": within(0.99),
+            "max_le_ms": within(1.0)}
 
 
 async def _cancel(task: asyncio.Future[None]) -> None:
@@ -522,6 +544,7 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
                 for meter in meters.values():
                     meter.start()
                 page_before = await _page_metrics(cdp)
+                lag_before = [await asyncio.to_thread(_metric_lines, pit, LAG) for pit in pits]
                 if profile_page:
                     await cdp.send("Profiler.enable")
                     await cdp.send("Profiler.setSamplingInterval", {"interval": 500})
@@ -586,6 +609,9 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
             result["memory_mb"] = [pit.memory() for pit in pits]
             result["pit_metrics"] = [await asyncio.to_thread(_metric_lines, pit, "pit_")
                                      for pit in pits]
+            result["loop_lag"] = [  # over the window: the histograms' growth since its start
+                loop_lag({k: v - before.get(k, 0.0) for k, v in lines.items()})
+                for lines, before in zip(result["pit_metrics"], lag_before, strict=True)]
         finally:
             if load is not None:
                 load.kill()
