@@ -418,6 +418,24 @@ def scale_section(sc: dict[str, Any]) -> list[str]:
     return [*out, "<!-- /scale:figures -->", ""]
 
 
+def _buckets(pits: list[dict[str, Any]] | None) -> str:
+    """Each pit's p99 as its histogram's bucket: "≤ 10 / ≤ 25 ms"."""
+    if not pits:
+        return "–"
+    return " / ".join("–" if p.get("p99_le_ms") is None else f"≤ {p['p99_le_ms']:g}"
+                      for p in pits) + " ms"
+
+
+def _follow_words(sc: dict[str, Any]) -> str:
+    """How pit A learned its partner's records in the run: by the poll or told by PostgreSQL."""
+    if sc.get("follow") == "notify":
+        return ("from the shared record when PostgreSQL tells of pit B's commit (`LISTEN`/"
+                f"`NOTIFY`, read at most every `T_FOLLOW_MIN` = {sc.get('t_follow_min', 0):g} s; "
+                "pit/service.py `_follow_records`)")
+    return (f"by reading the shared record every `T_FOLLOW` = {sc.get('t_follow', 0.5):g} s "
+            "(pit/service.py `_follow_records`)")
+
+
 def _scale_parts(sc: dict[str, Any]) -> list[str]:
     """Where publish → DOM goes: the follow poll at the smallest size, the page's backlog at
     the largest, the memory peak, and what the follow interval costs."""
@@ -428,23 +446,35 @@ def _scale_parts(sc: dict[str, Any]) -> list[str]:
     if own.get("count") and other.get("count"):
         out.append(f"At {small['tables']} tables the outcomes pit A recorded itself reached its "
                    f"page with p50 {own['p50']:,.0f} ms, p99 {own['p99']:,.0f} ms; those pit B "
-                   "recorded, which pit A learns by reading the shared record every "
-                   f"`T_FOLLOW` = {sc.get('t_follow', 0.5):g} s (pit/service.py "
-                   "`_follow_records`), with p50 "
-                   f"{other['p50']:,.0f} ms, p99 {other['p99']:,.0f} ms: half the floor waits "
-                   "for that poll before it is even in its model.")
-    out.append("Along the way, p50 / p99 in ms (the receipt is the record's `received_at` "
-               "less the publish time, both on the wall clock; the stream is a program reading "
-               "pit A's floor stream beside the browser; the script is the page's handler of "
-               "the SSE message, before htmx swaps it in):")
+                   f"recorded, which pit A learns {_follow_words(sc)}, with p50 "
+                   f"{other['p50']:,.0f} ms, p99 {other['p99']:,.0f} ms"
+                   + (": half the floor waits for that poll before it is even in its model."
+                      if sc.get("follow") != "notify" else
+                      " (its receipt by pit B, B's commit, then pit A's read of the record)."))
+    out.append("Along the way, p50 / p99 in ms (the broker's is a subscriber of the bench's "
+               "own, no pit, stamped as it gets each outcome: the load generator and Mosquitto "
+               "on this machine; the receipt is the record's `received_at` less the publish "
+               "time, both on the wall clock; the stream is a program reading pit A's floor "
+               "stream beside the browser; the script is the page's handler of the SSE "
+               "message, before htmx swaps it in), with each pit's event-loop lag and its "
+               "record's write time over the dealing (p99 within the bucket shown, from "
+               "`pit_event_loop_lag_seconds` and `pit_store_seconds{operation=\"record_batch\"}`) "
+               "and the page's main thread (Chromium's own counters: the share of the window it "
+               "was busy):")
     rows = [(y["tables"], *(f"{_lat(y.get(k))[0]} / {_lat(y.get(k))[1]}"
-                             for k in ("received", "stream_reader", "sse_arrival", "dom")),
-             f"{y['cpu_percent'].get('browser', float('nan')):.0f} %") for y in runs
+                             for k in ("broker_delivery", "received", "stream_reader",
+                                       "sse_arrival", "dom")),
+             _buckets(y.get("loop_lag")), _buckets(y.get("record_latency")),
+             f"{y['cpu_percent'].get('browser', float('nan')):.0f} %",
+             (f"{y['page_main_thread']['task_percent']:.0f} %"
+              if y.get("page_main_thread") else "–")) for y in runs
             if (y.get("received") or {}).get("count")]
     parts = [" ".join(out), ""]
     if rows:
-        parts += _table(("tables", "publish → receipt", "→ pit A's stream", "→ page script",
-                         "→ DOM", "Chromium CPU"), rows)
+        parts += _table(("tables", "publish → broker", "→ receipt", "→ pit A's stream",
+                         "→ page script", "→ DOM", "loop lag p99, A / B",
+                         "record write p99, A / B", "Chromium CPU", "page main thread busy"),
+                        rows)
     out = []
     late = [y for y in runs if (y.get("dom_a") or {}).get("p99", 0) > 1000]
     if late:
@@ -1148,9 +1178,8 @@ def _scale_reason(r: dict[str, Any], name: str) -> str:
         arrival = _lat(x.get("sse_arrival"))[1]
         follow = float(r["scale"].get("t_follow", 0.5))
         head = (f"the outcomes pit A recorded itself reach its page with p99 {own} ms; those "
-                f"its partner recorded, which it reads from the shared record every {follow:g} s "
-                f"(`T_FOLLOW`, pit/service.py `_follow_records`), with p99 {other} ms (the "
-                f"page's stream had them with p99 {arrival} ms)")
+                f"its partner recorded, which it learns {_follow_words(r['scale'])}, with p99 "
+                f"{other} ms (the page's stream had them with p99 {arrival} ms)")
         mine, theirs = (x.get("dom_a") or {}).get("p99"), (x.get("dom_b") or {}).get("p99")
         if mine and theirs and theirs > mine + 1000 * follow:
             return (head + ": the partner's share waits for that poll before it is even in "

@@ -70,9 +70,10 @@ from bench.pit import (
     dom_latency,
     wait_until,
 )
+from bench.rig import Collector
 from tabled.daemon.broker import Mosquitto
-from tabled.pit.service import T_FOLLOW
-from tests.pit.tablefeed import SITE
+from tabled.pit.service import T_FOLLOW, T_FOLLOW_MIN
+from tests.pit.tablefeed import PREFIX, SITE
 
 #: The goals of issue 30, item 3.
 GOALS: Final = {"dom_p99_ms": 250.0, "rss_mb": 300.0}
@@ -394,22 +395,40 @@ def _metric_lines(pit: PitProcess, prefix: str) -> dict[str, float]:
     with urllib.request.urlopen(pit.metrics_url, timeout=5) as response:
         for line in response.read().decode().splitlines():
             if line.startswith(prefix) and "_created" not in line and (
-                    "_bucket{" not in line or line.startswith(LAG + "_bucket{")):
+                    "_bucket{" not in line
+                    or line.startswith((LAG + "_bucket{", BATCH + "_bucket{"))
+                    or (line.startswith("pit_store_seconds_bucket{") and RECORD_LABEL in line)):
                 name, _, value = line.rpartition(" ")
                 out[name] = float(value)
     return out
 
 
-#: The pit's event-loop lag histogram (pit/metrics.py): its buckets are kept in the figures.
+#: The pit's event-loop lag histogram (pit/metrics.py) and its record's write latency: their
+#: buckets are kept in the figures.
 LAG: Final = "pit_event_loop_lag_seconds"
+BATCH: Final = "pit_batch_seconds"
+RECORD_LABEL: Final = 'operation="record_batch"'
+RECORD: Final = "pit_store_seconds{" + RECORD_LABEL + "}"
 
 
-def loop_lag(lines: dict[str, float]) -> dict[str, float | None]:
-    """The lag histogram's samples and the bucket (its upper bound, ms) within which 50 %,
-    99 % and all of them fell."""
-    buckets = sorted((float(name.split('le="')[1].split('"')[0]), count)
-                     for name, count in lines.items() if name.startswith(LAG + "_bucket{"))
-    total = lines.get(LAG + "_count", 0.0)
+def histogram(lines: dict[str, float], name: str = LAG) -> dict[str, float | None]:
+    """A histogram's samples (``name``: the metric, with its labels if any) and the bucket
+    (its upper bound, ms) within which 50 %, 99 % and all of them fell."""
+    metric, _, wanted = name.partition("{")
+    labels = dict(re.findall(r'(\w+)="([^"]*)"', wanted))
+    buckets: list[tuple[float, float]] = []
+    total = 0.0
+    for key, count in lines.items():
+        head, _, rest = key.partition("{")
+        found = dict(re.findall(r'(\w+)="([^"]*)"', rest))
+        le = found.pop("le", None)
+        if found != labels:
+            continue
+        if head == metric + "_bucket" and le is not None:
+            buckets.append((float(le), count))
+        elif head == metric + "_count":
+            total = count
+    buckets.sort()
 
     def within(share: float) -> float | None:
         for bound, count in buckets:
@@ -525,6 +544,10 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
                 streamed: list[tuple[str, float]] = []
                 reader = asyncio.ensure_future(read_floor_stream(pits[0].url, streamed))
                 stack.push_async_callback(_cancel, reader)
+                # the broker's delivery of each outcome to a subscriber of its own (QoS 1, as
+                # the pits subscribe): publish → broker → a client, without a pit
+                probe = stack.enter_context(Collector(broker.port,
+                                                      [f"{PREFIX}/{SITE}/+/outcome"]))
                 say(f"[scale] {tables} tables online in both pits; dealing for {seconds:g} s "
                     f"at {speedup:g}x a real pace")
                 loads: list[float] = []
@@ -544,7 +567,8 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
                 for meter in meters.values():
                     meter.start()
                 page_before = await _page_metrics(cdp)
-                lag_before = [await asyncio.to_thread(_metric_lines, pit, LAG) for pit in pits]
+                lag_before = [await asyncio.to_thread(_metric_lines, pit, "pit_")
+                              for pit in pits]
                 if profile_page:
                     await cdp.send("Profiler.enable")
                     await cdp.send("Profiler.setSamplingInterval", {"interval": 500})
@@ -574,6 +598,8 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
                 live = await page.evaluate(
                     "() => document.querySelector('#live.on') !== null")
                 seen = await page.evaluate("() => window.__seen")
+                delivered = [[f"{a.topic.split('/')[2]}#{json.loads(a.payload)['round']}",
+                              a.at * 1000] for a in probe.take()]
                 arrived = await page.evaluate("() => window.__arrived")
             outcomes = [(str(t), int(r), float(at)) for t, r, at in sent["outcome_times"]]
             result["page_saw"] = {"tile_changes": len(seen), "stream_fragments": len(arrived),
@@ -594,6 +620,7 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
             result["received"] = Latency.of(received).to_dict() if received else {"count": 0}
             result["stream_reader"] = dom_latency([list(x) for x in streamed], outcomes, key,
                                                   since, until, 0.0)
+            result["broker_delivery"] = dom_latency(delivered, outcomes, key, since, until, 0.0)
             for name in PITS:
                 mine = [o for o in outcomes
                         if by.get(key(o[0], o[1]), ("", 0.0))[0] == f"pit:{name}"]
@@ -609,9 +636,12 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
             result["memory_mb"] = [pit.memory() for pit in pits]
             result["pit_metrics"] = [await asyncio.to_thread(_metric_lines, pit, "pit_")
                                      for pit in pits]
-            result["loop_lag"] = [  # over the window: the histograms' growth since its start
-                loop_lag({k: v - before.get(k, 0.0) for k, v in lines.items()})
-                for lines, before in zip(result["pit_metrics"], lag_before, strict=True)]
+            # over the window: the histograms' growth since its start
+            grown = [{k: v - before.get(k, 0.0) for k, v in lines.items()}
+                     for lines, before in zip(result["pit_metrics"], lag_before, strict=True)]
+            result["loop_lag"] = [histogram(lines, LAG) for lines in grown]
+            result["record_latency"] = [histogram(lines, RECORD) for lines in grown]
+            result["batch_latency"] = [histogram(lines, BATCH) for lines in grown]
         finally:
             if load is not None:
                 load.kill()
@@ -641,7 +671,8 @@ async def run(workdir: Path, sizes: list[int], seconds: float, say: Any = print,
                            "machine": await asyncio.to_thread(machine, workdir),
                            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                            # how often the shipped pit reads its partner's share (seconds)
-                           "t_follow": T_FOLLOW}
+                           "t_follow": T_FOLLOW, "t_follow_min": T_FOLLOW_MIN,
+                           "follow": "notify"}
     with pgserver.Postgres() as pgs:
         out["postgres"] = pgs.version
         steps: list[tuple[int, dict[str, Any]]] = [(tables, options) for tables in sizes]

@@ -98,6 +98,10 @@ class PitMetrics:
             "pit_event_loop_lag_seconds", "How late the event loop ran a 0.1 s timer "
             "(everything the pit does waits while it is busy)", buckets=LAG_BUCKETS,
             registry=r)
+        self.batch_seconds = Histogram(
+            "pit_batch_seconds", "How long the pit took over one batch of messages from the "
+            "broker: checked, recorded, then the live model, the alert rules and the integrity "
+            "monitors (the next batch waits for it)", buckets=LAG_BUCKETS, registry=r)
         self.store_errors = Counter("pit_store_errors", "Store operations that failed",
                                     registry=r)
         self.store_failures = Counter(

@@ -76,9 +76,13 @@ T_TICK = 0.5
 T_OUTBOX = 0.25
 #: Audit entries written this recently are read again (PostgreSQL commits ids out of order).
 T_AUDIT_WINDOW = 10.0
-#: With a shared subscription, how often the other servers' new records are read, seconds
-#: (what the page of one server waits for an outcome its partner recorded, at most).
+#: With a shared subscription, the other servers' new records are read as soon as PostgreSQL
+#: tells of their commit (LISTEN/NOTIFY: pit.store_postgres) but at most once in T_FOLLOW_MIN
+#: seconds (a busy partner commits a hundred times a second), and at least every T_FOLLOW
+#: seconds should a notification be lost (what the page of one server waits for an outcome its
+#: partner recorded, at most).
 T_FOLLOW = 0.1
+T_FOLLOW_MIN = 0.03
 #: ... and how often the last T_AUDIT_WINDOW seconds of them are read again, seconds (a row
 #: PostgreSQL committed after a larger id was read; each row is applied once).
 T_FOLLOW_AGAIN = 1.0
@@ -301,6 +305,13 @@ class PitService:
         batch recorded without it; an outage is retried while the batch waits. Fetch replies
         (:mod:`pit.reconcile`) go to the reconciler, and the messages they serve through the
         same path, after."""
+        started = time.monotonic()
+        try:
+            await self._received_batch(batch)
+        finally:
+            self.metrics.batch_seconds.observe(time.monotonic() - started)
+
+    async def _received_batch(self, batch: Sequence[tuple[str, bytes, bool]]) -> None:
         replies: list[tuple[str, bytes]] = []
         if self.reconciler is not None:
             live = []
@@ -529,13 +540,18 @@ class PitService:
 
     async def _follow_records(self) -> None:
         """With a shared subscription this server receives only its share of the outcomes;
-        the other servers' share reaches its live model through the shared record, within
-        about T_FOLLOW (alerts need no such path: they are in the record already). Each look
+        the other servers' share reaches its live model through the shared record, read when
+        PostgreSQL tells of a partner's commit, within T_FOLLOW_MIN of the last read (and at
+        least every T_FOLLOW; alerts need no such path: they are in the record already). Each look
         reads what is newer than the last row read; every T_FOLLOW_AGAIN the recent window
         too, for a row committed late."""
-        again = time.monotonic()
+        again = last = time.monotonic()
         while True:
-            await asyncio.sleep(T_FOLLOW)
+            await self.store.others_recorded(self.actor, T_FOLLOW)
+            spacing = last + T_FOLLOW_MIN - time.monotonic()
+            if spacing > 0:
+                await asyncio.sleep(spacing)
+            last = time.monotonic()
             self._hand_jumps()
             recent = 0.0
             if time.monotonic() >= again:

@@ -30,6 +30,7 @@ Every operation has a timeout and raises :class:`StoreError` when the database f
 from __future__ import annotations
 
 import abc
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -442,6 +443,13 @@ class RecordStore(abc.ABC):
         """Outcomes and ``shoe_start`` events other pit servers recorded with an id above
         ``after_id`` or in the last ``recent`` seconds (the live model of a server that gets
         only its share of a shared subscription follows the rest through the record)."""
+
+    async def others_recorded(self, me: str, within: float) -> bool:
+        """Wait until another pit server than ``me`` has committed records since the last
+        call (PostgreSQL: its ``NOTIFY``), at most ``within`` seconds; True if woken by one.
+        A store with no such signal (SQLite: one pit server) just waits."""
+        await asyncio.sleep(within)
+        return False
 
     # -- the reports' queries (pit/report) --------------------------------------------------
 

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import psycopg
+import structlog
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from tabled.contract.secrets import read_secret
@@ -26,6 +27,15 @@ from tabled.pit.messages import Message
 from tabled.pit.sql import insert_message, schema, schema_v2, schema_v3, stored_message
 from tabled.pit.store import T_STORE, Recorded, Row, StoreError, Tx, store_error
 from tabled.pit.store_sql import SqlStore
+
+log = structlog.get_logger("tabled.pit.store")
+
+#: The channel each commit of messages is announced on (its payload: the pit server that
+#: recorded them), so a partner following the record reads it at once (:meth:`others_recorded`).
+RECORDED_CHANNEL = "tabled_recorded"
+#: After the listening connection failed, the next try this much later, seconds (meanwhile the
+#: followers poll, pit.service T_FOLLOW).
+T_LISTEN_RETRY = 2.0
 
 #: What PostgreSQL (or psycopg, adapting a value) refuses for the content it is given: SQLSTATE
 #: class 22 (``bigint out of range``, NUL in text, an invalid text representation) and 23 (a
@@ -69,6 +79,10 @@ class PostgresStore(SqlStore):
         #: how long :meth:`open` keeps trying to connect before it gives up, seconds
         self.open_timeout = open_timeout
         self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
+        self._kwargs: dict[str, Any] = {}
+        #: LISTEN: set by another server's commit of messages (:meth:`others_recorded`)
+        self._others = asyncio.Event()
+        self._listener: asyncio.Task[None] | None = None
 
     @property
     def description(self) -> str:
@@ -99,6 +113,7 @@ class PostgresStore(SqlStore):
             await pool.close()
             raise StoreError(f"{self.description}: cannot connect: {exc}") from exc
         self._pool = pool
+        self._kwargs = kwargs
         await self._run("migrate", self._migrate_locked)
 
     async def _migrate_locked(self, tx: Tx) -> None:
@@ -106,6 +121,11 @@ class PostgresStore(SqlStore):
         await self._migrate(tx)
 
     async def close(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await listener
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close(timeout=T_STORE)
@@ -129,6 +149,9 @@ class PostgresStore(SqlStore):
                     for m in messages:
                         sql, params = insert_message(m, recorded_by)
                         cursors.append(await conn.execute(_placeholders(sql), params))
+                    # delivered at the commit, once per transaction: partners read at once
+                    await conn.execute("SELECT pg_notify(%s, %s)",
+                                       (RECORDED_CHANNEL, recorded_by))
                     rows = [await cur.fetchone() for cur in cursors]
                 out: list[Recorded | None] = []
                 for m, row in zip(messages, rows, strict=True):
@@ -154,6 +177,42 @@ class PostgresStore(SqlStore):
         finally:
             if self.observe is not None:
                 self.observe("record_batch", time.monotonic() - started)
+
+    async def others_recorded(self, me: str, within: float) -> bool:
+        """PostgreSQL's ``LISTEN``: woken by a partner's commit of messages (its
+        ``pg_notify`` in :meth:`record_many`), or after ``within`` seconds. The listening connection
+        is the store's own, opened at the first call and again after it fails."""
+        if self._listener is None or self._listener.done():
+            self._listener = asyncio.create_task(self._listen(me), name="store-listen")
+        try:
+            async with asyncio.timeout(within):
+                await self._others.wait()
+        except TimeoutError:
+            return False
+        finally:
+            self._others.clear()
+        return True
+
+    async def _listen(self, me: str) -> None:
+        while self._pool is not None:
+            try:
+                conn = await psycopg.AsyncConnection.connect(
+                    self.settings.conninfo, autocommit=True, **self._kwargs)
+            except psycopg.Error as exc:
+                log.warning("store_listen_failed", error=str(exc))
+                await asyncio.sleep(T_LISTEN_RETRY)
+                continue
+            try:
+                await conn.execute(f"LISTEN {RECORDED_CHANNEL}")
+                async for notice in conn.notifies():
+                    if notice.payload != me:
+                        self._others.set()
+            except psycopg.Error as exc:
+                log.warning("store_listen_failed", error=str(exc))
+            finally:
+                with contextlib.suppress(psycopg.Error):
+                    await conn.close()
+            await asyncio.sleep(T_LISTEN_RETRY)
 
     @contextlib.asynccontextmanager
     async def transaction(self, write: bool = True) -> AsyncIterator[Tx]:

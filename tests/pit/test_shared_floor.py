@@ -100,3 +100,80 @@ async def test_a_persistent_session_records_what_was_published_while_the_pit_was
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
         assert await service.store.alerts(kind="seq_gap") == []
+
+
+async def test_a_partners_commit_wakes_the_follower_and_its_own_does_not(
+        postgres: PgServer) -> None:
+    """PostgresStore.others_recorded: PostgreSQL's LISTEN/NOTIFY. A commit of messages by
+    another pit server wakes the follower at once; its own commits do not; a listening
+    connection that is cut is opened again."""
+    from tabled.pit.config import PostgresSettings
+    from tabled.pit.messages import parse_message
+    from tabled.pit.store_postgres import T_LISTEN_RETRY, PostgresStore
+
+    settings = PostgresSettings(conninfo=postgres.conninfo(postgres.new_database()))
+    mine, theirs = PostgresStore(settings), PostgresStore(settings)
+    await mine.open()
+    await theirs.open()
+
+    def message(n: int) -> Any:
+        return parse_message("tabled", "tabled/lab/t1/outcome",
+                             json.dumps(outcome(n)).encode(), time.time())
+
+    try:
+        assert not await mine.others_recorded("pit:a", 0.3)  # listening now; nothing yet
+        await mine.record_many([message(1)], "pit:a")
+        assert not await mine.others_recorded("pit:a", 0.5)  # its own commit
+        waiting = asyncio.create_task(mine.others_recorded("pit:a", 30.0))
+        await asyncio.sleep(0.1)
+        started = time.monotonic()
+        await theirs.record_many([message(2)], "pit:b")
+        assert await waiting  # woken, long before its 30 s
+        assert time.monotonic() - started < 5.0
+        # the listening connection is cut: it is opened again, and wakes the follower again
+        with psycopg.connect(postgres.conninfo(), autocommit=True) as admin:
+            cut = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                "WHERE query LIKE 'LISTEN %'").fetchall()
+        assert cut == [(True,)]
+        await asyncio.sleep(T_LISTEN_RETRY + 1.0)
+        waiting = asyncio.create_task(mine.others_recorded("pit:a", 30.0))
+        await asyncio.sleep(0.1)
+        await theirs.record_many([message(3)], "pit:b")
+        assert await waiting
+    finally:
+        await mine.close()
+        await theirs.close()
+
+
+async def test_a_pit_follows_its_partners_outcome_when_told_not_when_it_polls(
+        broker: Mosquitto, postgres: PgServer, monkeypatch: Any) -> None:
+    """With the poll made 60 s, an outcome the partner recorded still reaches this server's
+    live model within seconds: the partner's commit woke it."""
+    import tabled.pit.service as service_module
+
+    monkeypatch.setattr(service_module, "T_FOLLOW", 60.0)
+    conninfo = postgres.conninfo(postgres.new_database())
+    follower = PitService(parse_config({
+        "pit": {"id": "pit-a"},
+        "mqtt": {"url": broker.url, "share_group": "pit", "reconnect_min": 0.1,
+                 "reconnect_max": 1.0},
+        "store": {"postgres": {"conninfo": conninfo}}}))
+    from tabled.pit.messages import parse_message
+    from tabled.pit.store_postgres import PostgresStore
+
+    partner = PostgresStore(follower.config.store.postgres)  # type: ignore[arg-type]
+    await partner.open()
+    try:
+        async with running(follower):
+            await asyncio.sleep(0.5)  # its follower is listening
+            for n in (1, 2):
+                body = {**outcome(n), "table_seq": n - 1}
+                await partner.record_many([parse_message(
+                    "tabled", "tabled/lab/t9/outcome", json.dumps(body).encode(),
+                    time.time())], "pit:pit-b")
+            deadline = time.monotonic() + 5
+            while (follower.floor.tile("lab", "t9") or {}).get("rounds_last_hour") != 2:
+                assert time.monotonic() < deadline, follower.floor.tile("lab", "t9")
+                await asyncio.sleep(0.05)
+    finally:
+        await partner.close()
