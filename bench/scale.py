@@ -396,7 +396,7 @@ def _metric_lines(pit: PitProcess, prefix: str) -> dict[str, float]:
         for line in response.read().decode().splitlines():
             if line.startswith(prefix) and "_created" not in line and (
                     "_bucket{" not in line
-                    or line.startswith((LAG + "_bucket{", BATCH + "_bucket{"))
+                    or line.startswith((LAG + "_bucket{", BATCH + "_bucket{", GC + "_bucket{"))
                     or (line.startswith("pit_store_seconds_bucket{") and RECORD_LABEL in line)):
                 name, _, value = line.rpartition(" ")
                 out[name] = float(value)
@@ -407,6 +407,7 @@ def _metric_lines(pit: PitProcess, prefix: str) -> dict[str, float]:
 #: buckets are kept in the figures.
 LAG: Final = "pit_event_loop_lag_seconds"
 BATCH: Final = "pit_batch_seconds"
+GC: Final = "pit_gc_pause_seconds"
 RECORD_LABEL: Final = 'operation="record_batch"'
 RECORD: Final = "pit_store_seconds{" + RECORD_LABEL + "}"
 
@@ -621,6 +622,17 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
             result["stream_reader"] = dom_latency([list(x) for x in streamed], outcomes, key,
                                                   since, until, 0.0)
             result["broker_delivery"] = dom_latency(delivered, outcomes, key, since, until, 0.0)
+            # the broker's delivery (to the bench's subscriber) → the pit's receipt, per outcome:
+            # what the pit itself adds after the broker (its wall-clock stamp against the
+            # subscriber's CLOCK_MONOTONIC one, through the load's pair of stamps of its publish)
+            at_broker = {k: t / 1000 for k, t in reversed(delivered)}
+            after_broker = [by[key(t, r)][1] - (wall - at) - at_broker[key(t, r)]
+                            for (t, r, at), wall in zip(outcomes, sent["outcome_walls"],
+                                                        strict=True)
+                            if since <= at < until and key(t, r) in by
+                            and key(t, r) in at_broker]
+            result["broker_to_receipt"] = (Latency.of(after_broker).to_dict() if after_broker
+                                           else {"count": 0})
             for name in PITS:
                 mine = [o for o in outcomes
                         if by.get(key(o[0], o[1]), ("", 0.0))[0] == f"pit:{name}"]
@@ -642,6 +654,8 @@ async def run_step(tables: int, seconds: float, workdir: Path, pgs: pgserver.Pos
             result["loop_lag"] = [histogram(lines, LAG) for lines in grown]
             result["record_latency"] = [histogram(lines, RECORD) for lines in grown]
             result["batch_latency"] = [histogram(lines, BATCH) for lines in grown]
+            result["gc_pause"] = [{g: histogram(lines, f'{GC}{{generation="{g}"}}')
+                                   for g in ("0", "1", "2")} for lines in grown]
         finally:
             if load is not None:
                 load.kill()

@@ -13,7 +13,10 @@ port of its own (a pit without its web page, or a scraper kept off the web port)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+import gc
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from prometheus_client import (
@@ -102,6 +105,9 @@ class PitMetrics:
             "pit_batch_seconds", "How long the pit took over one batch of messages from the "
             "broker: checked, recorded, then the live model, the alert rules and the integrity "
             "monitors (the next batch waits for it)", buckets=LAG_BUCKETS, registry=r)
+        self.gc_pause = Histogram(
+            "pit_gc_pause_seconds", "Python's garbage collections, by generation: the event "
+            "loop waits for each", ["generation"], buckets=LAG_BUCKETS, registry=r)
         self.store_errors = Counter("pit_store_errors", "Store operations that failed",
                                     registry=r)
         self.store_failures = Counter(
@@ -129,6 +135,26 @@ class PitMetrics:
             self.backfilled.labels(stream)
         for reason in ("no_token", "bad_token"):
             self.display_refused.labels(reason)
+
+    @contextlib.contextmanager
+    def gc_watched(self) -> Iterator[None]:
+        """Time every garbage collection while inside (``pit_gc_pause_seconds``)."""
+        started: list[float] = []
+
+        def timing(phase: str, info: dict[str, Any]) -> None:
+            if phase == "start":
+                started[:] = [time.perf_counter()]
+            elif started:
+                self.gc_pause.labels(str(info.get("generation"))).observe(
+                    time.perf_counter() - started.pop())
+
+        for generation in ("0", "1", "2"):
+            self.gc_pause.labels(generation)
+        gc.callbacks.append(timing)
+        try:
+            yield
+        finally:
+            gc.callbacks.remove(timing)
 
     def count_malformed(self, code: str) -> None:
         """One message filed in ``malformed`` for ``code`` (pit.messages MALFORMED_CODES)."""

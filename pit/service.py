@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import json
 import signal
 import time
@@ -96,6 +97,9 @@ T_LAG = 0.1
 #: A loop this late is logged (``event_loop_stalled``): pages, the record and the alert
 #: timers all wait while it is.
 T_STALLED = 1.0
+#: How long what survived a full garbage collection stays frozen before the collector looks
+#: at all of it again, seconds (:meth:`PitService._collector`).
+T_GC_THAW = 600.0
 
 
 def rfc3339(t: float | None) -> str | None:
@@ -236,6 +240,8 @@ class PitService:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
+        gc_watch = contextlib.ExitStack()
+        gc_watch.enter_context(self.metrics.gc_watched())
         try:
             async with asyncio.TaskGroup() as group:
                 tasks = [
@@ -247,6 +253,7 @@ class PitService:
                                functools.partial(self._while_leader, self._retention)),
                     start_part(group, log, "status", self._status_loop),
                     start_part(group, log, "loop", self._loop_lag),
+                    start_part(group, log, "gc", self._collector),
                     group.create_task(self.notifier.watchdog(), name="watchdog"),
                 ]
                 if cfg.mqtt.share_group:
@@ -273,6 +280,7 @@ class PitService:
                     web.cancel()
                 await cancel_all(log, tasks)
         finally:
+            gc_watch.close()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
             if self._metrics_server is not None:
@@ -712,6 +720,39 @@ class PitService:
                 self.notifier.status(line)
                 last = line
 
+
+    async def _collector(self) -> None:
+        """Python's cyclic garbage collector, its pauses kept short. A full collection
+        walks every object the pit keeps, and at 1,000 tables that held the event loop for
+        100-250 ms (``pit_gc_pause_seconds``; every message, page and timer waits behind it):
+        what survives a full collection is frozen out of the collector's sight
+        (``gc.freeze``), so the next ones walk only what came since; every T_GC_THAW seconds
+        it is all thawed, and the next full collection looks at everything again (what
+        became cyclic garbage meanwhile is freed then)."""
+        loop = asyncio.get_running_loop()
+        full = asyncio.Event()
+
+        def after(phase: str, info: dict[str, Any]) -> None:
+            if phase == "stop" and info.get("generation") == 2:
+                loop.call_soon_threadsafe(full.set)  # a collection may run in any thread
+
+        gc.callbacks.append(after)
+        try:
+            gc.freeze()  # what start-up made
+            thaw_at = loop.time() + T_GC_THAW
+            while True:
+                try:
+                    async with asyncio.timeout_at(thaw_at):
+                        await full.wait()
+                except TimeoutError:
+                    gc.unfreeze()
+                    thaw_at = loop.time() + T_GC_THAW
+                    continue
+                full.clear()
+                gc.freeze()
+        finally:
+            gc.callbacks.remove(after)
+            gc.unfreeze()
 
     async def _loop_lag(self) -> None:
         """How late the event loop runs a timer: everything the pit does (recording, the

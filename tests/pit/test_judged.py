@@ -478,3 +478,60 @@ async def test_a_busy_event_loop_shows_on_metrics_and_a_stall_is_logged(tmp_path
         with contextlib.suppress(asyncio.CancelledError):
             await lagging
         await service.store.close()
+
+
+def test_garbage_collections_are_timed_while_the_pit_runs_and_not_after() -> None:
+    """pit_gc_pause_seconds{generation}: every collection while gc_watched is open."""
+    import gc
+
+    from tabled.pit.metrics import PitMetrics
+
+    metrics = PitMetrics()
+
+    def count(generation: str) -> float:
+        for text in metrics.text().decode().splitlines():
+            if text.startswith(f'pit_gc_pause_seconds_count{{generation="{generation}"}} '):
+                return float(text.split()[-1])
+        raise AssertionError(generation)
+
+    before = len(gc.callbacks)
+    with metrics.gc_watched():
+        assert count("2") == 0
+        gc.collect()
+        gc.collect(0)
+        assert count("2") == 1 and count("0") >= 1
+    assert len(gc.callbacks) == before
+    gc.collect()
+    assert count("2") == 1
+
+
+async def test_what_survives_a_full_collection_is_frozen_and_thawed_in_time(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """PitService._collector: start-up's objects and each full collection's survivors are
+    frozen out of the collector's sight; every T_GC_THAW they are all thawed; when the pit
+    stops nothing stays frozen."""
+    import gc
+
+    import tabled.pit.service as service_module
+
+    monkeypatch.setattr(service_module, "T_GC_THAW", 0.6)
+    service = PitService(pit_config({"sqlite": str(tmp_path / "pit.sqlite")}))
+    callbacks = len(gc.callbacks)
+    collector = asyncio.create_task(service._collector())
+    try:
+        await asyncio.sleep(0.1)
+        assert gc.get_freeze_count() > 0  # start-up's
+        async with asyncio.timeout(3.0):
+            await until(lambda: gc.get_freeze_count() == 0)  # thawed
+        garbage: list[Any] = []
+        garbage.append(garbage)  # a cycle, unreachable once dropped
+        del garbage
+        gc.collect()  # a full collection: its survivors are frozen, the cycle is gone
+        async with asyncio.timeout(1.0):
+            await until(lambda: gc.get_freeze_count() > 0)
+        assert len(gc.callbacks) == callbacks + 1
+    finally:
+        collector.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await collector
+    assert gc.get_freeze_count() == 0 and len(gc.callbacks) == callbacks
