@@ -418,11 +418,11 @@ def scale_section(sc: dict[str, Any]) -> list[str]:
     return [*out, "<!-- /scale:figures -->", ""]
 
 
-def _buckets(pits: list[dict[str, Any]] | None) -> str:
-    """Each pit's p99 as its histogram's bucket: "≤ 10 / ≤ 25 ms"."""
+def _buckets(pits: list[dict[str, Any]] | None, which: str = "p99") -> str:
+    """Each pit's p99 (or max) as its histogram's bucket: "≤ 10 / ≤ 25 ms"."""
     if not pits:
         return "–"
-    return " / ".join("–" if p.get("p99_le_ms") is None else f"≤ {p['p99_le_ms']:g}"
+    return " / ".join("–" if p.get(f"{which}_le_ms") is None else f"≤ {p[f'{which}_le_ms']:g}"
                       for p in pits) + " ms"
 
 
@@ -458,22 +458,25 @@ def _scale_parts(sc: dict[str, Any]) -> list[str]:
                "stream beside the browser; the script is the page's handler of the SSE "
                "message, before htmx swaps it in), with each pit's event-loop lag and its "
                "record's write time over the dealing (p99 within the bucket shown, from "
-               "`pit_event_loop_lag_seconds` and `pit_store_seconds{operation=\"record_batch\"}`) "
+               "`pit_event_loop_lag_seconds` and `pit_store_seconds{operation=\"record_batch\"}`), "
+               "the longest of its full garbage collections (`pit_gc_pause_seconds`) "
                "and the page's main thread (Chromium's own counters: the share of the window it "
                "was busy):")
     rows = [(y["tables"], *(f"{_lat(y.get(k))[0]} / {_lat(y.get(k))[1]}"
-                             for k in ("broker_delivery", "received", "stream_reader",
-                                       "sse_arrival", "dom")),
+                             for k in ("broker_delivery", "broker_to_receipt", "received",
+                                       "stream_reader", "sse_arrival", "dom")),
              _buckets(y.get("loop_lag")), _buckets(y.get("record_latency")),
+             _buckets([g["2"] for g in y["gc_pause"]] if y.get("gc_pause") else None, "max"),
              f"{y['cpu_percent'].get('browser', float('nan')):.0f} %",
              (f"{y['page_main_thread']['task_percent']:.0f} %"
               if y.get("page_main_thread") else "–")) for y in runs
             if (y.get("received") or {}).get("count")]
     parts = [" ".join(out), ""]
     if rows:
-        parts += _table(("tables", "publish → broker", "→ receipt", "→ pit A's stream",
-                         "→ page script", "→ DOM", "loop lag p99, A / B",
-                         "record write p99, A / B", "Chromium CPU", "page main thread busy"),
+        parts += _table(("tables", "publish → broker", "broker → pit's receipt",
+                         "publish → receipt", "→ pit A's stream", "→ page script", "→ DOM",
+                         "loop lag p99, A / B", "record write p99, A / B",
+                         "full GC pause max, A / B", "Chromium CPU", "page main thread busy"),
                         rows)
     out = []
     late = [y for y in runs if (y.get("dom_a") or {}).get("p99", 0) > 1000]

@@ -158,9 +158,11 @@ def _stylesheet(env: jinja2.Environment) -> bytes:
 def _environment() -> jinja2.Environment:
     loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(HERE / "templates"),
                                   jinja2.PrefixLoader(_game_templates())])
+    # auto_reload off: the templates are the installed package's, and looking at each file's
+    # time on every render was a system call per fragment (at 1,000 tables, hundreds a second)
     env = jinja2.Environment(loader=loader, extensions=["jinja2.ext.i18n"],
                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
-                             undefined=jinja2.StrictUndefined)
+                             undefined=jinja2.StrictUndefined, auto_reload=False)
     env.install_null_translations(newstyle=True)  # type: ignore[attr-defined]
     # what a template imported without the render's context (its macros) calls: the language
     # of the render under way in this task (English outside any), never a request's global
