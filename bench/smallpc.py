@@ -542,7 +542,7 @@ async def run_table(table: str, pace: Pace, limit: Limit, broker: Mosquitto, wor
             daemon = CagedDaemon(config, here / "daemon.log", cage=cage)
             daemon.start()
             ready = await asyncio.to_thread(daemon.wait_ready, 30.0)
-            at_ready = cage.stats(daemon.pid)["cpu_s"] - (checked["cpu_s"] or 0.0)
+            cpu_to_ready = cage.stats(daemon.pid)["cpu_s"] - (checked["cpu_s"] or 0.0)
             for family in devices:
                 if not await asyncio.to_thread(collector.wait_until,
                                                device_connected(name, dev.DEVICE_ID[family]),
@@ -599,7 +599,7 @@ async def run_table(table: str, pace: Pace, limit: Limit, broker: Mosquitto, wor
                          "after_s": written[k] - first,
                          "ended_round": any(0 <= t - run.arrived[k] <= 0.5
                                             for t in run.outcomes_at)} for k in slowest],
-            "ready_s": ready, "cpu_s_to_ready": at_ready, "check_config_s": checked["s"],
+            "ready_s": ready, "cpu_s_to_ready": cpu_to_ready, "check_config_s": checked["s"],
             "check_config_cpu_s": checked["cpu_s"], "connected_s": connected, "window_s": window,
             "cpu_percent": 100 * (after["cpu_s"] - before["cpu_s"]) / window,
             "periods": after["periods"] - before["periods"],
