@@ -137,16 +137,21 @@ class PitMetrics:
             self.display_refused.labels(reason)
 
     @contextlib.contextmanager
-    def gc_watched(self) -> Iterator[None]:
-        """Time every garbage collection while inside (``pit_gc_pause_seconds``)."""
+    def gc_watched(self, after_full: Callable[[], None] | None = None) -> Iterator[None]:
+        """Time every garbage collection while inside (``pit_gc_pause_seconds``), and call
+        ``after_full`` at the end of each full one (generation 2)."""
         started: list[float] = []
 
         def timing(phase: str, info: dict[str, Any]) -> None:
             if phase == "start":
                 started[:] = [time.perf_counter()]
-            elif started:
-                self.gc_pause.labels(str(info.get("generation"))).observe(
+                return
+            generation = info.get("generation")
+            if started:
+                self.gc_pause.labels(str(generation)).observe(
                     time.perf_counter() - started.pop())
+            if generation == 2 and after_full is not None:
+                after_full()
 
         for generation in ("0", "1", "2"):
             self.gc_pause.labels(generation)

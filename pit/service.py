@@ -240,8 +240,6 @@ class PitService:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
-        gc_watch = contextlib.ExitStack()
-        gc_watch.enter_context(self.metrics.gc_watched())
         try:
             async with asyncio.TaskGroup() as group:
                 tasks = [
@@ -280,7 +278,6 @@ class PitService:
                     web.cancel()
                 await cancel_all(log, tasks)
         finally:
-            gc_watch.close()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
             if self._metrics_server is not None:
@@ -720,7 +717,6 @@ class PitService:
                 self.notifier.status(line)
                 last = line
 
-
     async def _collector(self) -> None:
         """Python's cyclic garbage collector, its pauses kept short. A full collection
         walks every object the pit keeps, and at 1,000 tables that held the event loop for
@@ -728,30 +724,28 @@ class PitService:
         what survives a full collection is frozen out of the collector's sight
         (``gc.freeze``), so the next ones walk only what came since; every T_GC_THAW seconds
         it is all thawed, and the next full collection looks at everything again (what
-        became cyclic garbage meanwhile is freed then)."""
+        became cyclic garbage meanwhile is freed then). Each collection is timed meanwhile."""
         loop = asyncio.get_running_loop()
         full = asyncio.Event()
 
-        def after(phase: str, info: dict[str, Any]) -> None:
-            if phase == "stop" and info.get("generation") == 2:
-                loop.call_soon_threadsafe(full.set)  # a collection may run in any thread
+        def after_full() -> None:
+            loop.call_soon_threadsafe(full.set)  # a collection may run in any thread
 
-        gc.callbacks.append(after)
         try:
-            gc.freeze()  # what start-up made
-            thaw_at = loop.time() + T_GC_THAW
-            while True:
-                try:
-                    async with asyncio.timeout_at(thaw_at):
-                        await full.wait()
-                except TimeoutError:
-                    gc.unfreeze()
-                    thaw_at = loop.time() + T_GC_THAW
-                    continue
-                full.clear()
-                gc.freeze()
+            with self.metrics.gc_watched(after_full):
+                gc.freeze()  # what start-up made
+                thaw_at = loop.time() + T_GC_THAW
+                while True:
+                    try:
+                        async with asyncio.timeout_at(thaw_at):
+                            await full.wait()
+                    except TimeoutError:
+                        gc.unfreeze()
+                        thaw_at = loop.time() + T_GC_THAW
+                        continue
+                    full.clear()
+                    gc.freeze()
         finally:
-            gc.callbacks.remove(after)
             gc.unfreeze()
 
     async def _loop_lag(self) -> None:
